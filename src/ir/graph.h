@@ -1,0 +1,192 @@
+// The graph IR. A Graph owns Values and Nodes; Nodes are kept in topological order.
+// Every Value knows its producer and its uses, so passes can walk both ways. A Node of a
+// fused op records its provenance: the original nodes it replaced and the rule that did it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/tensor.h"
+
+namespace nnfuse {
+
+class Node;
+
+// One dimension: a known size, or unknown (value < 0) with an optional symbolic name.
+struct Dim {
+  int64_t value = -1;
+  std::string param;
+  bool known() const { return value >= 0; }
+  bool operator==(const Dim&) const = default;
+};
+
+struct Shape {
+  bool has_rank = false;
+  std::vector<Dim> dims;
+
+  static Shape unknown() { return {}; }
+  static Shape of(const Dims& d);
+  bool fully_known() const;
+  Dims static_dims() const;  // requires fully_known()
+  std::string str() const;   // "[1, 3, batch, ?]" or "?"
+  bool operator==(const Shape&) const = default;
+};
+
+struct Use {
+  Node* node;
+  int input_index;
+};
+
+class Value {
+ public:
+  const std::string& name() const { return name_; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  void set_dtype(DType t) { dtype_ = t; }
+  void set_shape(Shape s) { shape_ = std::move(s); }
+
+  Node* producer() const { return producer_; }
+  const std::vector<Use>& uses() const { return uses_; }
+
+  bool is_constant() const { return constant_.defined(); }
+  const Tensor& constant() const { return constant_; }
+  void set_constant(Tensor t);
+
+  bool is_graph_input() const { return is_input_; }
+  bool is_graph_output() const { return is_output_; }
+
+ private:
+  friend class Graph;
+  friend class Node;
+  std::string name_;
+  DType dtype_ = DType::kUndefined;
+  Shape shape_;
+  Node* producer_ = nullptr;
+  std::vector<Use> uses_;
+  Tensor constant_;
+  bool is_input_ = false;
+  bool is_output_ = false;
+};
+
+struct Attribute {
+  enum class Kind { kFloat, kInt, kString, kTensor, kFloats, kInts, kStrings, kGraph };
+  Kind kind = Kind::kInt;
+  float f = 0;
+  int64_t i = 0;
+  std::string s;
+  Tensor t;
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+  std::vector<std::string> strings;
+};
+const char* attribute_kind_name(Attribute::Kind k);
+
+class Node {
+ public:
+  const std::string& name() const { return name_; }
+  const std::string& op_type() const { return op_type_; }
+  const std::string& domain() const { return domain_; }
+  // Inputs may hold nullptr for an omitted optional input.
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  Value* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
+  Value* output(size_t i) const { return i < outputs_.size() ? outputs_[i] : nullptr; }
+  size_t num_inputs() const { return inputs_.size(); }
+  size_t num_outputs() const { return outputs_.size(); }
+  // Replaces input i, keeping use lists consistent.
+  void set_input(size_t i, Value* v);
+
+  const std::map<std::string, Attribute>& attrs() const { return attrs_; }
+  bool has_attr(const std::string& n) const { return attrs_.count(n) != 0; }
+  void set_attr(const std::string& n, Attribute a) { attrs_[n] = std::move(a); }
+  // Typed getters; the fallback is returned when absent, an error when the kind differs.
+  int64_t attr_int(const std::string& n, int64_t fallback) const;
+  float attr_float(const std::string& n, float fallback) const;
+  std::string attr_string(const std::string& n, const std::string& fallback) const;
+  std::vector<int64_t> attr_ints(const std::string& n, std::vector<int64_t> fallback = {}) const;
+  std::vector<float> attr_floats(const std::string& n, std::vector<float> fallback = {}) const;
+  const Attribute* find_attr(const std::string& n) const;
+
+  // Provenance of fused nodes: which original nodes this one replaced, and which pass.
+  const std::vector<std::string>& fused_from() const { return fused_from_; }
+  const std::string& fused_by() const { return fused_by_; }
+  void set_provenance(std::vector<std::string> from, std::string by) {
+    fused_from_ = std::move(from);
+    fused_by_ = std::move(by);
+  }
+
+  // "Conv 'conv1'" for error messages.
+  std::string describe() const;
+
+ private:
+  friend class Graph;
+  std::string name_, op_type_, domain_;
+  std::vector<Value*> inputs_, outputs_;
+  std::map<std::string, Attribute> attrs_;
+  std::vector<std::string> fused_from_;
+  std::string fused_by_;
+};
+
+class Graph {
+ public:
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  std::string name;
+  // Opset version per domain ("" is the default ONNX domain).
+  std::map<std::string, int64_t> opsets;
+  int64_t opset(const std::string& domain = "") const;
+
+  // Creates a value; throws if the name is taken.
+  Value* add_value(const std::string& name, DType dtype = DType::kUndefined,
+                   Shape shape = Shape::unknown());
+  Value* find_value(const std::string& name) const;
+  // A fresh value name starting with `stem`.
+  std::string unique_value_name(const std::string& stem) const;
+
+  // Appends a node (callers keep topological order or call topological_sort()).
+  Node* add_node(const std::string& op_type, const std::string& name,
+                 const std::vector<Value*>& inputs, const std::vector<Value*>& outputs,
+                 const std::string& domain = "");
+  // Removes a node; its outputs lose their producer (and must be unused or rewired).
+  void remove_node(Node* n);
+  // Removes values with no producer, no uses, that are not graph inputs/outputs.
+  void remove_dead_values();
+  // Redirects every use of `from` (and graph-output status) to `to`.
+  void replace_all_uses(Value* from, Value* to);
+
+  void add_input(Value* v);
+  void add_output(Value* v);
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  // Graph inputs that are not constants: what a caller must feed.
+  std::vector<Value*> runtime_inputs() const;
+
+  std::vector<Node*> nodes() const;
+  size_t num_nodes() const { return nodes_.size(); }
+  std::vector<Value*> values() const;
+
+  // Reorders nodes topologically (stable for already ordered graphs); throws on a cycle.
+  void topological_sort();
+
+ private:
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<std::unique_ptr<Value>> values_;
+  std::map<std::string, Value*> by_name_;
+  std::vector<Value*> inputs_, outputs_;
+};
+
+// Checks the structural invariants (unique names, producers and use lists consistent,
+// topological order, graph outputs produced); throws kInternal naming the first violation.
+void verify_graph(const Graph& g);
+
+// Readable text form, one node per line, for `nnfuse info --graph` and debugging.
+std::string graph_to_text(const Graph& g);
+
+}  // namespace nnfuse

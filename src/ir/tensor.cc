@@ -1,0 +1,117 @@
+#include "ir/tensor.h"
+
+#include <cstring>
+#include <limits>
+
+namespace nnfuse {
+
+int64_t checked_numel(std::span<const int64_t> dims, size_t elem_size) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0)
+      fail(ErrorKind::kInvalidModel, "negative dimension ", d, " in shape ", dims_str(dims));
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) {
+      fail(ErrorKind::kInvalidModel, "shape ", dims_str(dims),
+           " has more elements than fit in 64 bits");
+    }
+    n *= d;
+  }
+  if (elem_size > 1 && n > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(elem_size)) {
+    fail(ErrorKind::kInvalidModel, "shape ", dims_str(dims),
+         " needs more bytes than fit in 64 bits");
+  }
+  return n;
+}
+
+std::string dims_str(std::span<const int64_t> dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(dims[i]);
+  }
+  return s + "]";
+}
+
+Dims contiguous_strides(std::span<const int64_t> dims) {
+  Dims s(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
+  return s;
+}
+
+Tensor::Tensor(DType dtype, Dims shape) : dtype_(dtype), shape_(std::move(shape)) {
+  size_t es = dtype_size(dtype);
+  if (es == 0)
+    fail(ErrorKind::kUnsupported, "tensors of type ", dtype_name(dtype), " are not supported");
+  numel_ = checked_numel(shape_, es);
+  size_t bytes = static_cast<size_t>(numel_) * es;
+  // Refuse absurd sizes with an error rather than letting operator new abort the process.
+  constexpr size_t kMaxBytes = size_t{1} << 40;
+  if (bytes > kMaxBytes) {
+    fail(ErrorKind::kInvalidModel, "tensor of shape ", dims_str(shape_), " (", bytes,
+         " bytes) is too large to allocate");
+  }
+  buf_ = std::shared_ptr<std::byte[]>(new std::byte[bytes == 0 ? 1 : bytes]());
+}
+
+Tensor Tensor::reshaped(Dims shape) const {
+  int64_t n = checked_numel(shape);
+  NNFUSE_CHECK(n == numel_, "cannot view ", numel_, " elements as shape ", dims_str(shape));
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  if (!defined()) return {};
+  Tensor t(dtype_, shape_);
+  if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
+  return t;
+}
+
+void Tensor::check_type(DType t) const {
+  if (t != dtype_) {
+    fail(ErrorKind::kInternal, "tensor of type ", dtype_name(dtype_), " accessed as ",
+         dtype_name(t));
+  }
+}
+
+int64_t Tensor::int_at(int64_t i) const {
+  NNFUSE_CHECK(i >= 0 && i < numel_, "index ", i, " out of range for ", numel_, " elements");
+  switch (dtype_) {
+    case DType::kInt64:
+      return data<int64_t>()[i];
+    case DType::kInt32:
+      return data<int32_t>()[i];
+    case DType::kInt16:
+      return reinterpret_cast<const int16_t*>(raw())[i];
+    case DType::kInt8:
+      return data<int8_t>()[i];
+    case DType::kUInt8:
+      return data<uint8_t>()[i];
+    case DType::kUInt16:
+      return reinterpret_cast<const uint16_t*>(raw())[i];
+    case DType::kUInt32:
+      return data<uint32_t>()[i];
+    case DType::kUInt64:
+      return static_cast<int64_t>(data<uint64_t>()[i]);
+    case DType::kBool:
+      return data<bool>()[i] ? 1 : 0;
+    default:
+      fail(ErrorKind::kRuntime, "expected an integer tensor, got ", dtype_name(dtype_));
+  }
+}
+
+std::vector<int64_t> Tensor::to_int64_vector() const {
+  std::vector<int64_t> v(static_cast<size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) v[static_cast<size_t>(i)] = int_at(i);
+  return v;
+}
+
+double Tensor::double_at(int64_t i) const {
+  NNFUSE_CHECK(i >= 0 && i < numel_, "index ", i, " out of range for ", numel_, " elements");
+  if (dtype_ == DType::kFloat32) return data<float>()[i];
+  if (dtype_ == DType::kFloat64) return data<double>()[i];
+  return static_cast<double>(int_at(i));
+}
+
+}  // namespace nnfuse

@@ -1,0 +1,58 @@
+#include "ir/tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+namespace nnfuse {
+namespace {
+
+TEST(Tensor, AllocatesZeroedStorage) {
+  Tensor t(DType::kFloat32, {2, 3});
+  EXPECT_EQ(t.numel(), 6);
+  EXPECT_EQ(t.nbytes(), 24u);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(t.data<float>()[i], 0.0f);
+}
+
+TEST(Tensor, ScalarHasRankZero) {
+  Tensor t = Tensor::scalar<int64_t>(7);
+  EXPECT_EQ(t.rank(), 0);
+  EXPECT_EQ(t.numel(), 1);
+  EXPECT_EQ(t.int_at(0), 7);
+}
+
+TEST(Tensor, ReshapedSharesStorage) {
+  Tensor t = Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4});
+  Tensor v = t.reshaped({4});
+  v.data<float>()[0] = 9;
+  EXPECT_EQ(t.data<float>()[0], 9);
+  EXPECT_THROW(t.reshaped({3}), Error);
+}
+
+TEST(Tensor, CloneIsDeep) {
+  Tensor t = Tensor::from_vector<float>({2}, {1, 2});
+  Tensor c = t.clone();
+  c.data<float>()[0] = 5;
+  EXPECT_EQ(t.data<float>()[0], 1);
+}
+
+TEST(Tensor, WrongTypedAccessThrows) {
+  Tensor t(DType::kInt64, {1});
+  EXPECT_THROW(t.data<float>(), Error);
+}
+
+TEST(Tensor, OverflowingShapeIsAnError) {
+  int64_t big = std::numeric_limits<int64_t>::max() / 2;
+  EXPECT_THROW(checked_numel(std::vector<int64_t>{big, 4}), Error);
+  EXPECT_THROW(checked_numel(std::vector<int64_t>{big / 2, 1}, 8), Error);
+  EXPECT_THROW(checked_numel(std::vector<int64_t>{-1}), Error);
+  EXPECT_THROW(Tensor(DType::kFloat32, {int64_t{1} << 40, 1 << 10}), Error);
+}
+
+TEST(Tensor, Strides) {
+  EXPECT_EQ(contiguous_strides(std::vector<int64_t>{2, 3, 4}), (Dims{12, 4, 1}));
+  EXPECT_EQ(dims_str(std::vector<int64_t>{2, 3}), "[2, 3]");
+}
+
+}  // namespace
+}  // namespace nnfuse

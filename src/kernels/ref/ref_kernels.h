@@ -1,0 +1,53 @@
+// Reference kernels: one plain, obviously correct kernel for every supported op. They are
+// the oracle every fast kernel and every fusion is tested against, so clarity beats speed.
+//
+// The table is explicit (no static registration): registry.cc lists each family's entries.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+namespace nnfuse {
+
+struct KernelContext {
+  const Node& node;
+  int64_t opset = 0;
+  std::vector<const Tensor*> inputs;  // nullptr for an omitted optional input
+  std::vector<Tensor> outputs;        // sized to node.num_outputs(); the kernel assigns them
+
+  size_t num_inputs() const { return inputs.size(); }
+  bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
+  // The tensor of input i; throws an error naming the node when it is absent.
+  const Tensor& in(size_t i) const;
+  bool wants_output(size_t i) const;  // false for an omitted optional output
+};
+
+using RefKernelFn = void (*)(KernelContext& ctx);
+// Returns "" when the kernel handles this node (attributes, declared input dtypes, opset),
+// else a short reason such as "input of type float16 is not supported".
+using SupportFn = std::string (*)(const Node& node, int64_t opset);
+
+struct RefKernelEntry {
+  const char* op_type;
+  RefKernelFn run;
+  SupportFn supports;  // nullptr: supports every node of this op type
+};
+
+// The kernel for an op of the default domain, or nullptr.
+const RefKernelEntry* find_ref_kernel(const std::string& op_type);
+// Why `node` cannot run ("" when it can): unknown op, or the kernel's own reason.
+std::string ref_unsupported_reason(const Node& node, int64_t opset);
+// Every op type with a reference kernel, sorted.
+std::vector<std::string> ref_supported_ops();
+
+// Family tables, concatenated by registry.cc.
+void append_elementwise_kernels(std::vector<RefKernelEntry>& t);  // unary, binary, compare, logic
+void append_reduce_kernels(std::vector<RefKernelEntry>& t);       // Reduce*, ArgMax, Softmax...
+void append_shape_kernels(std::vector<RefKernelEntry>& t);  // Reshape, Transpose, Slice, Gather...
+void append_nn_kernels(std::vector<RefKernelEntry>& t);     // Conv, pools, MatMul, Gemm, norms
+void append_misc_kernels(std::vector<RefKernelEntry>& t);   // Resize, Pad, Range, Cast, Trilu...
+
+}  // namespace nnfuse
