@@ -1,0 +1,1 @@
+#include "onnx/importer.h"
