@@ -1,1 +1,288 @@
 #include "onnx/importer.h"
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "ir/error.h"
+#include "onnx/tensor_proto.h"
+
+namespace nnfuse {
+
+namespace {
+
+constexpr int64_t kMinOpset = 11;
+constexpr int64_t kMaxOpset = 17;
+
+struct Ctx {
+  std::string label;  // the file name, for errors
+  std::string base_dir;
+  Graph* g;
+};
+
+[[noreturn]] void bad(const Ctx& c, const std::string& what) {
+  fail(ErrorKind::kInvalidModel, c.label, ": ", what);
+}
+
+std::vector<std::string> split_names(const std::string& s) {
+  std::vector<std::string> r;
+  size_t start = 0;
+  while (start <= s.size() && !s.empty()) {
+    size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    r.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return r;
+}
+
+void apply_type(const Ctx& c, const onnx::TypeProto& tp, Value* v) {
+  if (tp.value_case() == onnx::TypeProto::VALUE_NOT_SET) return;
+  if (!tp.has_tensor_type()) {
+    fail(ErrorKind::kUnsupported, c.label, ": value '", v->name(),
+         "' is not a tensor (sequence, map and optional values are not supported)");
+  }
+  const auto& tt = tp.tensor_type();
+  if (tt.has_elem_type() && tt.elem_type() != 0) v->set_dtype(dtype_from_onnx(tt.elem_type()));
+  if (tt.has_shape()) {
+    Shape s;
+    s.has_rank = true;
+    for (const auto& d : tt.shape().dim()) {
+      Dim dim;
+      if (d.has_dim_value()) {
+        if (d.dim_value() < 0) bad(c, "value '" + v->name() + "' has a negative dimension");
+        dim.value = d.dim_value();
+      } else if (d.has_dim_param()) {
+        dim.param = d.dim_param();
+      }
+      s.dims.push_back(dim);
+    }
+    v->set_shape(std::move(s));
+  }
+}
+
+Attribute convert_attribute(const Ctx& c, const Node& node, const onnx::AttributeProto& a) {
+  Attribute r;
+  std::string label = c.label + ": " + node.describe() + " attribute '" + a.name() + "'";
+  using A = onnx::AttributeProto;
+  switch (a.type()) {
+    case A::FLOAT:
+      r.kind = Attribute::Kind::kFloat;
+      r.f = a.f();
+      break;
+    case A::INT:
+      r.kind = Attribute::Kind::kInt;
+      r.i = a.i();
+      break;
+    case A::STRING:
+      r.kind = Attribute::Kind::kString;
+      r.s = a.s();
+      break;
+    case A::TENSOR:
+      r.kind = Attribute::Kind::kTensor;
+      r.t = tensor_from_proto(a.t(), c.base_dir, label);
+      break;
+    case A::FLOATS:
+      r.kind = Attribute::Kind::kFloats;
+      r.floats.assign(a.floats().begin(), a.floats().end());
+      break;
+    case A::INTS:
+      r.kind = Attribute::Kind::kInts;
+      r.ints.assign(a.ints().begin(), a.ints().end());
+      break;
+    case A::STRINGS:
+      r.kind = Attribute::Kind::kStrings;
+      r.strings.assign(a.strings().begin(), a.strings().end());
+      break;
+    case A::GRAPH:
+    case A::GRAPHS:
+      r.kind = Attribute::Kind::kGraph;
+      break;
+    default:
+      fail(ErrorKind::kUnsupported, label, ": attribute type ", A::AttributeType_Name(a.type()),
+           " is not supported");
+  }
+  return r;
+}
+
+void check_opsets(const Ctx& c, const onnx::ModelProto& m) {
+  for (const auto& o : m.opset_import()) {
+    std::string d = o.domain() == "ai.onnx" ? "" : o.domain();
+    c.g->opsets[d] = o.version();
+    if (d.empty()) {
+      if (o.version() < kMinOpset || o.version() > kMaxOpset) {
+        fail(ErrorKind::kUnsupported, c.label, ": opset ", o.version(),
+             " of the default ONNX domain is not supported (nnfuse supports ", kMinOpset, " to ",
+             kMaxOpset, ")");
+      }
+    }
+  }
+}
+
+void build_graph(const Ctx& c, const onnx::ModelProto& m) {
+  Graph& g = *c.g;
+  const onnx::GraphProto& gp = m.graph();
+  g.name = gp.name();
+
+  std::map<std::string, const onnx::TypeProto*> types;
+  for (const auto& vi : gp.value_info()) types[vi.name()] = &vi.type();
+  for (const auto& vi : gp.output()) types[vi.name()] = &vi.type();
+
+  for (const auto& init : gp.initializer()) {
+    if (init.name().empty()) bad(c, "an initializer has no name");
+    Value* v = g.add_value(init.name());
+    v->set_constant(
+        tensor_from_proto(init, c.base_dir, c.label + ": initializer '" + init.name() + "'"));
+  }
+  for (const auto& in : gp.input()) {
+    if (Value* v = g.find_value(in.name())) {
+      if (!v->is_constant()) bad(c, "graph input '" + in.name() + "' is listed twice");
+      continue;  // an initializer listed as input (IR < 4): a constant
+    }
+    if (in.name().empty()) bad(c, "a graph input has no name");
+    Value* v = g.add_value(in.name());
+    apply_type(c, in.type(), v);
+    if (v->dtype() == DType::kUndefined)
+      bad(c, "graph input '" + in.name() + "' has no element type");
+    g.add_input(v);
+  }
+
+  std::set<std::string> node_names;
+  int index = 0;
+  for (const auto& np : gp.node()) {
+    ++index;
+    std::string name = np.name();
+    if (name.empty() || node_names.count(name)) {
+      std::string stem = (name.empty() ? np.op_type() : name) + "_" + std::to_string(index);
+      name = stem;
+      for (int k = 1; node_names.count(name); ++k) name = stem + "_" + std::to_string(k);
+    }
+    node_names.insert(name);
+    std::string domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    if (np.op_type().empty()) bad(c, "node '" + name + "' has no op type");
+
+    std::vector<Value*> ins;
+    for (const auto& i : np.input()) {
+      if (i.empty()) {
+        ins.push_back(nullptr);
+        continue;
+      }
+      Value* v = g.find_value(i);
+      if (!v) {
+        // Producers may come later in a mis-ordered file; make the value now, sort later.
+        v = g.add_value(i);
+      }
+      ins.push_back(v);
+    }
+    std::vector<Value*> outs;
+    for (const auto& o : np.output()) {
+      if (o.empty()) {
+        outs.push_back(nullptr);
+        continue;
+      }
+      Value* v = g.find_value(o);
+      if (!v) v = g.add_value(o);
+      auto t = types.find(o);
+      if (t != types.end()) apply_type(c, *t->second, v);
+      outs.push_back(v);
+    }
+    Node* n = g.add_node(np.op_type(), name, ins, outs, domain);
+    for (const auto& a : np.attribute()) {
+      if (a.name().empty()) bad(c, n->describe() + " has an attribute without a name");
+      n->set_attr(a.name(), convert_attribute(c, *n, a));
+    }
+    // Provenance written by the exporter: "nnfuse: fused by PASS from a,b,c".
+    const std::string prefix = "nnfuse: fused by ";
+    if (np.doc_string().rfind(prefix, 0) == 0) {
+      std::string rest = np.doc_string().substr(prefix.size());
+      auto sep = rest.find(" from ");
+      if (sep != std::string::npos) {
+        n->set_provenance(split_names(rest.substr(sep + 6)), rest.substr(0, sep));
+      }
+    }
+  }
+
+  for (const auto& out : gp.output()) {
+    Value* v = g.find_value(out.name());
+    if (!v) bad(c, "graph output '" + out.name() + "' is not produced by any node");
+    apply_type(c, out.type(), v);
+    g.add_output(v);
+  }
+  for (Value* v : g.values()) {
+    if (!v->producer() && !v->is_constant() && !v->is_graph_input()) {
+      std::string reader = v->uses().empty() ? "the graph" : v->uses()[0].node->describe();
+      bad(c, reader + " reads '" + v->name() + "', which no node, input or initializer defines");
+    }
+  }
+  g.topological_sort();
+}
+
+}  // namespace
+
+std::unique_ptr<Graph> load_onnx_from_string(const std::string& bytes, const std::string& base_dir,
+                                             const std::string& label, const ImportOptions& opts) {
+  onnx::ModelProto m;
+  if (bytes.empty()) fail(ErrorKind::kInvalidModel, label, ": the file is empty");
+  if (!m.ParseFromString(bytes)) {
+    fail(ErrorKind::kInvalidModel, label,
+         ": not a valid ONNX model (the protobuf could not be parsed; is the file truncated?)");
+  }
+  if (!m.has_graph())
+    fail(ErrorKind::kInvalidModel, label, ": not an ONNX model (it has no graph)");
+  if (m.ir_version() <= 0) fail(ErrorKind::kInvalidModel, label, ": the model has no IR version");
+
+  auto g = std::make_unique<Graph>();
+  Ctx c{label, base_dir, g.get()};
+  check_opsets(c, m);
+  try {
+    onnx::checker::CheckerContext ctx;
+    ctx.set_ir_version(static_cast<int>(m.ir_version()));
+    std::unordered_map<std::string, int> opsets;
+    for (const auto& o : m.opset_import()) opsets[o.domain()] = static_cast<int>(o.version());
+    ctx.set_opset_imports(opsets);
+    if (!base_dir.empty()) ctx.set_model_dir(base_dir);
+    // Nodes are checked against their schemas; value infos are not, since exporters often
+    // leave graph outputs without a shape, which is valid for running.
+    onnx::checker::LexicalScopeContext lex;
+    for (const auto& i : m.graph().input()) lex.add(i.name());
+    for (const auto& i : m.graph().initializer()) lex.add(i.name());
+    for (const auto& n : m.graph().node()) {
+      onnx::checker::check_node(n, ctx, lex);
+      for (const auto& o : n.output()) lex.add(o);
+    }
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+    fail(ErrorKind::kInvalidModel, label, ": the ONNX checker rejects the model: ", msg);
+  }
+  if (opts.infer_shapes) {
+    try {
+      onnx::ShapeInferenceOptions so(/*check_type=*/false, /*strict=*/0, /*data_prop=*/true);
+      onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), so);
+    } catch (const std::exception& e) {
+      std::string msg = e.what();
+      if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+      fail(ErrorKind::kInvalidModel, label, ": ONNX shape inference failed: ", msg);
+    }
+  }
+  build_graph(c, m);
+  return g;
+}
+
+std::unique_ptr<Graph> load_onnx(const std::string& path, const ImportOptions& opts) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) fail(ErrorKind::kInvalidModel, path, ": no such file");
+  if (fs::is_directory(path, ec)) fail(ErrorKind::kInvalidModel, path, ": is a directory");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail(ErrorKind::kInvalidModel, path, ": cannot open the file");
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string dir = fs::absolute(path, ec).parent_path().string();
+  return load_onnx_from_string(bytes, dir, path, opts);
+}
+
+}  // namespace nnfuse

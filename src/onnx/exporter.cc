@@ -1,0 +1,134 @@
+#include "onnx/exporter.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <fstream>
+
+#include "ir/error.h"
+#include "onnx/tensor_proto.h"
+
+namespace nnfuse {
+
+namespace {
+
+constexpr int64_t kIrVersion = 8;
+constexpr char kProvenancePrefix[] = "nnfuse: fused by ";
+
+void set_type(const Value* v, onnx::ValueInfoProto* vi) {
+  vi->set_name(v->name());
+  auto* tt = vi->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(dtype_to_onnx(v->dtype()));
+  if (!v->shape().has_rank) return;
+  auto* shape = tt->mutable_shape();
+  for (const Dim& d : v->shape().dims) {
+    auto* dp = shape->add_dim();
+    if (d.known()) {
+      dp->set_dim_value(d.value);
+    } else if (!d.param.empty()) {
+      dp->set_dim_param(d.param);
+    }
+  }
+}
+
+void set_attr(const std::string& name, const Attribute& a, onnx::AttributeProto* p) {
+  using A = onnx::AttributeProto;
+  p->set_name(name);
+  switch (a.kind) {
+    case Attribute::Kind::kFloat:
+      p->set_type(A::FLOAT);
+      p->set_f(a.f);
+      break;
+    case Attribute::Kind::kInt:
+      p->set_type(A::INT);
+      p->set_i(a.i);
+      break;
+    case Attribute::Kind::kString:
+      p->set_type(A::STRING);
+      p->set_s(a.s);
+      break;
+    case Attribute::Kind::kTensor:
+      p->set_type(A::TENSOR);
+      tensor_to_proto(a.t, "", p->mutable_t());
+      break;
+    case Attribute::Kind::kFloats:
+      p->set_type(A::FLOATS);
+      for (float f : a.floats) p->add_floats(f);
+      break;
+    case Attribute::Kind::kInts:
+      p->set_type(A::INTS);
+      for (int64_t i : a.ints) p->add_ints(i);
+      break;
+    case Attribute::Kind::kStrings:
+      p->set_type(A::STRINGS);
+      for (const auto& s : a.strings) p->add_strings(s);
+      break;
+    case Attribute::Kind::kGraph:
+      fail(ErrorKind::kUnsupported, "attribute '", name, "': graph attributes cannot be exported");
+  }
+}
+
+}  // namespace
+
+void graph_to_model(const Graph& g, onnx::ModelProto* m) {
+  m->Clear();
+  m->set_ir_version(kIrVersion);
+  m->set_producer_name("nnfuse");
+  m->set_producer_version("0.1.0");
+  std::map<std::string, int64_t> opsets = g.opsets;
+  for (const Node* n : g.nodes()) {
+    if (!n->domain().empty() && !opsets.count(n->domain())) opsets[n->domain()] = 1;
+  }
+  for (auto& [d, v] : opsets) {
+    auto* o = m->add_opset_import();
+    o->set_domain(d);
+    o->set_version(v);
+  }
+  onnx::GraphProto* gp = m->mutable_graph();
+  gp->set_name(g.name.empty() ? "nnfuse" : g.name);
+  for (const Value* v : g.runtime_inputs()) set_type(v, gp->add_input());
+  for (const Value* v : g.values()) {
+    if (v->is_constant()) tensor_to_proto(v->constant(), v->name(), gp->add_initializer());
+  }
+  for (const Node* n : g.nodes()) {
+    onnx::NodeProto* np = gp->add_node();
+    np->set_name(n->name());
+    np->set_op_type(n->op_type());
+    if (!n->domain().empty()) np->set_domain(n->domain());
+    for (const Value* v : n->inputs()) np->add_input(v ? v->name() : "");
+    for (const Value* v : n->outputs()) np->add_output(v ? v->name() : "");
+    for (auto& [k, a] : n->attrs()) set_attr(k, a, np->add_attribute());
+    for (const Value* v : n->outputs()) {
+      if (v && !v->is_graph_output() && v->dtype() != DType::kUndefined) {
+        set_type(v, gp->add_value_info());
+      }
+    }
+    if (!n->fused_by().empty()) {
+      // Provenance travels in the doc string (attributes would fail the schema check of
+      // standard ops), so dumps of an exported model stay explainable.
+      std::string from;
+      for (const auto& f : n->fused_from()) from += (from.empty() ? "" : ",") + f;
+      np->set_doc_string(std::string(kProvenancePrefix) + n->fused_by() + " from " + from);
+    }
+  }
+  for (const Value* v : g.outputs()) set_type(v, gp->add_output());
+}
+
+std::string export_onnx_string(const Graph& g) {
+  onnx::ModelProto m;
+  graph_to_model(g, &m);
+  std::string out;
+  if (!m.SerializeToString(&out)) {
+    fail(ErrorKind::kUnsupported, "the model is too large to serialize as one protobuf (2 GiB)");
+  }
+  return out;
+}
+
+void save_onnx(const Graph& g, const std::string& path) {
+  std::string bytes = export_onnx_string(g);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) fail(ErrorKind::kInvalidArgument, "cannot write '", path, "'");
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) fail(ErrorKind::kInvalidArgument, "failed writing '", path, "'");
+}
+
+}  // namespace nnfuse

@@ -1,0 +1,190 @@
+#include "onnx/importer.h"
+
+#include <gtest/gtest.h>
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "onnx/exporter.h"
+#include "onnx/tensor_proto.h"
+#include "onnx/test_models.h"
+
+namespace nnfuse {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::unique_ptr<Graph> load(const onnx::ModelProto& m, const std::string& dir = "") {
+  return load_onnx_from_string(m.SerializeAsString(), dir, "test.onnx");
+}
+
+std::string error_of(const onnx::ModelProto& m, const std::string& dir = "") {
+  try {
+    load(m, dir);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(OnnxImport, BuildsTypedGraph) {
+  auto g = load(testing::small_model());
+  ASSERT_EQ(g->num_nodes(), 2u);
+  EXPECT_EQ(g->opset(), 13);
+  Value* s = g->find_value("s");
+  ASSERT_NE(s, nullptr);
+  // Shape inference typed the intermediate value, keeping the symbolic dim.
+  EXPECT_EQ(s->dtype(), DType::kFloat32);
+  EXPECT_EQ(s->shape().str(), "[batch, 3]");
+  EXPECT_TRUE(g->find_value("w")->is_constant());
+  EXPECT_EQ(g->find_value("w")->constant().data<float>()[1], -2.0f);
+  ASSERT_EQ(g->runtime_inputs().size(), 1u);
+  verify_graph(*g);
+}
+
+TEST(OnnxImport, RawDataAndTypedFieldsAgree) {
+  auto m = testing::small_model();
+  auto* w = m.mutable_graph()->mutable_initializer(0);
+  w->clear_float_data();
+  float vals[3] = {1.0f, -2.0f, 3.0f};
+  w->set_raw_data(vals, sizeof vals);
+  auto g = load(m);
+  const Tensor& t = g->find_value("w")->constant();
+  EXPECT_EQ(t.data<float>()[2], 3.0f);
+
+  w->set_raw_data(vals, 8);  // too short for shape [3]
+  EXPECT_NE(error_of(m).find("raw_data has 8 bytes"), std::string::npos) << error_of(m);
+}
+
+TEST(OnnxImport, Int64AndBoolTypedFields) {
+  onnx::TensorProto p;
+  p.set_data_type(onnx::TensorProto::INT64);
+  p.add_dims(2);
+  p.add_int64_data(-5);
+  p.add_int64_data(7);
+  Tensor t = tensor_from_proto(p, "", "t");
+  EXPECT_EQ(t.data<int64_t>()[0], -5);
+  p.Clear();
+  p.set_data_type(onnx::TensorProto::BOOL);
+  p.add_dims(2);
+  p.add_int32_data(1);
+  p.add_int32_data(0);
+  Tensor b = tensor_from_proto(p, "", "b");
+  EXPECT_TRUE(b.data<bool>()[0]);
+  EXPECT_FALSE(b.data<bool>()[1]);
+}
+
+class ExternalData : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("nnfuse-ext-" + std::to_string(::getpid()));
+    fs::create_directories(dir_ / "model");
+    float vals[3] = {4.0f, 5.0f, 6.0f};
+    std::ofstream(dir_ / "model" / "weights.bin", std::ios::binary)
+        .write(reinterpret_cast<char*>(vals), sizeof vals);
+    std::ofstream(dir_ / "outside.bin", std::ios::binary)
+        .write(reinterpret_cast<char*>(vals), sizeof vals);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  onnx::ModelProto with_location(const std::string& loc) {
+    auto m = testing::small_model();
+    auto* w = m.mutable_graph()->mutable_initializer(0);
+    w->clear_float_data();
+    w->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* kv = w->add_external_data();
+    kv->set_key("location");
+    kv->set_value(loc);
+    return m;
+  }
+  fs::path dir_;
+};
+
+TEST_F(ExternalData, ResolvesRelativeToModelFolder) {
+  auto g = load(with_location("weights.bin"), (dir_ / "model").string());
+  EXPECT_EQ(g->find_value("w")->constant().data<float>()[2], 6.0f);
+}
+
+TEST_F(ExternalData, RefusesLocationsOutsideTheFolder) {
+  std::string model_dir = (dir_ / "model").string();
+  EXPECT_NE(error_of(with_location("../outside.bin"), model_dir).find("outside"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_location((dir_ / "outside.bin").string()), model_dir).find("absolute"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_location("missing.bin"), model_dir).find("missing.bin"),
+            std::string::npos);
+}
+
+TEST(OnnxImport, ConstantNodesAreKept) {
+  auto m = testing::small_model();
+  auto* g = m.mutable_graph();
+  g->clear_initializer();
+  auto* c = g->add_node();
+  c->set_op_type("Constant");
+  c->set_name("const_w");
+  c->add_output("w");
+  auto* a = c->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  a->mutable_t()->add_dims(3);
+  for (float f : {1.0f, 2.0f, 3.0f}) a->mutable_t()->add_float_data(f);
+  // Constant is listed last: the importer sorts the nodes topologically.
+  auto gr = load(m);
+  EXPECT_EQ(gr->nodes()[0]->op_type(), "Constant");
+  EXPECT_EQ(gr->nodes()[0]->find_attr("value")->t.data<float>()[2], 3.0f);
+  verify_graph(*gr);
+}
+
+TEST(OnnxImport, OpsetRange) {
+  EXPECT_NE(error_of(testing::small_model(10)).find("opset 10"), std::string::npos);
+  EXPECT_NE(error_of(testing::small_model(18)).find("opset 18"), std::string::npos);
+  EXPECT_EQ(error_of(testing::small_model(11)), "");
+  EXPECT_EQ(error_of(testing::small_model(17)), "");
+}
+
+TEST(OnnxImport, BadBytesAreErrors) {
+  std::string good = testing::small_model().SerializeAsString();
+  for (size_t cut : {size_t{0}, size_t{5}, good.size() / 2, good.size() - 3}) {
+    EXPECT_THROW(load_onnx_from_string(good.substr(0, cut), "", "cut.onnx"), Error) << cut;
+  }
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::string junk(200 + trial * 13, '\0');
+    for (char& ch : junk) ch = static_cast<char>(rng());
+    EXPECT_THROW(load_onnx_from_string(junk, "", "junk.onnx"), Error);
+  }
+}
+
+TEST(OnnxImport, UndefinedInputIsAnError) {
+  auto m = testing::small_model();
+  m.mutable_graph()->mutable_node(1)->set_input(0, "nowhere");
+  EXPECT_NE(error_of(m).find("nowhere"), std::string::npos) << error_of(m);
+}
+
+TEST(OnnxImport, OverflowingInitializerShapeIsAnError) {
+  auto m = testing::small_model();
+  auto* w = m.mutable_graph()->mutable_initializer(0);
+  w->clear_dims();
+  w->add_dims(int64_t{1} << 62);
+  w->add_dims(16);
+  EXPECT_NE(error_of(m).find("64 bits"), std::string::npos) << error_of(m);
+}
+
+TEST(OnnxExport, RoundTripsAndPassesChecker) {
+  auto g = load(testing::small_model());
+  g->nodes()[1]->set_provenance({"add", "relu"}, "TestPass");
+  onnx::ModelProto out;
+  graph_to_model(*g, &out);
+  EXPECT_NO_THROW(onnx::checker::check_model(out));
+  auto g2 = load(out);
+  EXPECT_EQ(graph_to_text(*g), graph_to_text(*g2));
+  EXPECT_EQ(g2->nodes()[1]->fused_by(), "TestPass");
+  EXPECT_EQ(g2->nodes()[1]->fused_from(), (std::vector<std::string>{"add", "relu"}));
+}
+
+}  // namespace
+}  // namespace nnfuse

@@ -1,0 +1,126 @@
+// The ONNX backend node tests (Debian's libonnx-testdata) run through the `nnfuse` CLI, as
+// ONNX's own runner does: each test directory holds model.onnx and test_data_set_0 with
+// input_*.pb and output_*.pb. A test whose model nnfuse reports as unsupported (exit 3,
+// before running anything) is skipped with the reason; every other test must match the
+// expected outputs within rtol 1e-3, atol 1e-7.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "ir/error.h"
+#include "onnx/tensor_proto.h"
+#include "runtime/npy.h"
+#include "tests/test_support.h"
+
+namespace nnfuse {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string g_nnfuse;
+std::string g_data = "/usr/share/libonnx-testdata/data/node";
+
+std::vector<std::string> test_dirs() {
+  std::vector<std::string> r;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(g_data, ec)) {
+    if (fs::exists(e.path() / "model.onnx")) r.push_back(e.path().filename().string());
+  }
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
+bool close_enough(const Tensor& got, const Tensor& want, std::string* why) {
+  if (got.dtype() != want.dtype()) {
+    *why = "dtype " + dtype_name(got.dtype()) + " vs expected " + dtype_name(want.dtype());
+    return false;
+  }
+  if (got.shape() != want.shape()) {
+    *why = "shape " + dims_str(got.shape()) + " vs expected " + dims_str(want.shape());
+    return false;
+  }
+  bool is_float = want.dtype() == DType::kFloat32 || want.dtype() == DType::kFloat64;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double g = got.double_at(i), w = want.double_at(i);
+    bool ok;
+    if (!is_float) {
+      ok = got.int_at(i) == want.int_at(i);
+    } else if (std::isnan(w) || std::isnan(g)) {
+      ok = std::isnan(w) && std::isnan(g);
+    } else if (std::isinf(w)) {
+      ok = g == w;
+    } else {
+      ok = std::abs(g - w) <= 1e-7 + 1e-3 * std::abs(w);
+    }
+    if (!ok) {
+      *why = "element " + std::to_string(i) + ": " + std::to_string(g) + " vs expected " +
+             std::to_string(w);
+      return false;
+    }
+  }
+  return true;
+}
+
+class NodeTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(NodeTest, MatchesExpectedOutputs) {
+  fs::path dir = fs::path(g_data) / GetParam();
+  fs::path data = dir / "test_data_set_0";
+  onnx::ModelProto m;
+  {
+    std::ifstream f(dir / "model.onnx", std::ios::binary);
+    ASSERT_TRUE(m.ParseFromIstream(&f));
+  }
+  std::set<std::string> inits;
+  for (auto& i : m.graph().initializer()) inits.insert(i.name());
+  std::vector<std::string> args = {g_nnfuse, "run", (dir / "model.onnx").string()};
+  int k = 0;
+  for (auto& in : m.graph().input()) {
+    if (inits.count(in.name())) continue;
+    fs::path f = data / ("input_" + std::to_string(k++) + ".pb");
+    if (!fs::exists(f)) break;  // trailing optional inputs may be left out
+    args.push_back("--input");
+    args.push_back(in.name() + "=" + f.string());
+  }
+  std::string out = testing::make_temp_dir("nnfuse-node");
+  args.push_back("--output-dir");
+  args.push_back(out);
+  auto r = testing::run_command(args, 120);
+  if (r.exit_code == 3) {
+    fs::remove_all(out);
+    GTEST_SKIP() << r.output;
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (int i = 0; i < m.graph().output_size(); ++i) {
+    fs::path want_file = data / ("output_" + std::to_string(i) + ".pb");
+    if (!fs::exists(want_file)) continue;
+    Tensor want = load_tensor_pb(want_file.string());
+    std::string name = m.graph().output(i).name();
+    Tensor got = load_npy((fs::path(out) / (name + ".npy")).string());
+    std::string why;
+    EXPECT_TRUE(close_enough(got, want, &why)) << "output '" << name << "': " << why;
+  }
+  fs::remove_all(out);
+}
+
+INSTANTIATE_TEST_SUITE_P(Onnx, NodeTest, ::testing::ValuesIn(test_dirs()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace nnfuse
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--nnfuse") nnfuse::g_nnfuse = argv[i + 1];
+    if (std::string(argv[i]) == "--data") nnfuse::g_data = argv[i + 1];
+  }
+  if (nnfuse::g_nnfuse.empty()) {
+    fprintf(stderr, "usage: conformance_test --nnfuse PATH/TO/nnfuse [--data NODE_TEST_DIR]\n");
+    return 2;
+  }
+  return RUN_ALL_TESTS();
+}

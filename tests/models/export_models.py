@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Exports real model architectures (torchvision, and a BERT written out with the same op
+structure as Hugging Face BertModel) to ONNX with random but realistic weights, using Debian's
+python3-torch, and saves PyTorch's own outputs beside each model as the oracle.
+
+Usage: /usr/bin/python3 export_models.py OUTDIR [name ...]
+"""
+import math, os, sys
+import torch, torch.nn as nn, torchvision
+
+torch.manual_seed(0)
+
+
+def wake_dead_params(m):
+    """Random init leaves some parameters zero (ViT's head) or tiny (ConvNeXt's layer scale 1e-6):
+    then whole blocks barely reach the output and a wrong kernel there would go unnoticed."""
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if p.numel() and float(p.abs().max()) < 1e-4:
+                if "layer_scale" in name:
+                    p.uniform_(0.1, 0.3)
+                elif p.dim() >= 2:
+                    p.normal_(0, 0.02)
+    return m
+
+
+def randomize_bn(m):
+    for mod in m.modules():
+        if isinstance(mod, (nn.BatchNorm2d, nn.BatchNorm1d)):
+            with torch.no_grad():
+                mod.running_mean.uniform_(-0.5, 0.5)
+                mod.running_var.uniform_(0.5, 2.0)
+                mod.weight.uniform_(0.5, 1.5)
+                mod.bias.uniform_(-0.2, 0.2)
+    return m
+
+
+# ---------- HF-style BERT written out by hand (same op structure as BertModel) ----------
+class BertSelfAttention(nn.Module):
+    def __init__(s, h, nh):
+        super().__init__(); s.nh, s.dh = nh, h // nh
+        s.query, s.key, s.value = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h)
+
+    def split(s, x):
+        b, t, _ = x.shape
+        return x.view(b, t, s.nh, s.dh).permute(0, 2, 1, 3)
+
+    def forward(s, x, mask):
+        q, k, v = s.split(s.query(x)), s.split(s.key(x)), s.split(s.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(s.dh) + mask
+        p = torch.softmax(scores, dim=-1)
+        ctx = torch.matmul(p, v).permute(0, 2, 1, 3).contiguous()
+        return ctx.view(ctx.shape[0], ctx.shape[1], -1)
+
+
+class BertLayer(nn.Module):
+    def __init__(s, h, nh, inter):
+        super().__init__()
+        s.attn = BertSelfAttention(h, nh)
+        s.attn_out, s.ln1 = nn.Linear(h, h), nn.LayerNorm(h, eps=1e-12)
+        s.inter, s.out, s.ln2 = nn.Linear(h, inter), nn.Linear(inter, h), nn.LayerNorm(h, eps=1e-12)
+
+    def forward(s, x, mask):
+        x = s.ln1(s.attn_out(s.attn(x, mask)) + x)
+        return s.ln2(s.out(nn.functional.gelu(s.inter(x))) + x)
+
+
+class Bert(nn.Module):
+    def __init__(s, layers=12, h=768, nh=12, inter=3072, vocab=30522, maxpos=512):
+        super().__init__()
+        s.word, s.pos, s.tok = nn.Embedding(vocab, h), nn.Embedding(maxpos, h), nn.Embedding(2, h)
+        s.ln = nn.LayerNorm(h, eps=1e-12)
+        s.layers = nn.ModuleList([BertLayer(h, nh, inter) for _ in range(layers)])
+        s.pool = nn.Linear(h, h)
+
+    def forward(s, input_ids, attention_mask, token_type_ids):
+        t = input_ids.shape[1]
+        pos = torch.arange(t, dtype=torch.long).unsqueeze(0)
+        x = s.ln(s.word(input_ids) + s.pos(pos) + s.tok(token_type_ids))
+        mask = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * -10000.0
+        for l in s.layers:
+            x = l(x, mask)
+        return x, torch.tanh(s.pool(x[:, 0]))
+
+
+def img(n=1, c=3, hw=224):
+    return (torch.randn(n, c, hw, hw),), ["input"]
+
+
+def bert_inputs(b=1, t=128, vocab=30522):
+    ids = torch.randint(0, vocab, (b, t))
+    mask = torch.ones(b, t, dtype=torch.long); mask[:, t * 3 // 4:] = 0
+    return (ids, mask, torch.zeros(b, t, dtype=torch.long)), ["input_ids", "attention_mask", "token_type_ids"]
+
+
+TV = torchvision.models
+ZOO = {
+    # name: (builder, inputs, opset, keep_bn)
+    "resnet50": (lambda: TV.resnet50(), img, 13, True),
+    "vgg16_bn": (lambda: TV.vgg16_bn(), img, 13, True),
+    "mobilenet_v2": (lambda: TV.mobilenet_v2(), img, 13, True),
+    "resnet18": (lambda: TV.resnet18(), img, 13, True),
+    "bert_base": (lambda: Bert(), bert_inputs, 13, False),
+    "bert_tiny": (lambda: Bert(layers=2, h=128, nh=2, inter=512), lambda: bert_inputs(1, 32), 13, False),
+}
+
+
+def save_reference(m, args, names, outdir, name):
+    """PyTorch's own outputs for the exported inputs: the oracle to compare against."""
+    import numpy as np
+    d = os.path.join(outdir, name + "_io"); os.makedirs(d, exist_ok=True)
+    with torch.no_grad():
+        outs = m(*args)
+    outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+    for n, a in zip(names, args):
+        np.save(os.path.join(d, "in_" + n + ".npy"), a.numpy())
+    for i, o in enumerate(outs):
+        np.save(os.path.join(d, "out_%d.npy" % i), o.numpy())
+
+
+def export(name, outdir):
+    build, inputs, opset, keep_bn = ZOO[name]
+    m = wake_dead_params(randomize_bn(build())).eval()
+    args, names = inputs()
+    save_reference(m, args, names, outdir, name)
+    path = os.path.join(outdir, name + ".onnx")
+    mode = torch.onnx.TrainingMode.PRESERVE if keep_bn else torch.onnx.TrainingMode.EVAL
+    # grad stays enabled: under no_grad, nn.MultiheadAttention takes a fast path torch can't export
+    torch.onnx.export(m, args, path, input_names=names, opset_version=opset,
+                      training=mode, do_constant_folding=True)
+    print(name, os.path.getsize(path) // (1 << 20), "MiB")
+
+
+if __name__ == "__main__":
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    for n in sys.argv[2:] or ZOO:
+        export(n, out)

@@ -1,0 +1,29 @@
+// The `nnfuse` subcommands. Each registers its options on the app and returns the action to
+// run when it is selected.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "ir/tensor.h"
+
+namespace nnfuse::cli {
+
+// Exit codes: 0 success, 1 error, 2 bad command line, 3 model uses something unsupported.
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitUnsupported = 3;
+
+using Action = std::function<int()>;
+
+Action add_run(CLI::App& app);
+Action add_info(CLI::App& app);
+
+// Parses NAME=FILE pairs and loads each tensor (.npy or .pb).
+std::map<std::string, Tensor> load_inputs(const std::vector<std::string>& specs);
+// "float32[1, 1000] min -1.2 max 3.4 mean 0.01: 0.1 0.2 ..."
+std::string summarize(const Tensor& t);
+
+}  // namespace nnfuse::cli
