@@ -4,6 +4,7 @@
 // before running anything) is skipped with the reason; every other test must match the
 // expected outputs within rtol 1e-3, atol 1e-7.
 #include <gtest/gtest.h>
+#include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
@@ -11,6 +12,8 @@
 #include <fstream>
 
 #include "ir/error.h"
+#include "onnx/exporter.h"
+#include "onnx/importer.h"
 #include "onnx/tensor_proto.h"
 #include "runtime/npy.h"
 #include "tests/test_support.h"
@@ -104,6 +107,28 @@ TEST_P(NodeTest, MatchesExpectedOutputs) {
     EXPECT_TRUE(close_enough(got, want, &why)) << "output '" << name << "': " << why;
   }
   fs::remove_all(out);
+}
+
+// Import -> export -> import gives the same graph, and the export passes the ONNX checker.
+TEST_P(NodeTest, RoundTrips) {
+  fs::path model = fs::path(g_data) / GetParam() / "model.onnx";
+  std::unique_ptr<Graph> g;
+  try {
+    g = load_onnx(model.string());
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kUnsupported) GTEST_SKIP() << e.what();
+    throw;
+  }
+  onnx::ModelProto out;
+  try {
+    graph_to_model(*g, &out);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kUnsupported) GTEST_SKIP() << e.what();
+    throw;
+  }
+  EXPECT_NO_THROW(onnx::checker::check_model(out));
+  auto g2 = load_onnx_from_string(out.SerializeAsString(), model.parent_path().string(), "export");
+  EXPECT_EQ(graph_to_text(*g), graph_to_text(*g2));
 }
 
 INSTANTIATE_TEST_SUITE_P(Onnx, NodeTest, ::testing::ValuesIn(test_dirs()),
