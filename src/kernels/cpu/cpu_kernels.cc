@@ -1,0 +1,17 @@
+// The fast CPU kernel families (see cpu_internal.h). Each accepts float32 work (data movement:
+// any fixed-size element type) and declines the rest, so the reference kernel runs it.
+#include "kernels/cpu/cpu_internal.h"
+
+namespace nnfuse {
+
+void append_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {
+  cpu::append_unary_kernels(t);
+  cpu::append_binary_kernels(t);
+  cpu::append_norm_kernels(t);
+  cpu::append_softmax_kernels(t);
+  cpu::append_reduce_kernels(t);
+  cpu::append_data_kernels(t);
+  cpu::append_gather_kernels(t);
+}
+
+}  // namespace nnfuse

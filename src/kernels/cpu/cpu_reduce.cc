@@ -1,0 +1,223 @@
+// ReduceSum, ReduceMean, ReduceMax, ReduceMin (float32, plain): axes from the attribute or the
+// axes input, keepdims, noop_with_empty_axes. Sums accumulate in double, like the reference.
+//
+// The input's dims are merged into alternating kept/reduced groups. The common shapes run
+// directly: [R] (everything), [K, R] (rows: LayerNorm's mean), [R, K] and [K1, R, K2]
+// (columns, vectorized across K2). Anything else first moves the reduced axes last with a
+// strided copy, then reduces rows.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "kernels/cpu/cpu_copy.h"
+#include "kernels/cpu/cpu_internal.h"
+#include "kernels/cpu/cpu_math.h"
+#include "kernels/cpu/cpu_rows.h"
+#include "kernels/cpu/cpu_util.h"
+
+namespace nnfuse::cpu {
+namespace {
+
+enum class Red { kSum, kMean, kMax, kMin };
+
+bool red_of(const std::string& op, Red* r) {
+  static const std::map<std::string, Red> kOps = {{"ReduceSum", Red::kSum},
+                                                  {"ReduceMean", Red::kMean},
+                                                  {"ReduceMax", Red::kMax},
+                                                  {"ReduceMin", Red::kMin}};
+  auto it = kOps.find(op);
+  if (it == kOps.end()) return false;
+  *r = it->second;
+  return true;
+}
+
+// Columns per task in the column path (the double accumulators stay in L1).
+constexpr int64_t kCols = 1024;
+
+class ReduceKernel : public Kernel {
+ public:
+  ReduceKernel(const NodeInfo& info, Red red)
+      : who_(info.node.describe()),
+        red_(red),
+        keepdims_(info.node.attr_int("keepdims", 1) != 0),
+        noop_(info.node.attr_int("noop_with_empty_axes", 0) != 0),
+        attr_axes_(info.node.attr_ints("axes")) {}
+
+  void run(KernelIO& io) override {
+    const Tensor& x = io.in(0);
+    require_float(x, who_);
+    if (x.layout() != Layout::kPlain) fail(ErrorKind::kRuntime, who_, ": input must be plain");
+    const size_t rank = x.shape().size();
+    const std::vector<int64_t> axes = io.has_input(1) ? io.in(1).to_int64_vector() : attr_axes_;
+    std::vector<bool> mask(rank, axes.empty() && !noop_);
+    for (int64_t a : axes) mask[static_cast<size_t>(checked_axis(a, x.rank(), who_))] = true;
+    Dims out;
+    for (size_t i = 0; i < rank; ++i) {
+      if (!mask[i]) {
+        out.push_back(x.shape()[i]);
+      } else if (keepdims_) {
+        out.push_back(1);
+      }
+    }
+    Tensor& y = io.output(0, DType::kFloat32, out);
+    float* py = y.data<float>();
+    if (y.numel() == 0) return;
+    if (x.numel() == 0) {  // reducing empty dims: the identity (Mean: 0 / 0)
+      const float id = red_ == Red::kMax    ? -kInf
+                       : red_ == Red::kMin  ? kInf
+                       : red_ == Red::kMean ? kNaN
+                                            : 0.0f;
+      std::fill(py, py + y.numel(), id);
+      return;
+    }
+    // Merge into groups (extent, reduced?), skipping extent-1 dims.
+    Dims ext;
+    std::vector<bool> red;
+    for (size_t i = 0; i < rank; ++i) {
+      if (x.shape()[i] == 1) continue;
+      if (!ext.empty() && red.back() == mask[i]) {
+        ext.back() *= x.shape()[i];
+      } else {
+        ext.push_back(x.shape()[i]);
+        red.push_back(mask[i]);
+      }
+    }
+    const float* px = x.data<float>();
+    const size_t g = ext.size();
+    if (g == 0 || (g == 1 && !red[0])) {  // nothing reduced with extent > 1
+      if (py != px) std::memcpy(py, px, x.nbytes());
+      return;
+    }
+    if (g == 1) return reduce_rows(px, 1, ext[0], py);
+    if (g == 2 && !red[0]) return reduce_rows(px, ext[0], ext[1], py);
+    if (g == 2) return reduce_cols(px, 1, ext[0], ext[1], py);
+    if (g == 3 && !red[0]) return reduce_cols(px, ext[0], ext[1], ext[2], py);
+    // General: move the reduced dims last, then reduce rows.
+    const Dims strides = contiguous_strides(x.shape());
+    Dims pd, ps;
+    int64_t rlen = 1;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t i = 0; i < rank; ++i) {
+        if (mask[i] != (pass == 1)) continue;
+        pd.push_back(x.shape()[i]);
+        ps.push_back(strides[i]);
+        if (pass == 1) rlen *= x.shape()[i];
+      }
+    }
+    std::vector<float> tmp(static_cast<size_t>(x.numel()));
+    strided_copy(static_cast<const std::byte*>(x.raw()), pd, ps,
+                 reinterpret_cast<std::byte*>(tmp.data()), sizeof(float));
+    reduce_rows(tmp.data(), x.numel() / rlen, rlen, py);
+  }
+
+ private:
+  float finish_sum(double s, int64_t n) const {
+    return static_cast<float>(red_ == Red::kMean ? s / static_cast<double>(n) : s);
+  }
+
+  // y[k] = reduce(x[k * n, (k + 1) * n)) for k < rows.
+  void reduce_rows(const float* x, int64_t rows, int64_t n, float* y) const {
+    const int64_t threads = omp_get_max_threads();
+    if (rows < threads && n >= 4 * kParallelGrain) {
+      // Few long rows: each row split across threads, partials combined.
+      for (int64_t r = 0; r < rows; ++r) y[r] = reduce_long_row(x + r * n, n, threads);
+      return;
+    }
+    parallel_tasks(rows, rows * n, [&](int64_t r) {
+      const float* xr = x + r * n;
+      switch (red_) {
+        case Red::kMax:
+          y[r] = row_max(xr, n);
+          break;
+        case Red::kMin:
+          y[r] = row_min(xr, n);
+          break;
+        default:
+          y[r] = finish_sum(row_sum(xr, n), n);
+      }
+    });
+  }
+
+  float reduce_long_row(const float* x, int64_t n, int64_t parts) const {
+    std::vector<double> sums(static_cast<size_t>(parts), 0.0);
+    std::vector<float> ext(static_cast<size_t>(parts), red_ == Red::kMin ? kInf : -kInf);
+    parallel_tasks(parts, n, [&](int64_t p) {
+      const int64_t lo = n * p / parts, hi = n * (p + 1) / parts;
+      const size_t i = static_cast<size_t>(p);
+      if (red_ == Red::kMax) {
+        ext[i] = row_max(x + lo, hi - lo);
+      } else if (red_ == Red::kMin) {
+        ext[i] = row_min(x + lo, hi - lo);
+      } else {
+        sums[i] = row_sum(x + lo, hi - lo);
+      }
+    });
+    if (red_ == Red::kMax) return row_max(ext.data(), parts);
+    if (red_ == Red::kMin) return row_min(ext.data(), parts);
+    double s = 0;
+    for (double v : sums) s += v;
+    return finish_sum(s, n);
+  }
+
+  // y[o, j] = reduce over r of x[o, r, j], for x of shape [outer, len, inner].
+  void reduce_cols(const float* x, int64_t outer, int64_t len, int64_t inner, float* y) const {
+    const int64_t chunks = (inner + kCols - 1) / kCols;
+    parallel_tasks(outer * chunks, outer * len * inner, [&](int64_t t) {
+      const int64_t o = t / chunks, j0 = t % chunks * kCols, n = std::min(kCols, inner - j0);
+      const float* xs = x + o * len * inner + j0;
+      float* ys = y + o * inner + j0;
+      if (red_ == Red::kMax || red_ == Red::kMin) {
+        std::fill(ys, ys + n, red_ == Red::kMax ? -kInf : kInf);
+        (red_ == Red::kMax ? col_max : col_min)(xs, len, n, inner, ys);
+        return;
+      }
+      double acc[kCols];
+      std::fill(acc, acc + n, 0.0);
+      col_sum(xs, len, n, inner, acc);
+      for (int64_t j = 0; j < n; ++j) ys[j] = finish_sum(acc[j], len);
+    });
+  }
+
+  std::string who_;
+  Red red_;
+  bool keepdims_, noop_;
+  std::vector<int64_t> attr_axes_;
+};
+
+bool reduce_accepts(const NodeInfo& info) {
+  const Node& n = info.node;
+  Red r;
+  if (!red_of(n.op_type(), &r) || !n.domain().empty() || n.num_inputs() < 1 || n.num_inputs() > 2 ||
+      !single_output(n) || !input_is(info, 0, DType::kFloat32) ||
+      !info.all_inputs_in(Layout::kPlain)) {
+    return false;
+  }
+  if (info.has_input(1) && info.input_dtype(1) != DType::kInt64 &&
+      info.input_dtype(1) != DType::kInt32) {
+    return false;
+  }
+  try {
+    ReduceKernel probe(info, r);
+  } catch (const Error&) {
+    return false;
+  }
+  return true;
+}
+
+std::unique_ptr<Kernel> reduce_create(const NodeInfo& info) {
+  Red r = Red::kSum;
+  red_of(info.node.op_type(), &r);
+  return std::make_unique<ReduceKernel>(info, r);
+}
+
+}  // namespace
+
+void append_reduce_kernels(FactoryTable& t) {
+  const KernelFactory f{"cpu.reduce", reduce_accepts, nullptr, reduce_create, nullptr};
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}) {
+    t.emplace_back(op, f);
+  }
+}
+
+}  // namespace nnfuse::cpu

@@ -1,0 +1,74 @@
+#include "kernels/cpu/cpu_rows.h"
+
+#include "kernels/cpu/cpu_math.h"
+
+namespace nnfuse::cpu {
+
+NNFUSE_TARGET_CLONES double row_sum(const float* x, int64_t n) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i]);
+  return s;
+}
+
+NNFUSE_TARGET_CLONES double row_sq_dev(const float* x, int64_t n, float mean) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = x[i] - mean;
+    s += static_cast<double>(d * d);
+  }
+  return s;
+}
+
+NNFUSE_TARGET_CLONES float row_max(const float* x, int64_t n) {
+  float m = -kInf;
+  int nan = 0;
+#pragma omp simd reduction(max : m) reduction(| : nan)
+  for (int64_t i = 0; i < n; ++i) {
+    m = x[i] > m ? x[i] : m;
+    nan |= x[i] != x[i];
+  }
+  return nan ? kNaN : m;
+}
+
+NNFUSE_TARGET_CLONES float row_min(const float* x, int64_t n) {
+  float m = kInf;
+  int nan = 0;
+#pragma omp simd reduction(min : m) reduction(| : nan)
+  for (int64_t i = 0; i < n; ++i) {
+    m = x[i] < m ? x[i] : m;
+    nan |= x[i] != x[i];
+  }
+  return nan ? kNaN : m;
+}
+
+NNFUSE_TARGET_CLONES void col_sum(const float* x, int64_t rows, int64_t n, int64_t stride,
+                                  double* acc) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * stride;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<double>(xr[j]);
+  }
+}
+
+// NaN sticks: once acc[j] is NaN, neither comparison replaces it.
+NNFUSE_TARGET_CLONES void col_max(const float* x, int64_t rows, int64_t n, int64_t stride,
+                                  float* acc) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * stride;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) acc[j] = (xr[j] > acc[j] || xr[j] != xr[j]) ? xr[j] : acc[j];
+  }
+}
+
+NNFUSE_TARGET_CLONES void col_min(const float* x, int64_t rows, int64_t n, int64_t stride,
+                                  float* acc) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * stride;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) acc[j] = (xr[j] < acc[j] || xr[j] != xr[j]) ? xr[j] : acc[j];
+  }
+}
+
+}  // namespace nnfuse::cpu

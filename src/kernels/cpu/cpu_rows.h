@@ -1,0 +1,23 @@
+// Vectorized reductions over one contiguous row of floats, shared by the softmax, normalization
+// and reduction kernels. Sums accumulate in double, so they match the reference kernels (which
+// reduce in double) to float rounding whatever the row length.
+#pragma once
+
+#include <cstdint>
+
+namespace nnfuse::cpu {
+
+// Sum of x[0, n).
+double row_sum(const float* x, int64_t n);
+// Sum of (x[i] - mean)^2 over [0, n).
+double row_sq_dev(const float* x, int64_t n, float mean);
+// Max / min of x[0, n): NaN if any element is NaN; -inf / +inf for an empty row.
+float row_max(const float* x, int64_t n);
+float row_min(const float* x, int64_t n);
+
+// Column reductions of a [rows, n] block with row stride `stride`: acc[j] op= x[r * stride + j].
+void col_sum(const float* x, int64_t rows, int64_t n, int64_t stride, double* acc);
+void col_max(const float* x, int64_t rows, int64_t n, int64_t stride, float* acc);
+void col_min(const float* x, int64_t rows, int64_t n, int64_t stride, float* acc);
+
+}  // namespace nnfuse::cpu

@@ -1,0 +1,76 @@
+#include "kernels/cpu/layout.h"
+
+#include <cstring>
+
+#include "ir/error.h"
+
+namespace nnfuse {
+
+namespace {
+
+// Copies a [A, B] matrix of `es`-byte elements to [B, A], blocked for cache reuse.
+void transpose_bytes(const std::byte* src, std::byte* dst, int64_t a, int64_t b, size_t es) {
+  constexpr int64_t kBlock = 32;
+  for (int64_t i0 = 0; i0 < a; i0 += kBlock) {
+    for (int64_t j0 = 0; j0 < b; j0 += kBlock) {
+      int64_t i1 = std::min(a, i0 + kBlock), j1 = std::min(b, j0 + kBlock);
+      for (int64_t i = i0; i < i1; ++i) {
+        for (int64_t j = j0; j < j1; ++j) {
+          std::memcpy(dst + (j * a + i) * es, src + (i * b + j) * es, es);
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void transpose_typed(const T* src, T* dst, int64_t a, int64_t b) {
+  constexpr int64_t kBlock = 32;
+  for (int64_t i0 = 0; i0 < a; i0 += kBlock) {
+    for (int64_t j0 = 0; j0 < b; j0 += kBlock) {
+      int64_t i1 = std::min(a, i0 + kBlock), j1 = std::min(b, j0 + kBlock);
+      for (int64_t i = i0; i < i1; ++i) {
+        for (int64_t j = j0; j < j1; ++j) dst[j * a + i] = src[i * b + j];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void convert_layout(const Tensor& src, Tensor& dst) {
+  NNFUSE_CHECK(src.shape() == dst.shape() && src.dtype() == dst.dtype(),
+               "layout conversion between different tensors");
+  if (src.layout() == dst.layout()) {
+    std::memcpy(dst.raw(), src.raw(), src.nbytes());
+    return;
+  }
+  NNFUSE_CHECK(src.rank() == 4, "only 4-D tensors have an NHWC layout");
+  int64_t n = src.dim(0), c = src.dim(1), hw = src.dim(2) * src.dim(3);
+  size_t es = dtype_size(src.dtype());
+  // plain -> NHWC transposes each image's [C, HW] to [HW, C]; NHWC -> plain the reverse.
+  bool to_nhwc = dst.layout() == Layout::kNHWC;
+  int64_t rows = to_nhwc ? c : hw, cols = to_nhwc ? hw : c;
+  const auto* s = static_cast<const std::byte*>(src.raw());
+  auto* d = static_cast<std::byte*>(dst.raw());
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    size_t off = static_cast<size_t>(i * c * hw) * es;
+    if (es == 4) {
+      transpose_typed(reinterpret_cast<const float*>(s + off), reinterpret_cast<float*>(d + off),
+                      rows, cols);
+    } else {
+      transpose_bytes(s + off, d + off, rows, cols, es);
+    }
+  }
+}
+
+Tensor to_layout(const Tensor& t, Layout l) {
+  if (t.layout() == l) return t;
+  Tensor out(t.dtype(), t.shape());
+  out.set_layout(l);
+  convert_layout(t, out);
+  return out;
+}
+
+}  // namespace nnfuse

@@ -1,0 +1,18 @@
+// The oneDNN kernel family: convolutions, matrix products and pools, each declining (in its
+// accepts()) what it does not run exactly like the reference kernel, which then runs it.
+#include "kernels/cpu/onednn_kernels.h"
+
+namespace nnfuse {
+
+void append_onednn_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {
+  t.emplace_back("Conv", onednn::conv_factory());
+  t.emplace_back("ConvTranspose", onednn::conv_transpose_factory());
+  t.emplace_back("MatMul", onednn::matmul_factory());
+  t.emplace_back("Gemm", onednn::gemm_factory());
+  t.emplace_back("MaxPool", onednn::pool_factory());
+  t.emplace_back("AveragePool", onednn::pool_factory());
+  t.emplace_back("GlobalAveragePool", onednn::global_pool_factory());
+  t.emplace_back("GlobalMaxPool", onednn::global_pool_factory());
+}
+
+}  // namespace nnfuse

@@ -1,0 +1,105 @@
+#include "kernels/cpu/onednn_common.h"
+
+#include <omp.h>
+
+#include <cstring>
+
+namespace nnfuse::onednn {
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+dnnl::memory::dims to_dims(const Dims& d) { return dnnl::memory::dims(d.begin(), d.end()); }
+
+Tag plain_tag(size_t rank) {
+  switch (rank) {
+    case 1:
+      return Tag::a;
+    case 2:
+      return Tag::ab;
+    case 3:
+      return Tag::abc;
+    case 4:
+      return Tag::abcd;
+    case 5:
+      return Tag::abcde;
+    case 6:
+      return Tag::abcdef;
+    default:
+      fail(ErrorKind::kInternal, "no plain oneDNN format for rank ", rank);
+  }
+}
+
+dnnl::memory::desc f32_desc(const Dims& shape, Layout layout) {
+  NNFUSE_CHECK(layout == Layout::kPlain || shape.size() == 4,
+               "only 4-D tensors can be stored NHWC");
+  return f32_desc(shape, layout == Layout::kNHWC ? Tag::nhwc : plain_tag(shape.size()));
+}
+
+dnnl::memory::desc f32_desc(const Dims& shape, Tag tag) {
+  return dnnl::memory::desc(to_dims(shape), dnnl::memory::data_type::f32, tag);
+}
+
+Layout input_layout(const NodeInfo& info, size_t i) {
+  return i < info.input_layouts.size() ? info.input_layouts[i] : Layout::kPlain;
+}
+
+std::optional<Dims> known_shape(const NodeInfo& info, size_t i) {
+  if (const Tensor* c = info.constant(i)) return c->shape();
+  return info.input_shape(i);
+}
+
+bool static_f32_input(const NodeInfo& info, size_t i) {
+  if (!info.has_input(i)) return false;
+  if (const Tensor* c = info.constant(i)) return c->dtype() == DType::kFloat32;
+  return info.input_dtype(i) == DType::kFloat32 && info.input_shape(i).has_value();
+}
+
+ThreadScope::ThreadScope(int n) : saved_(omp_get_max_threads()) {
+  if (n > 0 && n != saved_) omp_set_num_threads(n);
+}
+
+ThreadScope::~ThreadScope() {
+  if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
+}
+
+bool output_shape_is(const NodeInfo& info, const Dims& want) {
+  std::optional<Dims> s = info.output_shape(0);
+  return !s || *s == want;
+}
+
+void check_input(const Tensor& t, const Dims& shape, Layout layout, const std::string& what,
+                 size_t index) {
+  if (t.dtype() != DType::kFloat32 || t.shape() != shape || t.layout() != layout) {
+    fail(ErrorKind::kRuntime, what, ": input ", index, " is ", dtype_name(t.dtype()),
+         dims_str(t.shape()), " ", layout_name(t.layout()),
+         " but the kernel was planned for float32", dims_str(shape), " ", layout_name(layout));
+  }
+}
+
+dnnl::memory prepack(const Tensor& src, const dnnl::memory::desc& user,
+                     const dnnl::memory::desc& want) {
+  dnnl::memory dst(want, engine());
+  if (user == want) {
+    std::memcpy(dst.get_data_handle(), src.raw(), src.nbytes());
+    return dst;
+  }
+  dnnl::memory from(user, engine(), handle(src));
+  dnnl::reorder(from, dst).execute(stream(), from, dst);
+  stream().wait();
+  return dst;
+}
+
+void execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args) {
+  p.execute(stream(), args);
+  stream().wait();
+}
+
+}  // namespace nnfuse::onednn

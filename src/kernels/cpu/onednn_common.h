@@ -1,0 +1,78 @@
+// Shared by the oneDNN kernels (onednn_*.cc): the process-wide engine and per-thread stream,
+// conversions between nnfuse and oneDNN shapes, and the checks every kernel's run() makes.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "ir/error.h"
+#include "ir/tensor.h"
+#include "kernels/kernel.h"
+
+namespace nnfuse::onednn {
+
+using Tag = dnnl::memory::format_tag;
+
+// One CPU engine for the process.
+dnnl::engine& engine();
+// A stream per calling thread (a dnnl::stream is not meant to be shared between threads).
+dnnl::stream& stream();
+
+dnnl::memory::dims to_dims(const Dims& d);
+// Plain (C-order) format tag for `rank` dims (1 to 6).
+Tag plain_tag(size_t rank);
+// A float32 memory descriptor for a tensor of logical shape `shape` stored in `layout`.
+dnnl::memory::desc f32_desc(const Dims& shape, Layout layout = Layout::kPlain);
+dnnl::memory::desc f32_desc(const Dims& shape, Tag tag);
+
+// The layout input i arrives in (kPlain for omitted inputs or short lists).
+Layout input_layout(const NodeInfo& info, size_t i);
+// The shape of input i when known at plan time: a constant's, or the value's static shape.
+std::optional<Dims> known_shape(const NodeInfo& info, size_t i);
+// True when input i is present, float32 and of known shape.
+bool static_f32_input(const NodeInfo& info, size_t i);
+// True when the node's output 0, if its shape is known, has shape `want`.
+bool output_shape_is(const NodeInfo& info, const Dims& want);
+
+// Throws kRuntime naming `what` unless `t` is float32 of shape `shape` in `layout`.
+void check_input(const Tensor& t, const Dims& shape, Layout layout, const std::string& what,
+                 size_t index);
+
+// Data pointer of a tensor for a dnnl::memory (oneDNN takes void* even for read-only inputs).
+inline void* handle(const Tensor& t) { return const_cast<void*>(t.raw()); }
+
+// Sets the OpenMP thread count for this scope: oneDNN fixes a primitive's thread count when
+// it is created, so kernels create theirs with the count the plan runs with.
+class ThreadScope {
+ public:
+  explicit ThreadScope(int n);
+  ~ThreadScope();
+  ThreadScope(const ThreadScope&) = delete;
+  ThreadScope& operator=(const ThreadScope&) = delete;
+
+ private:
+  int saved_ = 0;
+};
+
+// Runs `f`, turning a dnnl::error into an nnfuse::Error that names `what` (the node).
+template <typename F>
+decltype(auto) guarded(const std::string& what, F&& f) {
+  try {
+    return std::forward<F>(f)();
+  } catch (const dnnl::error& e) {
+    fail(ErrorKind::kRuntime, what, ": oneDNN: ", e.what());
+  }
+}
+
+// Copies a constant tensor `src` (plain, of memory descriptor `user`) into a new memory of
+// descriptor `want` (the layout a primitive chose), reordering when they differ.
+dnnl::memory prepack(const Tensor& src, const dnnl::memory::desc& user,
+                     const dnnl::memory::desc& want);
+
+// Executes `p` with `args` on this thread's stream and waits.
+void execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args);
+
+}  // namespace nnfuse::onednn

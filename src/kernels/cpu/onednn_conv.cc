@@ -1,0 +1,307 @@
+// oneDNN Conv (1-D, 2-D, 3-D) and ConvTranspose (2-D). The 2-D ones read NCHW or NHWC and
+// write NHWC, so chains of convs stay channels-last; a plain input is reordered to NHWC first,
+// because oneDNN has only its slow reference kernel for NCHW in and NHWC out. 1-D and 3-D
+// convs are plain in and out. Weights and bias must be constants: the weights are reordered
+// once, in create(), into the blocked layout the primitive chooses.
+#include <mutex>
+#include <optional>
+
+#include "kernels/cpu/onednn_common.h"
+#include "kernels/cpu/onednn_kernels.h"
+#include "kernels/ref/nn_internal.h"
+
+namespace nnfuse::onednn {
+namespace {
+
+using dnnl::memory;
+
+struct ConvSpec {
+  bool transpose = false;
+  Dims x_shape, w_shape, y_shape;
+  int64_t group = 1;
+  bool bias = false;
+  // As oneDNN takes them: dilations start at 0, and padding_r of a transposed conv has the
+  // output_padding taken off (it may go negative).
+  Dims strides, dilations, pad_l, pad_r;
+  Layout in_layout = Layout::kPlain, out_layout = Layout::kPlain;
+  // A strided 1x1 conv without pads runs as an unstrided one on the input subsampled by a
+  // strided reorder: oneDNN's NHWC 1x1 kernel is up to 2.4x slower with strides (ResNet-50's
+  // 512->1024 projection), and the copy is small.
+  bool subsample = false;
+};
+
+Dims tail(const Dims& d, size_t from) {
+  return Dims(d.begin() + static_cast<int64_t>(from), d.end());
+}
+
+// ConvTranspose geometry, as the reference kernel and the ONNX spec define it: the output size
+// from the pads, or the pads from output_shape (or auto_pad SAME, which asks for in * stride
+// outputs), the odd unit at the end for SAME_UPPER and at the beginning otherwise.
+// Returns false where oneDNN cannot express the result (negative leading pads).
+bool transpose_geometry(const Node& node, const Dims& in, const Dims& kernel, ConvSpec& s) {
+  const size_t r = in.size();
+  s.strides = ref::spatial_attr(node, "strides", r, 1, true);
+  const Dims dil = ref::spatial_attr(node, "dilations", r, 1, true);
+  const Dims out_pad = ref::spatial_attr(node, "output_padding", r, 0, false);
+  const ref::AutoPad ap = ref::read_auto_pad(node);
+  const bool same = ap == ref::AutoPad::kSameUpper || ap == ref::AutoPad::kSameLower;
+  Dims out_shape;
+  if (node.has_attr("output_shape")) {
+    out_shape = node.attr_ints("output_shape");
+    if (out_shape.size() == r + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+    if (out_shape.size() != r) return false;
+  }
+  Dims pads;
+  if (out_shape.empty() && ap == ref::AutoPad::kNotSet) {
+    pads = ref::spatial_attr(node, "pads", 2 * r, 0, false);
+  }
+  Dims out(r);
+  s.dilations.clear();
+  s.pad_l.assign(r, 0);
+  s.pad_r.assign(r, 0);
+  for (size_t j = 0; j < r; ++j) {
+    if (out_pad[j] < 0 || out_pad[j] >= s.strides[j] || kernel[j] > ref::kMaxGeometryValue ||
+        in[j] > ref::kMaxGeometryValue) {
+      return false;
+    }
+    const int64_t full = s.strides[j] * (in[j] - 1) + out_pad[j] + (kernel[j] - 1) * dil[j] + 1;
+    int64_t begin = 0, end = 0;
+    if (!out_shape.empty() || same) {
+      out[j] = out_shape.empty() ? in[j] * s.strides[j] : out_shape[j];
+      if (out[j] < 1 || out[j] > ref::kMaxGeometryValue) return false;
+      const int64_t total = full - out[j];
+      if (ap == ref::AutoPad::kSameUpper) {
+        begin = ref::floor_div(total, 2);
+        end = total - begin;
+      } else {
+        end = ref::floor_div(total, 2);
+        begin = total - end;
+      }
+    } else {
+      begin = pads[j];
+      end = pads[r + j];
+      if (begin < 0 || end < 0) return false;
+      out[j] = full - begin - end;
+      if (out[j] < 1) return false;
+    }
+    if (begin < 0) return false;
+    s.dilations.push_back(dil[j] - 1);
+    s.pad_l[j] = begin;
+    s.pad_r[j] = end - out_pad[j];
+  }
+  s.y_shape.insert(s.y_shape.end(), out.begin(), out.end());
+  return true;
+}
+
+// The input as the primitive reads it: all of X, or the pixels a strided 1x1 conv touches
+// (then its strides are 1). Strides of the view are in elements of X's storage; oneDNN
+// refuses views whose rows would overlap by its measure (odd sizes), so those run strided.
+memory::desc input_view(const ConvSpec& s) {
+  if (!s.subsample) return f32_desc(s.x_shape, s.in_layout);
+  const int64_t c = s.x_shape[1], h = s.x_shape[2], w = s.x_shape[3];
+  const int64_t sh = s.strides[0], sw = s.strides[1];
+  const Dims dims = {s.x_shape[0], c, s.y_shape[2], s.y_shape[3]};
+  const Dims strides = s.in_layout == Layout::kNHWC ? Dims{h * w * c, 1, sh * w * c, sw * c}
+                                                    : Dims{c * h * w, h * w, sh * w, sw};
+  return memory::desc(to_dims(dims), memory::data_type::f32, to_dims(strides));
+}
+
+// The node's geometry when this kernel can run it, else nullopt.
+std::optional<ConvSpec> conv_spec(const NodeInfo& info, bool transpose) {
+  const Node& node = info.node;
+  if (node.num_outputs() != 1 || node.num_inputs() < 2 || node.num_inputs() > 3) return {};
+  if (!static_f32_input(info, 0) || !static_f32_input(info, 1)) return {};
+  const Tensor* w = info.constant(1);
+  if (!w || w->dtype() != DType::kFloat32 || w->layout() != Layout::kPlain) return {};
+  ConvSpec s;
+  s.transpose = transpose;
+  s.x_shape = *known_shape(info, 0);
+  s.w_shape = w->shape();
+  const size_t rank = s.x_shape.size();
+  if (rank < 3 || rank > 5 || s.w_shape.size() != rank || (transpose && rank != 4)) return {};
+  for (size_t j = 0; j < rank; ++j) {
+    if (s.x_shape[j] < 1 || s.w_shape[j] < 1) return {};
+  }
+  s.in_layout = input_layout(info, 0);
+  if (s.in_layout != Layout::kPlain && !(s.in_layout == Layout::kNHWC && rank == 4)) return {};
+  s.out_layout = rank == 4 ? Layout::kNHWC : Layout::kPlain;
+  try {
+    s.group = node.attr_int("group", 1);
+    const int64_t c = s.x_shape[1];
+    if (s.group < 1 || c % s.group != 0) return {};
+    int64_t m = 0;
+    if (transpose) {
+      if (s.w_shape[0] != c || s.w_shape[1] > ref::kMaxGeometryValue) return {};
+      m = s.w_shape[1] * s.group;
+    } else {
+      m = s.w_shape[0];
+      if (s.w_shape[1] * s.group != c || m % s.group != 0) return {};
+    }
+    if (info.has_input(2)) {
+      const Tensor* b = info.constant(2);
+      if (!b || b->dtype() != DType::kFloat32 || b->shape() != Dims{m}) return {};
+      s.bias = true;
+    }
+    const Dims kernel = tail(s.w_shape, 2);
+    if (node.has_attr("kernel_shape") && node.attr_ints("kernel_shape") != kernel) return {};
+    s.y_shape = {s.x_shape[0], m};
+    if (transpose) {
+      if (!transpose_geometry(node, tail(s.x_shape, 2), kernel, s)) return {};
+    } else {
+      ref::WindowGeometry g = ref::window_geometry(node, tail(s.x_shape, 2), kernel, false);
+      s.y_shape.insert(s.y_shape.end(), g.out.begin(), g.out.end());
+      s.strides = g.strides;
+      for (int64_t d : g.dilations) s.dilations.push_back(d - 1);
+      s.pad_l = g.pad_begin;
+      s.pad_r = g.pad_end;
+    }
+  } catch (const Error&) {
+    return {};  // bad attributes: the reference kernel reports them
+  }
+  if (!output_shape_is(info, s.y_shape)) return {};
+  if (!transpose && rank == 4 && s.w_shape[2] == 1 && s.w_shape[3] == 1) {
+    bool unpadded = true, strided = false;
+    for (size_t j = 0; j < 2; ++j) {
+      unpadded = unpadded && s.pad_l[j] == 0 && s.pad_r[j] == 0;
+      strided = strided || s.strides[j] > 1;
+    }
+    s.subsample = unpadded && strided;
+    try {
+      input_view(s);
+    } catch (const dnnl::error&) {
+      s.subsample = false;
+    }
+  }
+  return s;
+}
+
+// Weight dims as oneDNN names them (grouped: G, O/G, I/G, spatial...) and the format of the
+// ONNX weight tensor under those dims: Conv's [M, C/G, k...] is goihw; ConvTranspose's
+// [C, M/G, k...] is giohw.
+memory::desc user_weights_desc(const ConvSpec& s, bool any) {
+  const int64_t m = s.y_shape[1], c = s.x_shape[1], g = s.group;
+  const Dims k = tail(s.w_shape, 2);
+  Dims dims = g == 1 ? Dims{m, c} : Dims{g, m / g, c / g};
+  dims.insert(dims.end(), k.begin(), k.end());
+  Tag tag = plain_tag(dims.size());
+  if (s.transpose) tag = g == 1 ? Tag::iohw : Tag::giohw;
+  return f32_desc(dims, any ? Tag::any : tag);
+}
+
+// The activation format the primitive runs on: NHWC for 2-D, plain otherwise.
+Tag act_tag(const ConvSpec& s) {
+  return s.x_shape.size() == 4 ? Tag::nhwc : plain_tag(s.x_shape.size());
+}
+
+dnnl::primitive_desc make_pd(const ConvSpec& s) {
+  Dims src_dims = s.x_shape, strides = s.strides;
+  if (s.subsample) {
+    src_dims = {s.x_shape[0], s.x_shape[1], s.y_shape[2], s.y_shape[3]};
+    strides = {1, 1};
+  }
+  const memory::desc src = f32_desc(src_dims, act_tag(s));
+  const memory::desc dst = f32_desc(s.y_shape, act_tag(s));
+  const memory::desc wei = user_weights_desc(s, /*any=*/true);
+  const memory::desc bias = s.bias ? f32_desc({s.y_shape[1]}, Tag::a) : memory::desc();
+  const auto st = to_dims(strides), dil = to_dims(s.dilations);
+  const auto pl = to_dims(s.pad_l), pr = to_dims(s.pad_r);
+  const auto prop = dnnl::prop_kind::forward_inference;
+  if (s.transpose) {
+    dnnl::deconvolution_forward::desc d(prop, dnnl::algorithm::deconvolution_direct, src, wei, bias,
+                                        dst, st, dil, pl, pr);
+    return dnnl::deconvolution_forward::primitive_desc(d, engine());
+  }
+  dnnl::convolution_forward::desc d(prop, dnnl::algorithm::convolution_direct, src, wei, bias, dst,
+                                    st, dil, pl, pr);
+  return dnnl::convolution_forward::primitive_desc(d, engine());
+}
+
+class ConvKernel : public Kernel {
+ public:
+  ConvKernel(const NodeInfo& info, ConvSpec spec) : what_(info.node.describe()), s_(spec) {
+    ThreadScope threads(info.num_threads);
+    guarded(what_, [&] {
+      dnnl::primitive_desc pd = make_pd(s_);
+      prim_ = dnnl::primitive(pd);
+      weights_ = prepack(*info.constant(1), user_weights_desc(s_, false), pd.weights_desc(0));
+      args_[DNNL_ARG_WEIGHTS] = weights_;
+      if (s_.bias) {
+        args_[DNNL_ARG_BIAS] =
+            prepack(*info.constant(2), f32_desc({s_.y_shape[1]}, Tag::a), pd.weights_desc(1));
+      }
+      dst_ = memory(pd.dst_desc(0), engine(), DNNL_MEMORY_NONE);
+      args_[DNNL_ARG_DST] = dst_;
+      if ((s_.in_layout == Layout::kPlain && s_.x_shape.size() == 4) || s_.subsample) {
+        // NCHW input, or a subsampled one: reorder into an NHWC buffer of our own.
+        user_src_ = memory(input_view(s_), engine(), DNNL_MEMORY_NONE);
+        src_ = memory(pd.src_desc(0), engine());
+        to_nhwc_ = dnnl::reorder(user_src_, src_);
+      } else {
+        src_ = memory(pd.src_desc(0), engine(), DNNL_MEMORY_NONE);
+      }
+      args_[DNNL_ARG_SRC] = src_;
+    });
+  }
+
+  void run(KernelIO& io) override {
+    const Tensor& x = io.in(0);
+    check_input(x, s_.x_shape, s_.in_layout, what_, 0);
+    Tensor& y = io.output(0, DType::kFloat32, s_.y_shape, s_.out_layout);
+    std::lock_guard<std::mutex> lock(mu_);
+    guarded(what_, [&] {
+      if (user_src_) {
+        user_src_.set_data_handle(handle(x));
+        execute(to_nhwc_, {{DNNL_ARG_FROM, user_src_}, {DNNL_ARG_TO, src_}});
+      } else {
+        src_.set_data_handle(handle(x));
+      }
+      dst_.set_data_handle(y.raw());
+      execute(prim_, args_);
+    });
+  }
+
+ private:
+  std::string what_;
+  ConvSpec s_;
+  dnnl::primitive prim_, to_nhwc_;
+  memory src_, dst_, weights_, user_src_;
+  std::unordered_map<int, memory> args_;
+  std::mutex mu_;  // the memory objects are rebound on every run
+};
+
+template <bool kTranspose>
+bool accepts(const NodeInfo& info) {
+  std::optional<ConvSpec> s = conv_spec(info, kTranspose);
+  if (!s) return false;
+  try {
+    ThreadScope threads(info.num_threads);
+    make_pd(*s);  // some combinations (e.g. large negative padding) have no implementation
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+Layout output_layout(const NodeInfo& info, size_t /*k*/) {
+  std::optional<Dims> x = known_shape(info, 0);
+  return x && x->size() == 4 ? Layout::kNHWC : Layout::kPlain;
+}
+
+template <bool kTranspose>
+std::unique_ptr<Kernel> create(const NodeInfo& info) {
+  std::optional<ConvSpec> s = conv_spec(info, kTranspose);
+  if (!s) fail(ErrorKind::kInternal, info.node.describe(), ": not accepted by the oneDNN kernel");
+  return std::make_unique<ConvKernel>(info, *s);
+}
+
+}  // namespace
+
+KernelFactory conv_factory() {
+  return {"onednn.conv", accepts<false>, output_layout, create<false>, nullptr};
+}
+
+KernelFactory conv_transpose_factory() {
+  return {"onednn.conv_transpose", accepts<true>, output_layout, create<true>, nullptr};
+}
+
+}  // namespace nnfuse::onednn

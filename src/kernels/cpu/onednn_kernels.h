@@ -1,0 +1,15 @@
+// The oneDNN kernel factories, one per op family; onednn.cc lists them in the kernel table.
+#pragma once
+
+#include "kernels/kernel.h"
+
+namespace nnfuse::onednn {
+
+KernelFactory conv_factory();            // Conv (1-D, 2-D, 3-D)
+KernelFactory conv_transpose_factory();  // ConvTranspose (2-D)
+KernelFactory matmul_factory();          // MatMul
+KernelFactory gemm_factory();            // Gemm
+KernelFactory pool_factory();            // MaxPool, AveragePool
+KernelFactory global_pool_factory();     // GlobalAveragePool, GlobalMaxPool
+
+}  // namespace nnfuse::onednn

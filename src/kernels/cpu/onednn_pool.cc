@@ -1,0 +1,187 @@
+// oneDNN MaxPool / AveragePool (1-D to 3-D spatial, with dilations, ceil_mode, pads, auto_pad)
+// and GlobalAveragePool / GlobalMaxPool. Pools keep the layout they are given (plain, or NHWC
+// for 4-D); the global pools write [N, C, 1, 1] plain, which is the same bytes as NHWC.
+// ceil_mode becomes extra end padding (that padding never counts toward an average that
+// excludes padding; an average that includes padding and overhangs it is left to the
+// reference kernel, which counts only the declared pads).
+#include <algorithm>
+#include <mutex>
+#include <optional>
+
+#include "kernels/cpu/onednn_common.h"
+#include "kernels/cpu/onednn_kernels.h"
+#include "kernels/ref/nn_internal.h"
+
+namespace nnfuse::onednn {
+namespace {
+
+using dnnl::memory;
+
+struct PoolSpec {
+  Dims x_shape, y_shape;
+  Layout in_layout = Layout::kPlain, out_layout = Layout::kPlain;
+  dnnl::algorithm alg = dnnl::algorithm::pooling_max;
+  Dims strides, kernel, dilations, pad_l, pad_r;  // as oneDNN takes them (dilations from 0)
+};
+
+Dims spatial(const Dims& x) { return Dims(x.begin() + 2, x.end()); }
+
+// Shape and layout of X when a pool can take it, else false.
+bool pool_input(const NodeInfo& info, PoolSpec& s) {
+  const Node& node = info.node;
+  if (node.num_inputs() != 1 || !static_f32_input(info, 0)) return false;
+  // MaxPool's optional Indices output is left to the reference kernel.
+  if (node.num_outputs() != 1 && !(node.num_outputs() == 2 && node.output(1) == nullptr)) {
+    return false;
+  }
+  s.x_shape = *known_shape(info, 0);
+  const size_t rank = s.x_shape.size();
+  if (rank < 3 || rank > 5) return false;
+  for (int64_t d : s.x_shape) {
+    if (d < 1 || d > ref::kMaxGeometryValue) return false;
+  }
+  s.in_layout = input_layout(info, 0);
+  return s.in_layout == Layout::kPlain || (s.in_layout == Layout::kNHWC && rank == 4);
+}
+
+std::optional<PoolSpec> pool_spec(const NodeInfo& info) {
+  const Node& node = info.node;
+  PoolSpec s;
+  if (!pool_input(info, s)) return {};
+  s.out_layout = s.in_layout;
+  const bool max = node.op_type() == "MaxPool";
+  try {
+    if (!node.has_attr("kernel_shape")) return {};
+    const Dims in = spatial(s.x_shape);
+    const size_t r = in.size();
+    const Dims kernel = ref::spatial_attr(node, "kernel_shape", r, 1, true);
+    const bool ceil_mode = node.attr_int("ceil_mode", 0) != 0;
+    const ref::WindowGeometry g = ref::window_geometry(node, in, kernel, ceil_mode);
+    bool include_pad = false;
+    if (max) {
+      const int64_t so = node.attr_int("storage_order", 0);  // affects Indices only
+      if (so != 0 && so != 1) return {};
+      s.alg = dnnl::algorithm::pooling_max;
+    } else {
+      include_pad = node.attr_int("count_include_pad", 0) != 0;
+      s.alg = include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                          : dnnl::algorithm::pooling_avg_exclude_padding;
+    }
+    s.y_shape = {s.x_shape[0], s.x_shape[1]};
+    s.y_shape.insert(s.y_shape.end(), g.out.begin(), g.out.end());
+    s.strides = g.strides;
+    s.kernel = kernel;
+    s.pad_l = g.pad_begin;
+    for (size_t j = 0; j < r; ++j) {
+      const int64_t span = (kernel[j] - 1) * g.dilations[j] + 1;
+      // Windows of padding only have no defined value: the reference kernel reports them.
+      if (g.pad_begin[j] >= span || g.pad_end[j] >= span) return {};
+      s.dilations.push_back(g.dilations[j] - 1);
+      // The end padding the last window reaches into (more than pads with ceil_mode).
+      const int64_t reach = (g.out[j] - 1) * g.strides[j] + span - in[j] - g.pad_begin[j];
+      if (include_pad && reach > g.pad_end[j]) return {};
+      s.pad_r.push_back(std::max(reach, g.pad_end[j]));
+    }
+  } catch (const Error&) {
+    return {};  // bad attributes: the reference kernel reports them
+  }
+  if (!output_shape_is(info, s.y_shape)) return {};
+  return s;
+}
+
+std::optional<PoolSpec> global_pool_spec(const NodeInfo& info) {
+  PoolSpec s;
+  if (!pool_input(info, s)) return {};
+  s.out_layout = Layout::kPlain;
+  s.alg = info.node.op_type() == "GlobalMaxPool" ? dnnl::algorithm::pooling_max
+                                                 : dnnl::algorithm::pooling_avg_exclude_padding;
+  s.kernel = spatial(s.x_shape);
+  const size_t r = s.kernel.size();
+  s.strides.assign(r, 1);
+  s.dilations.assign(r, 0);
+  s.pad_l.assign(r, 0);
+  s.pad_r.assign(r, 0);
+  s.y_shape.assign(s.x_shape.size(), 1);
+  s.y_shape[0] = s.x_shape[0];
+  s.y_shape[1] = s.x_shape[1];
+  if (!output_shape_is(info, s.y_shape)) return {};
+  return s;
+}
+
+dnnl::pooling_v2_forward::primitive_desc make_pd(const PoolSpec& s) {
+  // The global pools' [N, C, 1, 1] output is described in the input's format: the same bytes.
+  dnnl::pooling_v2_forward::desc d(
+      dnnl::prop_kind::forward_inference, s.alg, f32_desc(s.x_shape, s.in_layout),
+      f32_desc(s.y_shape, s.in_layout), to_dims(s.strides), to_dims(s.kernel), to_dims(s.dilations),
+      to_dims(s.pad_l), to_dims(s.pad_r));
+  return dnnl::pooling_v2_forward::primitive_desc(d, engine());
+}
+
+class PoolKernel : public Kernel {
+ public:
+  PoolKernel(const NodeInfo& info, PoolSpec spec) : what_(info.node.describe()), s_(spec) {
+    ThreadScope threads(info.num_threads);
+    guarded(what_, [&] {
+      dnnl::pooling_v2_forward::primitive_desc pd = make_pd(s_);
+      prim_ = dnnl::pooling_v2_forward(pd);
+      src_ = memory(pd.src_desc(), engine(), DNNL_MEMORY_NONE);
+      dst_ = memory(pd.dst_desc(), engine(), DNNL_MEMORY_NONE);
+      args_[DNNL_ARG_SRC] = src_;
+      args_[DNNL_ARG_DST] = dst_;
+    });
+  }
+
+  void run(KernelIO& io) override {
+    check_input(io.in(0), s_.x_shape, s_.in_layout, what_, 0);
+    Tensor& y = io.output(0, DType::kFloat32, s_.y_shape, s_.out_layout);
+    std::lock_guard<std::mutex> lock(mu_);
+    guarded(what_, [&] {
+      src_.set_data_handle(handle(io.in(0)));
+      dst_.set_data_handle(y.raw());
+      execute(prim_, args_);
+    });
+  }
+
+ private:
+  std::string what_;
+  PoolSpec s_;
+  dnnl::primitive prim_;
+  memory src_, dst_;
+  std::unordered_map<int, memory> args_;
+  std::mutex mu_;  // the memory objects are rebound on every run
+};
+
+template <auto kSpec>
+bool accepts(const NodeInfo& info) {
+  std::optional<PoolSpec> s = kSpec(info);
+  if (!s) return false;
+  try {
+    ThreadScope threads(info.num_threads);
+    make_pd(*s);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+Layout same_layout(const NodeInfo& info, size_t /*k*/) { return input_layout(info, 0); }
+
+template <auto kSpec>
+std::unique_ptr<Kernel> create(const NodeInfo& info) {
+  std::optional<PoolSpec> s = kSpec(info);
+  if (!s) fail(ErrorKind::kInternal, info.node.describe(), ": not accepted by the oneDNN kernel");
+  return std::make_unique<PoolKernel>(info, *s);
+}
+
+}  // namespace
+
+KernelFactory pool_factory() {
+  return {"onednn.pool", accepts<pool_spec>, same_layout, create<pool_spec>, nullptr};
+}
+
+KernelFactory global_pool_factory() {
+  return {"onednn.global_pool", accepts<global_pool_spec>, nullptr, create<global_pool_spec>,
+          nullptr};
+}
+
+}  // namespace nnfuse::onednn

@@ -1,0 +1,128 @@
+#include <omp.h>
+
+#include <cstring>
+#include <map>
+
+#include "kernels/kernel.h"
+#include "kernels/ref/ref_kernels.h"
+
+namespace nnfuse {
+
+DType NodeInfo::input_dtype(size_t i) const {
+  const Value* v = node.input(i);
+  return v ? v->dtype() : DType::kUndefined;
+}
+
+std::optional<Dims> NodeInfo::input_shape(size_t i) const {
+  const Value* v = node.input(i);
+  if (!v || !v->shape().fully_known()) return std::nullopt;
+  return v->shape().static_dims();
+}
+
+std::optional<Dims> NodeInfo::output_shape(size_t i) const {
+  const Value* v = node.output(i);
+  if (!v || !v->shape().fully_known()) return std::nullopt;
+  return v->shape().static_dims();
+}
+
+const Tensor* NodeInfo::constant(size_t i) const {
+  if (!input_constants.empty()) return i < input_constants.size() ? input_constants[i] : nullptr;
+  const Value* v = node.input(i);
+  return v && v->is_constant() ? &v->constant() : nullptr;
+}
+
+bool NodeInfo::all_inputs_in(Layout l) const {
+  for (size_t i = 0; i < node.num_inputs(); ++i) {
+    if (node.input(i) && (i >= input_layouts.size() || input_layouts[i] != l)) return false;
+  }
+  return true;
+}
+
+Tensor& KernelIO::output(size_t k, DType dtype, const Dims& shape, Layout layout) {
+  Tensor& t = outputs[k];
+  if (t.defined()) {
+    if (t.dtype() != dtype || t.shape() != shape || t.layout() != layout) {
+      fail(ErrorKind::kInternal, "planned output ", k, " is ", dtype_name(t.dtype()),
+           dims_str(t.shape()), " ", layout_name(t.layout()), " but the kernel makes ",
+           dtype_name(dtype), dims_str(shape), " ", layout_name(layout));
+    }
+    return t;
+  }
+  t = Tensor(dtype, shape);
+  t.set_layout(layout);
+  return t;
+}
+
+namespace {
+
+// Runs a reference kernel; copies its outputs into planned storage when there is some.
+class RefAdapter : public Kernel {
+ public:
+  RefAdapter(const Node& n, int64_t opset) : node_(n), opset_(opset) {
+    entry_ = find_ref_kernel(n.op_type());
+  }
+  void run(KernelIO& io) override {
+    KernelContext ctx{node_, opset_, io.inputs, std::vector<Tensor>(node_.num_outputs())};
+    entry_->run(ctx);
+    for (size_t k = 0; k < io.outputs.size(); ++k) {
+      Tensor& got = ctx.outputs[k];
+      if (!got.defined()) continue;
+      if (io.outputs[k].defined()) {
+        Tensor& dst = io.output(k, got.dtype(), got.shape());
+        std::memcpy(dst.raw(), got.raw(), got.nbytes());
+      } else {
+        io.outputs[k] = std::move(got);
+      }
+    }
+  }
+
+ private:
+  const Node& node_;
+  int64_t opset_;
+  const RefKernelEntry* entry_;
+};
+
+const KernelFactory kRefFactory = {
+    "ref",
+    [](const NodeInfo& info) {
+      return info.all_inputs_in(Layout::kPlain) &&
+             ref_unsupported_reason(info.node, info.opset).empty();
+    },
+    nullptr,
+    [](const NodeInfo& info) -> std::unique_ptr<Kernel> {
+      return std::make_unique<RefAdapter>(info.node, info.opset);
+    },
+    nullptr,
+};
+
+const std::map<std::string, std::vector<KernelFactory>>& table() {
+  static const auto t = [] {
+    std::vector<std::pair<std::string, KernelFactory>> fast;
+    append_onednn_kernels(fast);
+    append_cpu_kernels(fast);
+    std::map<std::string, std::vector<KernelFactory>> m;
+    for (auto& [op, f] : fast) m[op].push_back(f);
+    for (const std::string& op : ref_supported_ops()) m[op].push_back(kRefFactory);
+    return m;
+  }();
+  return t;
+}
+
+int g_threads = 0;
+
+}  // namespace
+
+const std::vector<KernelFactory>& kernels_for(const std::string& op_type) {
+  static const std::vector<KernelFactory> kNone;
+  auto it = table().find(op_type);
+  return it == table().end() ? kNone : it->second;
+}
+
+void set_num_threads(int n) {
+  g_threads = n > 0 ? n : omp_get_num_procs();
+  omp_set_num_threads(g_threads);
+}
+
+int num_threads() { return g_threads > 0 ? g_threads : omp_get_max_threads(); }
+
+}  // namespace nnfuse

@@ -1,0 +1,121 @@
+// Test helpers for fast kernels: run one node through the fast kernel table and through the
+// reference kernel, so each fast kernel is checked against its oracle.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/layout.h"
+#include "kernels/kernel.h"
+#include "kernels/ref/ref_kernels.h"
+#include "kernels/ref/test_util.h"
+
+namespace nnfuse::testing {
+
+struct FastInput {
+  Tensor value;
+  bool constant = false;           // a weight: visible to the factory at plan time
+  Layout layout = Layout::kPlain;  // the layout the input arrives in
+};
+
+struct FastRun {
+  std::string kernel;           // name of the factory that accepted the node
+  std::vector<Tensor> outputs;  // converted back to plain layout
+};
+
+// Builds a one-node graph with static shapes (inferred output shapes are not needed: kernels
+// compute them), picks the first factory in kernels_for(op) that accepts it — or, when
+// `only` is non-empty, the factory of that name (failing if it does not accept) — and runs it.
+inline FastRun run_kernel(const std::string& op, const std::vector<FastInput>& inputs,
+                          const std::map<std::string, Attribute>& attrs = {},
+                          size_t num_outputs = 1, const std::string& only = "",
+                          int64_t opset = 17) {
+  Graph g;
+  std::vector<Value*> ins;
+  std::vector<Layout> layouts;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i].value;
+    if (!t.defined()) {
+      ins.push_back(nullptr);
+      layouts.push_back(Layout::kPlain);
+      continue;
+    }
+    Value* v = g.add_value("in" + std::to_string(i), t.dtype(), Shape::of(t.shape()));
+    if (inputs[i].constant) {
+      v->set_constant(t);
+    } else {
+      g.add_input(v);
+    }
+    ins.push_back(v);
+    layouts.push_back(inputs[i].layout);
+  }
+  std::vector<Value*> outs;
+  for (size_t i = 0; i < num_outputs; ++i) outs.push_back(g.add_value("out" + std::to_string(i)));
+  Node* n = g.add_node(op, "node", ins, outs);
+  for (auto& [k, a] : attrs) n->set_attr(k, a);
+  NodeInfo info{*n, opset, layouts, 2};
+  const KernelFactory* chosen = nullptr;
+  for (const KernelFactory& f : kernels_for(op)) {
+    if (!only.empty() && only != f.name) continue;
+    if (f.accepts(info)) {
+      chosen = &f;
+      break;
+    }
+  }
+  if (!chosen)
+    throw Error(ErrorKind::kUnsupported,
+                "no kernel accepts " + op + (only.empty() ? "" : " as " + only));
+  auto kernel = chosen->create(info);
+  std::vector<Tensor> converted;
+  converted.reserve(inputs.size());
+  KernelIO io;
+  for (const FastInput& in : inputs) {
+    if (!in.value.defined()) {
+      io.inputs.push_back(nullptr);
+      continue;
+    }
+    converted.push_back(to_layout(in.value, in.layout));
+    io.inputs.push_back(&converted.back());
+  }
+  io.outputs.resize(num_outputs);
+  kernel->run(io);
+  FastRun r{chosen->name, {}};
+  for (Tensor& t : io.outputs) r.outputs.push_back(t.defined() ? to_layout(t, Layout::kPlain) : t);
+  return r;
+}
+
+// Runs the node through the fast kernel named `kernel` and the reference kernel and expects
+// equal shapes and values within atol + rtol * |ref|.
+inline void expect_matches_ref(const std::string& kernel, const std::string& op,
+                               const std::vector<FastInput>& inputs,
+                               const std::map<std::string, Attribute>& attrs = {},
+                               size_t num_outputs = 1, float atol = 1e-5f, float rtol = 1e-4f,
+                               int64_t opset = 17) {
+  FastRun fast = run_kernel(op, inputs, attrs, num_outputs, kernel, opset);
+  std::vector<Tensor> plain;
+  for (const FastInput& in : inputs) plain.push_back(in.value);
+  std::vector<Tensor> ref = run_ref(op, plain, attrs, num_outputs, opset);
+  ASSERT_EQ(fast.outputs.size(), ref.size());
+  for (size_t k = 0; k < ref.size(); ++k) {
+    SCOPED_TRACE("output " + std::to_string(k) + " of " + op + " via " + kernel);
+    expect_close(fast.outputs[k], ref[k], atol, rtol);
+  }
+}
+
+// Deterministic pseudo-random float32 tensor in [lo, hi).
+inline Tensor random_tensor(const Dims& shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  Tensor t(DType::kFloat32, shape);
+  float* p = t.data<float>();
+  uint32_t s = seed * 2654435761u + 12345u;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    s = s * 1664525u + 1013904223u;
+    p[i] = lo + (hi - lo) * static_cast<float>(s >> 8) / static_cast<float>(1u << 24);
+  }
+  return t;
+}
+
+}  // namespace nnfuse::testing

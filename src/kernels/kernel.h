@@ -1,0 +1,84 @@
+// The interface between the runtime's execution plan and the kernels that run nodes.
+//
+// At plan time the runtime asks each kernel factory for an op, in table order (fastest first,
+// the reference kernel last), whether it accepts a node given what is known statically
+// (NodeInfo: shapes, dtypes, constant inputs, the layouts inputs arrive in). The first that
+// accepts is created once (prepacking weights then) and run for every inference.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+namespace nnfuse {
+
+// What a kernel factory may inspect at plan time.
+struct NodeInfo {
+  const Node& node;
+  int64_t opset = 0;
+  std::vector<Layout> input_layouts;  // one per input; kPlain for omitted inputs
+  int num_threads = 1;
+  // Per input, its value when known at plan time (initializers and Constant nodes); when
+  // empty, initializers alone are known.
+  std::vector<const Tensor*> input_constants = {};
+
+  const Value* input(size_t i) const { return node.input(i); }
+  bool has_input(size_t i) const { return node.input(i) != nullptr; }
+  DType input_dtype(size_t i) const;
+  // Static shape of input/output i when fully known.
+  std::optional<Dims> input_shape(size_t i) const;
+  std::optional<Dims> output_shape(size_t i) const;
+  // The constant tensor of input i, or nullptr when it is not a constant.
+  const Tensor* constant(size_t i) const;
+  // True when every present input arrives in `l`.
+  bool all_inputs_in(Layout l) const;
+};
+
+// Run-time arguments. Outputs planned by the memory planner arrive defined (storage in the
+// arena, shape and layout set); others arrive undefined and the kernel allocates them.
+struct KernelIO {
+  std::vector<const Tensor*> inputs;  // nullptr for omitted inputs
+  std::vector<Tensor> outputs;
+
+  const Tensor& in(size_t i) const { return *inputs[i]; }
+  bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
+  // Returns output k with the given dtype, shape and layout: the planned tensor (checked to
+  // match) or a freshly allocated one.
+  Tensor& output(size_t k, DType dtype, const Dims& shape, Layout layout = Layout::kPlain);
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual void run(KernelIO& io) = 0;
+};
+
+struct KernelFactory {
+  const char* name;  // e.g. "onednn.conv", "cpu.binary", "ref"
+  // True when this kernel can run the node with inputs in info.input_layouts.
+  bool (*accepts)(const NodeInfo& info);
+  // Layout of output k given the inputs' layouts; nullptr means always kPlain.
+  Layout (*output_layout)(const NodeInfo& info, size_t k);
+  std::unique_ptr<Kernel> (*create)(const NodeInfo& info);
+  // May output k share storage with input `in_place_input(info, k)` (>= 0) when that input
+  // dies at this node? nullptr or -1: no.
+  int (*in_place_input)(const NodeInfo& info, size_t k) = nullptr;
+};
+
+// The ordered kernel table for an op type of the default domain (fast kernels first, then the
+// reference kernel). Never empty for an op with a reference kernel.
+const std::vector<KernelFactory>& kernels_for(const std::string& op_type);
+
+// Family tables of fast kernels, listed by registry.cc in priority order.
+void append_onednn_kernels(std::vector<std::pair<std::string, KernelFactory>>& t);
+void append_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t);
+
+// Sets the number of threads used by every kernel (OpenMP and oneDNN).
+void set_num_threads(int n);
+int num_threads();
+
+}  // namespace nnfuse
