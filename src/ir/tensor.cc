@@ -53,9 +53,25 @@ Tensor::Tensor(DType dtype, Dims shape) : dtype_(dtype), shape_(std::move(shape)
   buf_ = std::shared_ptr<std::byte[]>(new std::byte[bytes == 0 ? 1 : bytes]());
 }
 
+const char* layout_name(Layout l) { return l == Layout::kNHWC ? "nhwc" : "plain"; }
+
+Tensor Tensor::over(std::shared_ptr<std::byte[]> base, size_t offset, DType dtype, Dims shape,
+                    Layout layout) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = checked_numel(t.shape_, dtype_size(dtype));
+  t.buf_ = std::move(base);
+  t.offset_ = offset;
+  t.layout_ = layout;
+  return t;
+}
+
 Tensor Tensor::reshaped(Dims shape) const {
   int64_t n = checked_numel(shape);
   NNFUSE_CHECK(n == numel_, "cannot view ", numel_, " elements as shape ", dims_str(shape));
+  NNFUSE_CHECK(layout_ == Layout::kPlain, "cannot reshape a tensor in ", layout_name(layout_),
+               " layout");
   Tensor t = *this;
   t.shape_ = std::move(shape);
   return t;
@@ -65,6 +81,7 @@ Tensor Tensor::clone() const {
   if (!defined()) return {};
   Tensor t(dtype_, shape_);
   if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
+  t.layout_ = layout_;
   return t;
 }
 

@@ -16,6 +16,11 @@ namespace nnfuse {
 
 using Dims = std::vector<int64_t>;
 
+// Physical order of a tensor's elements. shape() is always the logical (ONNX) shape; a 4-D
+// tensor in kNHWC stores N, H, W, C order (channels last) for its logical [N, C, H, W].
+enum class Layout : uint8_t { kPlain, kNHWC };
+const char* layout_name(Layout l);
+
 // Product of dims; throws kInvalidModel if a dim is negative or the product (or its size in
 // bytes for elem_size > 0) overflows 64 bits.
 int64_t checked_numel(std::span<const int64_t> dims, size_t elem_size = 1);
@@ -67,6 +72,13 @@ class Tensor {
     return reinterpret_cast<const T*>(raw());
   }
 
+  // A tensor over existing storage at `offset` bytes: arena slots and views.
+  static Tensor over(std::shared_ptr<std::byte[]> base, size_t offset, DType dtype, Dims shape,
+                     Layout layout = Layout::kPlain);
+
+  Layout layout() const { return layout_; }
+  void set_layout(Layout l) { layout_ = l; }
+
   // Same storage, another shape with the same element count.
   Tensor reshaped(Dims shape) const;
   Tensor clone() const;
@@ -85,6 +97,7 @@ class Tensor {
   int64_t numel_ = 0;
   std::shared_ptr<std::byte[]> buf_;
   size_t offset_ = 0;
+  Layout layout_ = Layout::kPlain;
 };
 
 }  // namespace nnfuse

@@ -280,7 +280,11 @@ std::unique_ptr<Graph> load_onnx(const std::string& path, const ImportOptions& o
   if (fs::is_directory(path, ec)) fail(ErrorKind::kInvalidModel, path, ": is a directory");
   std::ifstream f(path, std::ios::binary);
   if (!f) fail(ErrorKind::kInvalidModel, path, ": cannot open the file");
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  f.seekg(0, std::ios::end);
+  std::string bytes(static_cast<size_t>(f.tellg()), '\0');
+  f.seekg(0);
+  f.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) fail(ErrorKind::kInvalidModel, path, ": cannot read the file");
   std::string dir = fs::absolute(path, ec).parent_path().string();
   return load_onnx_from_string(bytes, dir, path, opts);
 }

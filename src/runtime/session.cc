@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "ir/error.h"
+#include "kernels/cpu/layout.h"
 #include "kernels/ref/ref_kernels.h"
 
 namespace nnfuse {
@@ -18,7 +19,7 @@ std::vector<UnsupportedNode> find_unsupported(const Graph& g) {
   return r;
 }
 
-Session::Session(std::unique_ptr<Graph> graph) : graph_(std::move(graph)) {
+Session::Session(std::unique_ptr<Graph> graph, const PlanOptions& opts) : graph_(std::move(graph)) {
   verify_graph(*graph_);
   auto bad = find_unsupported(*graph_);
   if (!bad.empty()) {
@@ -35,21 +36,13 @@ Session::Session(std::unique_ptr<Graph> graph) : graph_(std::move(graph)) {
     msg.pop_back();
     throw Error(ErrorKind::kUnsupported, msg);
   }
-  order_ = graph_->nodes();
-  // Liveness: a value dies after its last reader, unless it is a graph output or constant.
-  std::unordered_map<const Value*, size_t> last;
-  for (size_t i = 0; i < order_.size(); ++i) {
-    for (const Value* v : order_[i]->inputs()) {
-      if (v) last[v] = i;
-    }
-    for (const Value* v : order_[i]->outputs()) {
-      if (v && !last.count(v)) last[v] = i;  // produced but never read
-    }
-  }
-  frees_.resize(order_.size());
-  for (auto& [v, i] : last) {
-    if (!v->is_graph_output() && !v->is_constant() && !v->is_graph_input()) frees_[i].push_back(v);
-  }
+  plan_ = std::make_unique<ExecutionPlan>(*graph_, opts);
+  size_t bytes = plan_->peak_activation_bytes();
+  // 64-byte aligned arena: the planner's offsets are multiples of 64.
+  arena_ = std::shared_ptr<std::byte[]>(
+      static_cast<std::byte*>(
+          ::operator new[](bytes + kArenaAlignment, std::align_val_t(kArenaAlignment))),
+      [](std::byte* p) { ::operator delete[](p, std::align_val_t(kArenaAlignment)); });
 }
 
 void Session::check_feeds(const std::map<std::string, Tensor>& feeds) const {
@@ -119,49 +112,75 @@ void check_output(const Node& n, const Value* v, const Tensor& t) {
 }  // namespace
 
 std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds,
-                                 std::vector<NodeTiming>* timings) const {
+                                 std::vector<StepTiming>* timings) {
   check_feeds(feeds);
-  std::unordered_map<const Value*, Tensor> env;
-  for (const Value* v : graph_->runtime_inputs()) env[v] = feeds.at(v->name());
-  auto lookup = [&](const Value* v) -> const Tensor* {
-    if (!v) return nullptr;
-    if (v->is_constant()) return &v->constant();
-    auto it = env.find(v);
-    if (it == env.end()) {
-      fail(ErrorKind::kInternal, "value '", v->name(), "' is read before it is computed");
+  const ExecutionPlan& plan = *plan_;
+  const auto& values = plan.values();
+  std::vector<Tensor> env(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i].constant) {
+      env[i] = values[i].folded.defined() ? values[i].folded : values[i].value->constant();
     }
-    return &it->second;
+  }
+  for (int id : plan.input_ids()) env[id] = feeds.at(values[id].name);
+
+  // Storage for a value: its slot in the arena (shared with the group's root), or none.
+  auto planned = [&](int id) -> Tensor {
+    int r = id;
+    while (values[r].alias_of >= 0) r = values[r].alias_of;
+    const PlanValue& rv = values[r];
+    if (rv.buffer < 0) return {};
+    const PlanValue& v = values[id];
+    return Tensor::over(arena_, plan.memory().offsets[rv.buffer], v.dtype, v.shape, v.layout);
   };
+  auto t_start = std::chrono::steady_clock::now();
   if (timings) timings->clear();
-  for (size_t i = 0; i < order_.size(); ++i) {
-    const Node& n = *order_[i];
-    KernelContext ctx{n, graph_->opset(n.domain()), {}, std::vector<Tensor>(n.num_outputs())};
-    for (const Value* v : n.inputs()) ctx.inputs.push_back(lookup(v));
+  const auto& steps = plan.steps();
+  for (size_t si = 0; si < steps.size(); ++si) {
+    const PlanStep& st = steps[si];
     auto t0 = std::chrono::steady_clock::now();
     try {
-      find_ref_kernel(n.op_type())->run(ctx);
+      if (st.kind == PlanStep::Kind::kView) {
+        env[st.outputs[0]] = env[st.inputs[0]].reshaped(values[st.outputs[0]].shape);
+      } else if (st.kind == PlanStep::Kind::kReorder) {
+        const Tensor& src = env[st.inputs[0]];
+        Tensor dst = planned(st.outputs[0]);
+        if (!dst.defined()) dst = Tensor(src.dtype(), src.shape());
+        dst.set_layout(values[st.outputs[0]].layout);
+        convert_layout(src, dst);
+        env[st.outputs[0]] = std::move(dst);
+      } else {
+        KernelIO io;
+        for (int id : st.inputs) io.inputs.push_back(id >= 0 ? &env[id] : nullptr);
+        for (int id : st.outputs) io.outputs.push_back(id >= 0 ? planned(id) : Tensor());
+        st.kernel->run(io);
+        for (size_t k = 0; k < st.outputs.size(); ++k) {
+          int id = st.outputs[k];
+          if (id < 0) continue;
+          check_output(*st.node, values[id].value, io.outputs[k]);
+          env[id] = std::move(io.outputs[k]);
+        }
+      }
     } catch (const Error& e) {
       std::string msg = e.what();
       // Kernel messages start with the node's description; add it where they do not.
-      if (msg.find(n.name()) == std::string::npos) msg = n.describe() + ": " + msg;
+      if (st.node && msg.find(st.node->name()) == std::string::npos) {
+        msg = st.node->describe() + ": " + msg;
+      }
       throw Error(e.kind(), msg);
     } catch (const std::bad_alloc&) {
-      fail(ErrorKind::kRuntime, n.describe(), ": out of memory");
+      fail(ErrorKind::kRuntime, st.node ? st.node->describe() : std::string("output"),
+           ": out of memory");
     }
     if (timings) {
       auto t1 = std::chrono::steady_clock::now();
-      timings->push_back({&n, std::chrono::duration<double, std::milli>(t1 - t0).count()});
+      timings->push_back({si, std::chrono::duration<double, std::milli>(t0 - t_start).count(),
+                          std::chrono::duration<double, std::milli>(t1 - t0).count()});
     }
-    for (size_t k = 0; k < n.num_outputs(); ++k) {
-      const Value* v = n.output(k);
-      if (!v) continue;
-      check_output(n, v, ctx.outputs[k]);
-      env[v] = std::move(ctx.outputs[k]);
-    }
-    for (const Value* v : frees_[i]) env.erase(v);
+    for (int id : st.frees) env[id] = Tensor();
   }
   std::vector<Tensor> outs;
-  for (const Value* v : graph_->outputs()) outs.push_back(*lookup(v));
+  for (int id : plan.output_ids()) outs.push_back(env[id]);
   return outs;
 }
 

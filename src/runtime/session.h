@@ -1,5 +1,6 @@
-// Session: a loaded, checked model ready to run. Construction reports every unsupported node
-// at once; run() validates the feeds (names, dtypes, shapes) before any kernel runs.
+// Session: a loaded, checked model with its execution plan, ready to run. Construction reports
+// every unsupported node at once; run() validates the feeds (names, dtypes, shapes) before
+// any kernel runs.
 #pragma once
 
 #include <map>
@@ -9,6 +10,7 @@
 
 #include "ir/graph.h"
 #include "ir/tensor.h"
+#include "runtime/plan.h"
 
 namespace nnfuse {
 
@@ -21,30 +23,32 @@ struct UnsupportedNode {
 // Every node no kernel can run, in graph order.
 std::vector<UnsupportedNode> find_unsupported(const Graph& g);
 
-// Per-node timing collected by run() when profiling is on.
-struct NodeTiming {
-  const Node* node;
+// Time of one plan step, collected by run() when asked.
+struct StepTiming {
+  size_t step;
+  double start_ms;  // since the start of run()
   double ms;
 };
 
 class Session {
  public:
   // Takes the graph; throws kUnsupported listing every unsupported node.
-  explicit Session(std::unique_ptr<Graph> graph);
+  explicit Session(std::unique_ptr<Graph> graph, const PlanOptions& opts = {});
 
   const Graph& graph() const { return *graph_; }
+  const ExecutionPlan& plan() const { return *plan_; }
 
   // Runs the graph; `feeds` maps input names to tensors. Returns the graph outputs in order.
+  // Not safe to call from several threads at once (one arena per session).
   std::vector<Tensor> run(const std::map<std::string, Tensor>& feeds,
-                          std::vector<NodeTiming>* timings = nullptr) const;
+                          std::vector<StepTiming>* timings = nullptr);
 
  private:
   void check_feeds(const std::map<std::string, Tensor>& feeds) const;
 
   std::unique_ptr<Graph> graph_;
-  std::vector<Node*> order_;
-  // For each node, the values whose last reader it is (freed after it runs).
-  std::vector<std::vector<const Value*>> frees_;
+  std::unique_ptr<ExecutionPlan> plan_;
+  std::shared_ptr<std::byte[]> arena_;
 };
 
 }  // namespace nnfuse

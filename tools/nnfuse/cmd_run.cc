@@ -18,15 +18,17 @@ struct RunArgs {
   std::string model;
   std::vector<std::string> inputs;
   std::string output_dir;
-  bool no_fusion = false;
-  int runs = 1;
+  bool no_fusion = false, reference = false;
+  int runs = 1, threads = 0;
 };
 
 int run(const RunArgs& a) {
   namespace fs = std::filesystem;
   auto t0 = std::chrono::steady_clock::now();
-  auto graph = load_onnx(a.model);
-  Session session(std::move(graph));
+  PlanOptions opts;
+  opts.threads = a.threads;
+  opts.reference_only = a.reference;
+  Session session(load_onnx(a.model), opts);
   auto t1 = std::chrono::steady_clock::now();
   auto feeds = load_inputs(a.inputs);
   if (!a.output_dir.empty()) {
@@ -56,7 +58,8 @@ int run(const RunArgs& a) {
   }
   std::sort(ms.begin(), ms.end());
   double load_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  std::cout << "load " << load_ms << " ms; run (" << a.runs << "x, reference kernels"
+  std::cout << "load " << load_ms << " ms; run (" << a.runs << "x, "
+            << (a.reference ? "reference kernels" : "fast kernels")
             << (a.no_fusion ? ", no fusion" : "") << "): median " << ms[ms.size() / 2]
             << " ms, min " << ms.front() << " ms\n";
   if (!a.output_dir.empty())
@@ -77,6 +80,8 @@ Action add_run(CLI::App& app) {
   c->add_option("--output-dir,-o", a->output_dir,
                 "Write every graph output to DIR/<output name>.npy");
   c->add_flag("--no-fusion", a->no_fusion, "Run the graph as imported, without fusion");
+  c->add_flag("--reference", a->reference, "Use only the reference kernels (the oracle)");
+  c->add_option("--threads", a->threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
   c->add_option("--runs", a->runs, "Run this many times and report the median time")
       ->check(CLI::Range(1, 1000000));
   return [a] { return run(*a); };

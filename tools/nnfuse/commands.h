@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "ir/graph.h"
 #include "ir/tensor.h"
 
 namespace nnfuse::cli {
@@ -20,9 +21,16 @@ using Action = std::function<int()>;
 
 Action add_run(CLI::App& app);
 Action add_info(CLI::App& app);
+Action add_bench(CLI::App& app);
+Action add_profile(CLI::App& app);
 
 // Parses NAME=FILE pairs and loads each tensor (.npy or .pb).
 std::map<std::string, Tensor> load_inputs(const std::vector<std::string>& specs);
+// Inputs for benchmarking: the given files, and seeded generated tensors for the rest
+// (floats in [-1, 1); integer indices below the size of the table they index; masks 0/1).
+std::map<std::string, Tensor> complete_inputs(const Graph& g, std::map<std::string, Tensor> given,
+                                              uint32_t seed);
+
 // "float32[1, 1000] min -1.2 max 3.4 mean 0.01: 0.1 0.2 ..."
 std::string summarize(const Tensor& t);
 

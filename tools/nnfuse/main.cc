@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   };
   add(cli::add_run);
   add(cli::add_info);
+  add(cli::add_bench);
+  add(cli::add_profile);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

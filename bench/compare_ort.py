@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""nnfuse against ONNX Runtime, side by side on the same machine.
+
+For each model, runs `nnfuse bench --json` and ONNX Runtime (npm onnxruntime-node, CPU
+execution provider, bench/ort_bench.js) alternately, A B A B ..., ROUNDS times, each time
+RUNS timed runs after warm-up, and reports the median of the per-round medians for both, the
+ratio nnfuse/ORT of those medians with the min-max of the per-round ratios, nnfuse's kernels
+per inference and peak activation bytes.
+
+Usage:
+  /usr/bin/python3 bench/compare_ort.py [--models resnet50 mobilenet_v2 ...] [--rounds 5]
+      [--runs 20] [--threads 2] [--ort-level disabled] [--no-fusion] [--zoo DIR] [--json OUT]
+
+Models come from DIR (default bench/zoo), exported there with tests/models/export_models.py
+when missing. ONNX Runtime is installed with npm into /tmp/nnfuse-ort unless $ORT_NODE names
+an installed onnxruntime-node.
+"""
+import argparse, json, os, statistics, subprocess, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+ORT_VERSION = "1.30.0"
+
+
+def ensure_ort():
+    if os.environ.get("ORT_NODE"):
+        return os.environ["ORT_NODE"]
+    d = "/tmp/nnfuse-ort"
+    mod = os.path.join(d, "node_modules", "onnxruntime-node")
+    if not os.path.isdir(mod):
+        os.makedirs(d, exist_ok=True)
+        print("installing onnxruntime-node@%s with npm into %s" % (ORT_VERSION, d), file=sys.stderr)
+        subprocess.run(["npm", "init", "-y"], cwd=d, check=True, capture_output=True)
+        # Its install script fetches GPU binaries; the CPU library ships inside the package.
+        subprocess.run(["npm", "install", "--ignore-scripts", "onnxruntime-node@" + ORT_VERSION],
+                       cwd=d, check=True)
+    return mod
+
+
+def ensure_model(zoo, name):
+    path = os.path.join(zoo, name + ".onnx")
+    if not os.path.exists(path):
+        print("exporting %s into %s" % (name, zoo), file=sys.stderr)
+        subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests/models/export_models.py"),
+                        zoo, name], check=True)
+    return path
+
+
+def run_json(cmd, env=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise SystemExit("command failed (%d): %s\n%s" % (r.returncode, " ".join(cmd), r.stderr))
+    lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
+    return json.loads(lines[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", nargs="+", default=["resnet50", "mobilenet_v2", "vgg16_bn", "bert_base"])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--ort-level", default="disabled", choices=["disabled", "basic", "extended", "all"])
+    ap.add_argument("--no-fusion", action="store_true", help="pass --no-fusion to nnfuse")
+    ap.add_argument("--zoo", default=os.path.join(HERE, "zoo"))
+    ap.add_argument("--nnfuse", default=os.path.join(ROOT, "build", "nnfuse"))
+    ap.add_argument("--json", help="also write the results as JSON to this file")
+    a = ap.parse_args()
+    env = dict(os.environ, ORT_NODE=ensure_ort())
+    results = []
+    for name in a.models:
+        model = ensure_model(a.zoo, name)
+        nn, ort, ratios, info = [], [], [], {}
+        for r in range(a.rounds):
+            cmd = [a.nnfuse, "bench", model, "--json", "--runs", str(a.runs), "--threads", str(a.threads)]
+            if a.no_fusion:
+                cmd.append("--no-fusion")
+            j = run_json(cmd)
+            info = j
+            o = run_json(["node", os.path.join(HERE, "ort_bench.js"), model, a.ort_level,
+                          str(a.threads), str(a.runs)], env)
+            nn.append(j["median_ms"])
+            ort.append(o["median_ms"])
+            ratios.append(j["median_ms"] / o["median_ms"])
+            print("%s round %d: nnfuse %.2f ms, ORT %.2f ms, ratio %.3f"
+                  % (name, r + 1, nn[-1], ort[-1], ratios[-1]), file=sys.stderr)
+        res = {"model": name, "nnfuse_ms": statistics.median(nn), "ort_ms": statistics.median(ort),
+               "ratio": statistics.median(nn) / statistics.median(ort),
+               "ratio_min": min(ratios), "ratio_max": max(ratios),
+               "kernels": info["kernels"], "nodes": info["nodes"],
+               "peak_activation_bytes": info["peak_activation_bytes"],
+               "total_activation_bytes": info["total_activation_bytes"]}
+        results.append(res)
+    print("\nnnfuse vs ONNX Runtime %s (level %s), %d threads, %d rounds x %d runs, alternating"
+          % (ORT_VERSION, a.ort_level, a.threads, a.rounds, a.runs))
+    print("| model | nnfuse ms | ORT ms | ratio (min-max) | kernels / nodes | peak / all activations (MiB) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for r in results:
+        print("| %s | %.2f | %.2f | %.3f (%.3f-%.3f) | %d / %d | %.1f / %.1f |"
+              % (r["model"], r["nnfuse_ms"], r["ort_ms"], r["ratio"], r["ratio_min"], r["ratio_max"],
+                 r["kernels"], r["nodes"], r["peak_activation_bytes"] / 2**20,
+                 r["total_activation_bytes"] / 2**20))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,295 @@
+#include "runtime/plan.h"
+
+#include <algorithm>
+#include <set>
+
+#include "ir/error.h"
+#include "kernels/ref/ref_kernels.h"
+
+namespace nnfuse {
+
+namespace {
+
+bool is_view_op(const Node& n) {
+  static const std::set<std::string> kViews = {"Reshape",   "Flatten",  "Squeeze",
+                                               "Unsqueeze", "Identity", "Dropout"};
+  return n.domain().empty() && kViews.count(n.op_type()) != 0;
+}
+
+}  // namespace
+
+ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : graph_(g), opts_(opts) {
+  set_num_threads(opts.threads);
+  for (const Value* v : g.values()) {
+    if (v->is_constant()) add_value(v, Layout::kPlain);
+  }
+  for (const Value* v : g.runtime_inputs()) inputs_.push_back(add_value(v, Layout::kPlain));
+
+  for (const Node* n : g.nodes()) {
+    std::vector<int> in_ids;
+    for (const Value* v : n->inputs()) in_ids.push_back(v ? id_of_.at(v) : -1);
+    if (!opts.reference_only && try_view(*n, in_ids)) continue;
+    if (n->op_type() == "Constant" && n->domain().empty() && n->num_outputs() == 1 &&
+        n->output(0)) {
+      // A Constant node's value is computed once here instead of once per inference.
+      KernelContext ctx{*n, g.opset(), {}, std::vector<Tensor>(1)};
+      find_ref_kernel("Constant")->run(ctx);
+      int id = add_value(n->output(0), Layout::kPlain);
+      values_[id].constant = true;
+      values_[id].static_shape = true;
+      values_[id].shape = ctx.outputs[0].shape();
+      values_[id].folded = std::move(ctx.outputs[0]);
+      continue;
+    }
+
+    std::vector<Layout> layouts;
+    for (int id : in_ids) layouts.push_back(id < 0 ? Layout::kPlain : values_[id].layout);
+    std::vector<const Tensor*> consts;
+    for (int id : in_ids) {
+      const PlanValue* pv = id >= 0 ? &values_[id] : nullptr;
+      consts.push_back(!pv || !pv->constant   ? nullptr
+                       : pv->folded.defined() ? &pv->folded
+                                              : &pv->value->constant());
+    }
+    NodeInfo info{*n, g.opset(n->domain()), layouts, num_threads(), consts};
+    NodeInfo plain_info{*n, g.opset(n->domain()),
+                        std::vector<Layout>(layouts.size(), Layout::kPlain), num_threads(), consts};
+    const KernelFactory* chosen = nullptr;
+    bool needs_plain = false;
+    for (const KernelFactory& f : kernels_for(n->op_type())) {
+      if (opts.reference_only && std::string(f.name) != "ref") continue;
+      if (f.accepts(info)) {
+        chosen = &f;
+        break;
+      }
+      if (f.accepts(plain_info)) {
+        chosen = &f;
+        needs_plain = true;
+        break;
+      }
+    }
+    if (!chosen) fail(ErrorKind::kUnsupported, n->describe(), ": no kernel accepts this node");
+    if (needs_plain) {
+      for (size_t i = 0; i < in_ids.size(); ++i) {
+        if (in_ids[i] >= 0 && values_[in_ids[i]].layout != Layout::kPlain) {
+          in_ids[i] = plain_copy(in_ids[i], n);
+        }
+      }
+      info.input_layouts = plain_info.input_layouts;
+    }
+    PlanStep step;
+    step.kind = PlanStep::Kind::kKernel;
+    step.node = n;
+    step.kernel_name = chosen->name;
+    step.kernel = chosen->create(info);
+    step.inputs = in_ids;
+    for (size_t k = 0; k < n->num_outputs(); ++k) {
+      const Value* o = n->output(k);
+      Layout l = chosen->output_layout ? chosen->output_layout(info, k) : Layout::kPlain;
+      step.outputs.push_back(o ? add_value(o, l) : -1);
+      step.in_place.push_back(chosen->in_place_input ? chosen->in_place_input(info, k) : -1);
+    }
+    steps_.push_back(std::move(step));
+  }
+
+  for (const Value* v : g.outputs()) {
+    int id = id_of_.at(v);
+    if (values_[id].layout != Layout::kPlain) id = plain_copy(id, nullptr);
+    outputs_.push_back(id);
+  }
+  for (int id : outputs_) values_[id].graph_output = true;
+  plan_buffers();
+}
+
+int ExecutionPlan::add_value(const Value* v, Layout layout) {
+  PlanValue pv;
+  pv.value = v;
+  pv.name = v->name();
+  pv.dtype = v->dtype();
+  pv.static_shape = v->shape().fully_known();
+  if (pv.static_shape) pv.shape = v->shape().static_dims();
+  if (v->is_constant()) {
+    pv.constant = true;
+    pv.static_shape = true;
+    pv.shape = v->constant().shape();
+  }
+  // Only 4-D tensors have a channels-last form.
+  pv.layout = (pv.static_shape && pv.shape.size() == 4) ? layout : Layout::kPlain;
+  if (layout != Layout::kPlain && pv.layout == Layout::kPlain && !pv.static_shape) {
+    pv.layout = layout;  // rank unknown statically: trust the kernel's choice
+  }
+  pv.graph_input = v->is_graph_input() && !v->is_constant();
+  values_.push_back(pv);
+  int id = static_cast<int>(values_.size()) - 1;
+  id_of_[v] = id;
+  return id;
+}
+
+int ExecutionPlan::root(int id) const {
+  while (values_[id].alias_of >= 0) id = values_[id].alias_of;
+  return id;
+}
+
+int ExecutionPlan::plain_copy(int id, const Node* reader) {
+  auto it = plain_copy_of_.find(id);
+  if (it != plain_copy_of_.end()) return it->second;
+  PlanValue pv = values_[id];
+  pv.name = values_[id].name + ".plain";
+  pv.layout = Layout::kPlain;
+  pv.alias_of = -1;
+  pv.buffer = -1;
+  values_.push_back(pv);
+  int copy = static_cast<int>(values_.size()) - 1;
+  PlanStep step;
+  step.kind = PlanStep::Kind::kReorder;
+  step.node = reader;
+  step.kernel_name = "reorder";
+  step.inputs = {id};
+  step.outputs = {copy};
+  step.in_place = {-1};
+  steps_.push_back(std::move(step));
+  plain_copy_of_[id] = copy;
+  return copy;
+}
+
+bool ExecutionPlan::try_view(const Node& n, const std::vector<int>& in_ids) {
+  if (!is_view_op(n) || in_ids.empty() || in_ids[0] < 0) return false;
+  if (n.op_type() == "Dropout") {
+    if ((n.num_outputs() > 1 && n.output(1)) || (n.num_inputs() > 2 && n.input(2))) return false;
+  }
+  const Value* out = n.output(0);
+  if (!out || !out->shape().fully_known() || n.num_outputs() < 1) return false;
+  int src = in_ids[0];
+  const PlanValue& in = values_[src];
+  if (!in.static_shape || in.dtype != out->dtype()) return false;
+  if (checked_numel(in.shape) != checked_numel(out->shape().static_dims())) return false;
+  if (in.layout != Layout::kPlain) src = plain_copy(src, &n);
+  int id = add_value(out, Layout::kPlain);
+  values_[id].alias_of = src;
+  PlanStep step;
+  step.kind = PlanStep::Kind::kView;
+  step.node = &n;
+  step.kernel_name = "view";
+  step.inputs = in_ids;
+  step.inputs[0] = src;
+  step.outputs = {id};
+  step.in_place = {-1};
+  steps_.push_back(std::move(step));
+  return true;
+}
+
+void ExecutionPlan::plan_buffers() {
+  const int nv = static_cast<int>(values_.size());
+  const int64_t ns = static_cast<int64_t>(steps_.size());
+  std::vector<int64_t> produced(nv, -1), last(nv, -1);
+  for (int64_t s = 0; s < ns; ++s) {
+    for (int id : steps_[s].inputs) {
+      if (id >= 0) last[id] = s;
+    }
+    for (int id : steps_[s].outputs) {
+      if (id >= 0) produced[id] = s;
+    }
+  }
+  for (int id : outputs_) last[id] = ns;  // outputs live to the end
+  for (int id = 0; id < nv; ++id) {
+    if (last[id] < produced[id]) last[id] = produced[id];
+    total_activation_bytes_ +=
+        (produced[id] >= 0 && values_[id].static_shape &&
+         steps_[produced[id]].kind != PlanStep::Kind::kView)
+            ? static_cast<size_t>(checked_numel(values_[id].shape)) * dtype_size(values_[id].dtype)
+            : 0;
+  }
+
+  // A group (a root and its aliases) can live in the arena when its root is produced by a
+  // kernel with a static shape and no member is a graph output.
+  auto members = [&](int r) {
+    std::vector<int> m;
+    for (int id = 0; id < nv; ++id) {
+      if (root(id) == r) m.push_back(id);
+    }
+    return m;
+  };
+  auto plannable = [&](int r) {
+    const PlanValue& v = values_[r];
+    if (!opts_.plan_memory || v.alias_of >= 0 || !v.static_shape || v.constant || v.graph_input ||
+        produced[r] < 0 || dtype_size(v.dtype) == 0) {
+      return false;
+    }
+    for (int m : members(r)) {
+      if (values_[m].graph_output) return false;
+    }
+    return true;
+  };
+
+  // In place: an output may take its input's storage when that input's group is plannable,
+  // the sizes match, and nothing reads the group after this step.
+  for (int64_t s = 0; s < ns && opts_.plan_memory; ++s) {
+    PlanStep& st = steps_[s];
+    if (st.kind != PlanStep::Kind::kKernel) continue;
+    for (size_t k = 0; k < st.outputs.size(); ++k) {
+      int out = st.outputs[k], i = st.in_place[k];
+      if (out < 0 || i < 0 || static_cast<size_t>(i) >= st.inputs.size() || st.inputs[i] < 0)
+        continue;
+      int in = st.inputs[i];
+      const PlanValue& ov = values_[out];
+      const PlanValue& iv = values_[in];
+      if (!ov.static_shape || ov.graph_output || !iv.static_shape || ov.dtype != iv.dtype ||
+          checked_numel(ov.shape) != checked_numel(iv.shape) || ov.layout != iv.layout) {
+        continue;
+      }
+      int r = root(in);
+      if (!plannable(r)) continue;
+      bool dead = true;
+      for (int m : members(r)) dead &= last[m] <= s;
+      // The same input feeding this step twice (x * x) is fine; another input aliasing the
+      // group is not, since the kernel may read it after writing.
+      for (size_t j = 0; j < st.inputs.size(); ++j) {
+        if (static_cast<int>(j) != i && st.inputs[j] >= 0 && root(st.inputs[j]) == r &&
+            st.inputs[j] != in) {
+          dead = false;
+        }
+      }
+      if (dead) values_[out].alias_of = r;
+    }
+  }
+
+  std::map<int, int64_t> request_of;
+  for (int r = 0; r < nv; ++r) {
+    if (!plannable(r)) continue;
+    BufferRequest req;
+    req.bytes = static_cast<size_t>(checked_numel(values_[r].shape)) * dtype_size(values_[r].dtype);
+    req.first = produced[r];
+    req.last = produced[r];
+    for (int m : members(r)) req.last = std::max(req.last, last[m]);
+    values_[r].buffer = static_cast<int64_t>(buffers_.size());
+    buffers_.push_back(req);
+  }
+  memory_ = plan_memory(buffers_);
+  check_memory_plan(buffers_, memory_);
+
+  for (int id = 0; id < nv; ++id) {
+    const PlanValue& v = values_[id];
+    if (v.constant || v.graph_input || v.graph_output || produced[id] < 0) continue;
+    steps_[std::min(last[id], ns - 1)].frees.push_back(id);
+  }
+}
+
+size_t ExecutionPlan::num_kernels() const {
+  size_t n = 0;
+  for (const PlanStep& s : steps_) n += s.kind != PlanStep::Kind::kView ? 1 : 0;
+  return n;
+}
+
+size_t ExecutionPlan::num_reorders() const {
+  size_t n = 0;
+  for (const PlanStep& s : steps_) n += s.kind == PlanStep::Kind::kReorder ? 1 : 0;
+  return n;
+}
+
+std::map<std::string, int> ExecutionPlan::kernel_histogram() const {
+  std::map<std::string, int> h;
+  for (const PlanStep& s : steps_) h[s.kernel_name]++;
+  return h;
+}
+
+}  // namespace nnfuse

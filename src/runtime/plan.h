@@ -1,0 +1,91 @@
+// ExecutionPlan: built once per model. It chooses a kernel per node from the ordered kernel
+// table, decides the layout of every value (chains of convolutions stay channels-last, with
+// reorders only where a consumer needs plain tensors), turns reshape-like nodes into zero-copy
+// views, and gives every activation with a static shape a slot in one arena, reusing memory
+// by liveness (and in place for elementwise kernels).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "kernels/kernel.h"
+#include "runtime/memory_planner.h"
+
+namespace nnfuse {
+
+struct PlanOptions {
+  int threads = 0;              // 0: all cores
+  bool reference_only = false;  // only reference kernels, plain layouts (the oracle)
+  bool plan_memory = true;      // arena planning; off: every output allocated at run time
+};
+
+// A tensor of the plan: a graph value, or a plain copy of a channels-last value.
+struct PlanValue {
+  const Value* value = nullptr;  // the graph value (also for reorder copies: the source)
+  std::string name;
+  DType dtype = DType::kUndefined;
+  bool static_shape = false;
+  Dims shape;
+  Layout layout = Layout::kPlain;
+  int alias_of = -1;    // storage shared with this plan value (views, in-place outputs)
+  int64_t buffer = -1;  // index into the memory plan's requests, or -1: allocated at run time
+  bool graph_input = false, constant = false, graph_output = false;
+  Tensor folded;  // the value of a Constant node, computed once when the plan is built
+};
+
+struct PlanStep {
+  enum class Kind { kKernel, kReorder, kView };
+  Kind kind = Kind::kKernel;
+  const Node* node = nullptr;  // kReorder: the node whose input needed it (nullptr at the end)
+  std::string kernel_name;     // factory name, "reorder" or "view"
+  std::unique_ptr<Kernel> kernel;
+  std::vector<int> inputs;    // plan value ids; -1 for omitted inputs
+  std::vector<int> outputs;   // plan value ids; -1 for omitted outputs
+  std::vector<int> in_place;  // per output: the input index it may overwrite, or -1
+  std::vector<int> frees;     // values whose last reader is this step
+};
+
+class ExecutionPlan {
+ public:
+  ExecutionPlan(const Graph& g, const PlanOptions& opts);
+
+  const std::vector<PlanStep>& steps() const { return steps_; }
+  const std::vector<PlanValue>& values() const { return values_; }
+  const std::vector<int>& input_ids() const { return inputs_; }
+  const std::vector<int>& output_ids() const { return outputs_; }
+  const MemoryPlan& memory() const { return memory_; }
+  const std::vector<BufferRequest>& buffers() const { return buffers_; }
+
+  // Kernel launches per inference: kernel and reorder steps (views are free).
+  size_t num_kernels() const;
+  size_t num_reorders() const;
+  // Bytes of the activation arena (the peak of planned activations) and the sum of every
+  // activation's size (what a runtime without reuse would hold).
+  size_t peak_activation_bytes() const { return memory_.arena_bytes; }
+  size_t total_activation_bytes() const { return total_activation_bytes_; }
+  // Kernel name -> number of steps that use it.
+  std::map<std::string, int> kernel_histogram() const;
+
+ private:
+  int add_value(const Value* v, Layout layout);
+  int root(int id) const;
+  int plain_copy(int id, const Node* reader);
+  bool try_view(const Node& n, const std::vector<int>& in_ids);
+  void plan_buffers();
+
+  const Graph& graph_;
+  PlanOptions opts_;
+  std::vector<PlanValue> values_;
+  std::vector<PlanStep> steps_;
+  std::map<const Value*, int> id_of_;
+  std::map<int, int> plain_copy_of_;
+  std::vector<int> inputs_, outputs_;
+  std::vector<BufferRequest> buffers_;
+  MemoryPlan memory_;
+  size_t total_activation_bytes_ = 0;
+};
+
+}  // namespace nnfuse

@@ -1,0 +1,126 @@
+#include "runtime/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "onnx/importer.h"
+#include "runtime/session.h"
+
+namespace nnfuse {
+namespace {
+
+// Independent check of a plan: replays the steps, tracks which plan values are live (from
+// the step that writes them to the last step that reads them or any value sharing their
+// storage) and asserts that no two live values in different storage groups overlap in the
+// arena.
+void expect_no_live_overlap(const ExecutionPlan& plan) {
+  const auto& values = plan.values();
+  auto root = [&](int id) {
+    while (values[id].alias_of >= 0) id = values[id].alias_of;
+    return id;
+  };
+  const auto& steps = plan.steps();
+  std::vector<int64_t> first(values.size(), -1), last(values.size(), -1);
+  for (size_t s = 0; s < steps.size(); ++s) {
+    for (int id : steps[s].outputs) {
+      if (id >= 0) first[id] = static_cast<int64_t>(s);
+    }
+    for (int id : steps[s].inputs) {
+      if (id >= 0) last[id] = static_cast<int64_t>(s);
+    }
+  }
+  // Group intervals: union over members.
+  std::map<int, std::pair<int64_t, int64_t>> group;
+  for (size_t id = 0; id < values.size(); ++id) {
+    if (first[id] < 0) continue;
+    int r = root(static_cast<int>(id));
+    if (values[r].buffer < 0) continue;
+    auto [it, fresh] = group.emplace(r, std::make_pair(first[id], std::max(first[id], last[id])));
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, first[id]);
+      it->second.second = std::max(it->second.second, std::max(first[id], last[id]));
+    }
+  }
+  for (auto& [a, ia] : group) {
+    for (auto& [b, ib] : group) {
+      if (a >= b || ia.second < ib.first || ib.second < ia.first) continue;
+      size_t a0 = plan.memory().offsets[values[a].buffer];
+      size_t b0 = plan.memory().offsets[values[b].buffer];
+      size_t a1 = a0 + plan.buffers()[values[a].buffer].bytes;
+      size_t b1 = b0 + plan.buffers()[values[b].buffer].bytes;
+      EXPECT_FALSE(a0 < b1 && b0 < a1)
+          << values[a].name << " and " << values[b].name << " are live together and overlap";
+    }
+  }
+}
+
+TEST(Plan, BundledModelPlanIsSoundAndReusesMemory) {
+  auto g = load_onnx(std::string(NNFUSE_SOURCE_DIR) + "/models/tiny_resnet.onnx");
+  Session s(std::move(g));
+  const ExecutionPlan& plan = s.plan();
+  expect_no_live_overlap(plan);
+  EXPECT_GT(plan.peak_activation_bytes(), 0u);
+  EXPECT_LT(plan.peak_activation_bytes(), plan.total_activation_bytes());
+}
+
+TEST(Plan, EmptyGraphPlansAndRuns) {
+  Session s(std::make_unique<Graph>());
+  EXPECT_TRUE(s.run({}).empty());
+}
+
+// x -> Relu -> Reshape -> Neg -> y: the Reshape is a view, not a kernel.
+TEST(Plan, ViewsAreFreeAndArenaIsReused) {
+  auto g = std::make_unique<Graph>();
+  g->opsets[""] = 17;
+  Value* x = g->add_value("x", DType::kFloat32, Shape::of({2, 6}));
+  g->add_input(x);
+  Value* a = g->add_value("a", DType::kFloat32, Shape::of({2, 6}));
+  Value* shape = g->add_value("shape");
+  shape->set_constant(Tensor::from_vector<int64_t>({2}, {3, 4}));
+  Value* b = g->add_value("b", DType::kFloat32, Shape::of({3, 4}));
+  Value* y = g->add_value("y", DType::kFloat32, Shape::of({3, 4}));
+  g->add_node("Relu", "relu", {x}, {a});
+  g->add_node("Reshape", "reshape", {a, shape}, {b});
+  g->add_node("Neg", "neg", {b}, {y});
+  g->add_output(y);
+  Session run(std::move(g));
+  const ExecutionPlan& plan = run.plan();
+  EXPECT_EQ(plan.num_kernels(), 2u);
+  EXPECT_EQ(plan.kernel_histogram().at("view"), 1);
+  expect_no_live_overlap(plan);
+  Tensor in = Tensor::from_vector<float>({2, 6}, {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12});
+  auto out = run.run({{"x", in}});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].shape(), (Dims{3, 4}));
+  EXPECT_EQ(out[0].data<float>()[0], -1.0f);
+  EXPECT_EQ(out[0].data<float>()[1], 0.0f);
+  // A second run gives the same result (the arena is reused), and the first run's output is
+  // not overwritten by it.
+  auto again = run.run({{"x", in}});
+  EXPECT_EQ(again[0].data<float>()[2], -3.0f);
+  EXPECT_EQ(out[0].data<float>()[2], -3.0f);
+}
+
+TEST(Plan, FastPathMatchesReferenceOnBundledModel) {
+  std::string path = std::string(NNFUSE_SOURCE_DIR) + "/models/tiny_resnet.onnx";
+  Session fast(load_onnx(path));
+  PlanOptions ref_opts;
+  ref_opts.reference_only = true;
+  Session ref(load_onnx(path), ref_opts);
+  Tensor x(DType::kFloat32, {1, 3, 32, 32});
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.data<float>()[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+  auto a = fast.run({{"input", x}});
+  auto b = ref.run({{"input", x}});
+  ASSERT_EQ(a[0].shape(), b[0].shape());
+  double scale = 0, err = 0;
+  for (int64_t i = 0; i < b[0].numel(); ++i) {
+    scale = std::max(scale, std::abs(b[0].double_at(i)));
+    err = std::max(err, std::abs(a[0].double_at(i) - b[0].double_at(i)));
+  }
+  EXPECT_LE(err, 1e-4 * scale);
+}
+
+}  // namespace
+}  // namespace nnfuse
