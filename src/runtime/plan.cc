@@ -28,12 +28,19 @@ ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : graph_(g
   for (const Node* n : g.nodes()) {
     std::vector<int> in_ids;
     for (const Value* v : n->inputs()) in_ids.push_back(v ? id_of_.at(v) : -1);
-    if (!opts.reference_only && try_view(*n, in_ids)) continue;
-    if (n->op_type() == "Constant" && n->domain().empty() && n->num_outputs() == 1 &&
-        n->output(0)) {
-      // A Constant node's value is computed once here instead of once per inference.
+    bool constant_inputs = std::all_of(in_ids.begin(), in_ids.end(),
+                                       [&](int id) { return id < 0 || values_[id].constant; });
+    if ((n->op_type() == "Constant" || (is_view_op(*n) && constant_inputs && !in_ids.empty())) &&
+        n->domain().empty() && n->num_outputs() == 1 && n->output(0)) {
+      // Constant nodes, and views of constants (exporters share equal weights through
+      // Identity), are computed once here instead of once per inference.
       KernelContext ctx{*n, g.opset(), {}, std::vector<Tensor>(1)};
-      find_ref_kernel("Constant")->run(ctx);
+      for (int id : in_ids) {
+        ctx.inputs.push_back(id < 0                         ? nullptr
+                             : values_[id].folded.defined() ? &values_[id].folded
+                                                            : &values_[id].value->constant());
+      }
+      find_ref_kernel(n->op_type())->run(ctx);
       int id = add_value(n->output(0), Layout::kPlain);
       values_[id].constant = true;
       values_[id].static_shape = true;
@@ -41,6 +48,7 @@ ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : graph_(g
       values_[id].folded = std::move(ctx.outputs[0]);
       continue;
     }
+    if (!opts.reference_only && try_view(*n, in_ids)) continue;
 
     std::vector<Layout> layouts;
     for (int id : in_ids) layouts.push_back(id < 0 ? Layout::kPlain : values_[id].layout);
