@@ -1,0 +1,64 @@
+// Compile-time values: initializers and the outputs of Constant nodes.
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "pattern/pattern.h"
+#include "pattern/pattern_internal.h"
+
+namespace nnfuse::pattern {
+
+namespace {
+
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         (a.nbytes() == 0 || std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0);
+}
+
+// Tensors made from a Constant node's scalar/list attributes. Callers keep the returned
+// pointer, so entries are never erased; a node freed and another allocated at its address
+// with other attributes adds an entry instead of changing one. Constant nodes are few.
+const Tensor* cached(const Node* n, Tensor t) {
+  static std::mutex mu;
+  static std::map<const Node*, std::vector<std::unique_ptr<Tensor>>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& entries = cache[n];
+  for (const auto& e : entries) {
+    if (same_tensor(*e, t)) return e.get();
+  }
+  entries.push_back(std::make_unique<Tensor>(std::move(t)));
+  return entries.back().get();
+}
+
+}  // namespace
+
+const Tensor* constant_value(const Value* v) {
+  if (!v) return nullptr;
+  if (v->is_constant()) return &v->constant();
+  const Node* n = v->producer();
+  if (!n || n->op_type() != "Constant" || !is_default_domain(n->domain())) return nullptr;
+  if (n->num_outputs() < 1 || n->output(0) != v) return nullptr;
+  const Attribute* a = nullptr;
+  if ((a = n->find_attr("value"))) {
+    if (a->kind != Attribute::Kind::kTensor || !a->t.defined()) return nullptr;
+    return &a->t;
+  }
+  if ((a = n->find_attr("value_float")) && a->kind == Attribute::Kind::kFloat) {
+    return cached(n, Tensor::scalar<float>(a->f));
+  }
+  if ((a = n->find_attr("value_floats")) && a->kind == Attribute::Kind::kFloats) {
+    return cached(n,
+                  Tensor::from_vector<float>({static_cast<int64_t>(a->floats.size())}, a->floats));
+  }
+  if ((a = n->find_attr("value_int")) && a->kind == Attribute::Kind::kInt) {
+    return cached(n, Tensor::scalar<int64_t>(a->i));
+  }
+  if ((a = n->find_attr("value_ints")) && a->kind == Attribute::Kind::kInts) {
+    return cached(n, Tensor::from_vector<int64_t>({static_cast<int64_t>(a->ints.size())}, a->ints));
+  }
+  return nullptr;  // sparse_value, strings: not usable as numbers
+}
+
+}  // namespace nnfuse::pattern

@@ -1,0 +1,55 @@
+// The representation behind Pat handles, shared by the DSL builders and the matcher.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pattern/pattern.h"
+
+namespace nnfuse::pattern {
+
+struct ValueCheck {
+  std::function<bool(const Value&)> pred;
+  std::string why;
+  // Optional detail for the rejection reason ("it has rank 3").
+  std::function<std::string(const Value&)> detail;
+};
+
+struct NodeCheck {
+  std::function<bool(const Node&)> pred;
+  std::string why;
+};
+
+struct PatNode {
+  enum class Kind { kAny, kConstant, kScalar, kOp, kAnyOf, kThrough };
+  Kind kind = Kind::kAny;
+  std::string name;
+
+  float value = 0;  // kScalar
+  float tol = 0;
+
+  std::string op_type;      // kOp
+  std::vector<Pat> inputs;  // kOp: inputs; kAnyOf: alternatives; kThrough: the inner pattern
+  bool exact_inputs = true;
+  int output = 0;
+
+  std::set<std::string> pass_ops;  // kThrough
+
+  std::vector<ValueCheck> value_checks;
+  std::vector<NodeCheck> node_checks;
+
+  // Pat::where and friends return copies; a copy binds as the node it was copied from, so
+  // `x` and `x.rank(4)` in one pattern are the same variable.
+  std::shared_ptr<const PatNode> origin;
+  const PatNode* identity() const { return origin ? origin.get() : this; }
+};
+
+// True for ops whose two inputs may be swapped.
+bool is_commutative(const std::string& op_type);
+// True for the default ONNX domain ("" or its alias "ai.onnx").
+bool is_default_domain(const std::string& domain);
+
+}  // namespace nnfuse::pattern
