@@ -1,0 +1,73 @@
+#include "passes/report.h"
+
+#include <fstream>
+#include <set>
+
+#include "ir/error.h"
+
+namespace nnfuse {
+
+PassRecord& FusionReport::record(const std::string& pass) {
+  for (PassRecord& r : passes) {
+    if (r.name == pass) return r;
+  }
+  passes.push_back(PassRecord{pass, 0, 0, {}});
+  return passes.back();
+}
+
+nlohmann::json fusion_report_json(const FusionReport& report) {
+  using nlohmann::json;
+  json graph_fusion = json::object();
+  int64_t matches = 0, effects = 0, kernels_saved = 0, bytes_saved = 0;
+  for (const PassRecord& r : report.passes) {
+    json rejected = json::array();
+    for (const RejectedMatch& m : r.rejected) {
+      rejected.push_back({{"nodes", m.nodes}, {"reason", m.reason}});
+    }
+    graph_fusion[r.name] = {
+        {"match_times", r.match_times}, {"effect_times", r.effect_times}, {"rejected", rejected}};
+    matches += r.match_times;
+    effects += r.effect_times;
+  }
+  json fused = json::array();
+  for (const FusionBenefit& b : report.fused) {
+    fused.push_back({{"node", b.node},
+                     {"pass", b.pass},
+                     {"fused_from", b.fused_from},
+                     {"bytes_saved", b.bytes_saved},
+                     {"kernels_saved", b.kernels_saved}});
+    kernels_saved += b.kernels_saved;
+    bytes_saved += b.bytes_saved;
+  }
+  return {{"graph_fusion", graph_fusion},
+          {"fused_nodes", fused},
+          {"summary",
+           {{"matches", matches},
+            {"effects", effects},
+            {"kernels_saved", kernels_saved},
+            {"bytes_saved", bytes_saved}}}};
+}
+
+void write_fusion_report(const FusionReport& report, const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) fail(ErrorKind::kInvalidArgument, path, ": cannot write the fusion report");
+  out << fusion_report_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+      << "\n";
+  out.close();
+  if (!out) fail(ErrorKind::kInvalidArgument, path, ": error writing the fusion report");
+}
+
+int64_t intermediate_bytes(const std::vector<const Value*>& values) {
+  std::set<const Value*> seen;
+  int64_t total = 0;
+  for (const Value* v : values) {
+    if (!v || !seen.insert(v).second) continue;
+    size_t elem = dtype_size(v->dtype());
+    if (elem == 0 || !v->shape().fully_known()) continue;
+    Dims dims = v->shape().static_dims();
+    total += checked_numel(dims, elem) * static_cast<int64_t>(elem);
+  }
+  return 2 * total;
+}
+
+}  // namespace nnfuse
