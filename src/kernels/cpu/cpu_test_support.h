@@ -39,7 +39,7 @@ struct OneNode {
     }
     std::vector<Value*> outs;
     for (size_t i = 0; i < num_outputs; ++i) outs.push_back(g.add_value("out" + std::to_string(i)));
-    node = g.add_node(op, "node", ins, outs);
+    node = g.add_node(op, "node", ins, outs, ref_op_domain(op));
     for (auto& [k, a] : attrs) node->set_attr(k, a);
   }
   NodeInfo info(int64_t opset = 17) const { return NodeInfo{*node, opset, layouts, 2}; }

@@ -97,6 +97,46 @@ dnnl::memory prepack(const Tensor& src, const dnnl::memory::desc& user,
   return dst;
 }
 
+std::optional<ref::Activation> fused_activation(const Node& node) {
+  ref::Activation a;
+  try {
+    a = ref::read_activation(node);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  // oneDNN's clip is max(lo, min(hi, x)), ONNX's min(max(x, lo), hi): equal unless lo > hi.
+  if (a.kind == ref::ActivationKind::kClip && !(a.alpha <= a.beta)) return std::nullopt;
+  return a;
+}
+
+void append_activation(const ref::Activation& a, dnnl::post_ops& ops) {
+  using dnnl::algorithm;
+  using K = ref::ActivationKind;
+  switch (a.kind) {
+    case K::kNone:
+      return;
+    case K::kRelu:
+      return ops.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+    case K::kLeakyRelu:
+      return ops.append_eltwise(1.0f, algorithm::eltwise_relu, a.alpha, 0.0f);
+    case K::kClip:
+      return ops.append_eltwise(1.0f, algorithm::eltwise_clip, a.alpha, a.beta);
+    case K::kSigmoid:
+      return ops.append_eltwise(1.0f, algorithm::eltwise_logistic, 0.0f, 0.0f);
+    case K::kTanh:
+      return ops.append_eltwise(1.0f, algorithm::eltwise_tanh, 0.0f, 0.0f);
+    case K::kHardSigmoid:  // oneDNN 2.6 has no hardsigmoid
+      ops.append_eltwise(1.0f, algorithm::eltwise_linear, a.alpha, a.beta);
+      return ops.append_eltwise(1.0f, algorithm::eltwise_clip, 0.0f, 1.0f);
+    case K::kHardSwish:  // x * relu6(x + 3) / 6
+      return ops.append_eltwise(1.0f, algorithm::eltwise_hardswish, 0.0f, 0.0f);
+    case K::kSiLU:  // x * sigmoid(alpha * x)
+      return ops.append_eltwise(1.0f, algorithm::eltwise_swish, 1.0f, 0.0f);
+    case K::kGelu:
+      return ops.append_eltwise(1.0f, algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+  }
+}
+
 void execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args) {
   p.execute(stream(), args);
   stream().wait();

@@ -11,6 +11,7 @@
 #include "ir/error.h"
 #include "ir/tensor.h"
 #include "kernels/kernel.h"
+#include "kernels/ref/fused.h"
 
 namespace nnfuse::onednn {
 
@@ -71,6 +72,12 @@ decltype(auto) guarded(const std::string& what, F&& f) {
 // descriptor `want` (the layout a primitive chose), reordering when they differ.
 dnnl::memory prepack(const Tensor& src, const dnnl::memory::desc& user,
                      const dnnl::memory::desc& want);
+
+// The epilogue activation of a fused node (ai.nnfuse), when its attributes read and oneDNN's
+// eltwise post-ops compute it as the reference kernel does; nullopt otherwise.
+std::optional<ref::Activation> fused_activation(const Node& node);
+// Appends the eltwise post-ops of `a` (none for kNone; HardSigmoid is linear, then clip).
+void append_activation(const ref::Activation& a, dnnl::post_ops& ops);
 
 // Executes `p` with `args` on this thread's stream and waits.
 void execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args);

@@ -3,9 +3,15 @@
 // because oneDNN has only its slow reference kernel for NCHW in and NHWC out. 1-D and 3-D
 // convs are plain in and out. Weights and bias must be constants: the weights are reordered
 // once, in create(), into the blocked layout the primitive chooses.
+//
+// FusedConv (ai.nnfuse) is the same primitive with post-ops: y = act(conv(X, W) + B + Sum),
+// the residual Sum through the sum post-op (which adds what dst holds: Sum is copied there
+// first, unless the planner gave the output Sum's storage), then the activation's eltwise ops.
+#include <cstring>
 #include <mutex>
 #include <optional>
 
+#include "kernels/cpu/cpu_util.h"
 #include "kernels/cpu/onednn_common.h"
 #include "kernels/cpu/onednn_kernels.h"
 #include "kernels/ref/nn_internal.h"
@@ -14,6 +20,8 @@ namespace nnfuse::onednn {
 namespace {
 
 using dnnl::memory;
+
+enum class ConvOp { kConv, kTranspose, kFused };
 
 struct ConvSpec {
   bool transpose = false;
@@ -28,6 +36,11 @@ struct ConvSpec {
   // strided reorder: oneDNN's NHWC 1x1 kernel is up to 2.4x slower with strides (ResNet-50's
   // 512->1024 projection), and the copy is small.
   bool subsample = false;
+  // FusedConv's epilogue. Sum has the output's shape; it arrives in the output's layout or
+  // plain (then it is reordered into dst).
+  ref::Activation act;
+  bool sum = false;
+  Layout sum_layout = Layout::kPlain;
 };
 
 Dims tail(const Dims& d, size_t from) {
@@ -107,9 +120,11 @@ memory::desc input_view(const ConvSpec& s) {
 }
 
 // The node's geometry when this kernel can run it, else nullopt.
-std::optional<ConvSpec> conv_spec(const NodeInfo& info, bool transpose) {
+std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op) {
   const Node& node = info.node;
-  if (node.num_outputs() != 1 || node.num_inputs() < 2 || node.num_inputs() > 3) return {};
+  const bool transpose = op == ConvOp::kTranspose, fused = op == ConvOp::kFused;
+  const size_t max_inputs = fused ? 4 : 3;
+  if (node.num_outputs() != 1 || node.num_inputs() < 2 || node.num_inputs() > max_inputs) return {};
   if (!static_f32_input(info, 0) || !static_f32_input(info, 1)) return {};
   const Tensor* w = info.constant(1);
   if (!w || w->dtype() != DType::kFloat32 || w->layout() != Layout::kPlain) return {};
@@ -159,6 +174,17 @@ std::optional<ConvSpec> conv_spec(const NodeInfo& info, bool transpose) {
     return {};  // bad attributes: the reference kernel reports them
   }
   if (!output_shape_is(info, s.y_shape)) return {};
+  if (fused) {
+    std::optional<ref::Activation> act = fused_activation(node);
+    if (!act) return {};
+    s.act = *act;
+    if (info.has_input(3)) {
+      if (!static_f32_input(info, 3) || *known_shape(info, 3) != s.y_shape) return {};
+      s.sum = true;
+      s.sum_layout = input_layout(info, 3);
+      if (s.sum_layout != s.out_layout && s.sum_layout != Layout::kPlain) return {};
+    }
+  }
   if (!transpose && rank == 4 && s.w_shape[2] == 1 && s.w_shape[3] == 1) {
     bool unpadded = true, strided = false;
     for (size_t j = 0; j < 2; ++j) {
@@ -206,6 +232,11 @@ dnnl::primitive_desc make_pd(const ConvSpec& s) {
   const auto st = to_dims(strides), dil = to_dims(s.dilations);
   const auto pl = to_dims(s.pad_l), pr = to_dims(s.pad_r);
   const auto prop = dnnl::prop_kind::forward_inference;
+  dnnl::post_ops ops;
+  if (s.sum) ops.append_sum(1.0f);
+  append_activation(s.act, ops);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
   if (s.transpose) {
     dnnl::deconvolution_forward::desc d(prop, dnnl::algorithm::deconvolution_direct, src, wei, bias,
                                         dst, st, dil, pl, pr);
@@ -213,7 +244,7 @@ dnnl::primitive_desc make_pd(const ConvSpec& s) {
   }
   dnnl::convolution_forward::desc d(prop, dnnl::algorithm::convolution_direct, src, wei, bias, dst,
                                     st, dil, pl, pr);
-  return dnnl::convolution_forward::primitive_desc(d, engine());
+  return dnnl::convolution_forward::primitive_desc(d, attr, engine());
 }
 
 class ConvKernel : public Kernel {
@@ -240,6 +271,10 @@ class ConvKernel : public Kernel {
         src_ = memory(pd.src_desc(0), engine(), DNNL_MEMORY_NONE);
       }
       args_[DNNL_ARG_SRC] = src_;
+      if (s_.sum && s_.sum_layout != s_.out_layout) {
+        user_sum_ = memory(f32_desc(s_.y_shape, s_.sum_layout), engine(), DNNL_MEMORY_NONE);
+        sum_to_dst_ = dnnl::reorder(user_sum_, dst_);
+      }
     });
   }
 
@@ -248,6 +283,7 @@ class ConvKernel : public Kernel {
     check_input(x, s_.x_shape, s_.in_layout, what_, 0);
     Tensor& y = io.output(0, DType::kFloat32, s_.y_shape, s_.out_layout);
     std::lock_guard<std::mutex> lock(mu_);
+    if (s_.sum) put_sum(io.in(3), x, y);
     guarded(what_, [&] {
       if (user_src_) {
         user_src_.set_data_handle(handle(x));
@@ -261,17 +297,40 @@ class ConvKernel : public Kernel {
   }
 
  private:
+  // Leaves the residual in y for the sum post-op: a copy, a reorder from plain, or nothing
+  // when y already is Sum's storage (in place).
+  void put_sum(const Tensor& sum, const Tensor& x, Tensor& y) {
+    check_input(sum, s_.y_shape, s_.sum_layout, what_, 3);
+    NNFUSE_CHECK(y.raw() != x.raw(), what_, ": the output may not share X's storage");
+    if (y.raw() == sum.raw()) {
+      NNFUSE_CHECK(!sum_to_dst_, what_, ": the output shares Sum's storage in another layout");
+      return;
+    }
+    if (sum_to_dst_) {
+      guarded(what_, [&] {
+        user_sum_.set_data_handle(handle(sum));
+        dst_.set_data_handle(y.raw());
+        execute(sum_to_dst_, {{DNNL_ARG_FROM, user_sum_}, {DNNL_ARG_TO, dst_}});
+      });
+      return;
+    }
+    const auto* from = static_cast<const std::byte*>(sum.raw());
+    auto* to = static_cast<std::byte*>(y.raw());
+    cpu::parallel_range(static_cast<int64_t>(y.nbytes()), 4 * cpu::kParallelGrain,
+                        [&](int64_t b, int64_t e) { std::memcpy(to + b, from + b, e - b); });
+  }
+
   std::string what_;
   ConvSpec s_;
-  dnnl::primitive prim_, to_nhwc_;
-  memory src_, dst_, weights_, user_src_;
+  dnnl::primitive prim_, to_nhwc_, sum_to_dst_;
+  memory src_, dst_, weights_, user_src_, user_sum_;
   std::unordered_map<int, memory> args_;
   std::mutex mu_;  // the memory objects are rebound on every run
 };
 
-template <bool kTranspose>
+template <ConvOp kOp>
 bool accepts(const NodeInfo& info) {
-  std::optional<ConvSpec> s = conv_spec(info, kTranspose);
+  std::optional<ConvSpec> s = conv_spec(info, kOp);
   if (!s) return false;
   try {
     ThreadScope threads(info.num_threads);
@@ -287,21 +346,38 @@ Layout output_layout(const NodeInfo& info, size_t /*k*/) {
   return x && x->size() == 4 ? Layout::kNHWC : Layout::kPlain;
 }
 
-template <bool kTranspose>
+template <ConvOp kOp>
 std::unique_ptr<Kernel> create(const NodeInfo& info) {
-  std::optional<ConvSpec> s = conv_spec(info, kTranspose);
+  std::optional<ConvSpec> s = conv_spec(info, kOp);
   if (!s) fail(ErrorKind::kInternal, info.node.describe(), ": not accepted by the oneDNN kernel");
   return std::make_unique<ConvKernel>(info, *s);
+}
+
+// FusedConv's output may take the residual's storage (the sum post-op then reads it in
+// place) when Sum arrives in the output's layout and is not also X.
+int fused_in_place(const NodeInfo& info, size_t k) {
+  if (k != 0 || !info.has_input(3)) return -1;
+  for (size_t i = 0; i < 3; ++i) {
+    if (info.input(i) == info.input(3)) return -1;
+  }
+  std::optional<ConvSpec> s = conv_spec(info, ConvOp::kFused);
+  return s && s->sum && s->sum_layout == s->out_layout ? 3 : -1;
 }
 
 }  // namespace
 
 KernelFactory conv_factory() {
-  return {"onednn.conv", accepts<false>, output_layout, create<false>, nullptr};
+  return {"onednn.conv", accepts<ConvOp::kConv>, output_layout, create<ConvOp::kConv>, nullptr};
 }
 
 KernelFactory conv_transpose_factory() {
-  return {"onednn.conv_transpose", accepts<true>, output_layout, create<true>, nullptr};
+  return {"onednn.conv_transpose", accepts<ConvOp::kTranspose>, output_layout,
+          create<ConvOp::kTranspose>, nullptr};
+}
+
+KernelFactory fused_conv_factory() {
+  return {"onednn.fused_conv", accepts<ConvOp::kFused>, output_layout, create<ConvOp::kFused>,
+          fused_in_place};
 }
 
 }  // namespace nnfuse::onednn

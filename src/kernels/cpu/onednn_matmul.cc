@@ -3,10 +3,16 @@
 // and measured as fast as or faster than dnnl_sgemm on BERT-base shapes with 2 threads.
 // A constant B is prepacked once into the primitive's blocked layout. When B has no batch
 // dims of its own (BERT's dense layers: [.., M, K] x [K, N]) A's leading dims fold into M.
+//
+// The fused ops of ai.nnfuse run through the same primitive: FusedMatMul and FusedGemm with
+// their activation as eltwise post-ops (FusedMatMul's [N] bias as the primitive's bias), and
+// FusedGlobalPoolGemm as per-channel means of X (plain or NHWC) into a buffer of its own,
+// then the Gemm, in one kernel.
 #include <algorithm>
 #include <mutex>
 #include <optional>
 
+#include "kernels/cpu/cpu_util.h"
 #include "kernels/cpu/onednn_common.h"
 #include "kernels/cpu/onednn_kernels.h"
 
@@ -17,8 +23,10 @@ using dnnl::memory;
 
 constexpr int64_t kMaxDim = int64_t{1} << 40;
 
+enum class MatMulOp { kMatMul, kGemm, kFusedMatMul, kFusedGemm, kPoolGemm };
+
 struct MatMulSpec {
-  Dims in_shape[3];  // expected input shapes; in_shape[2] only for a run-time Gemm C
+  Dims in_shape[3];  // expected input shapes; in_shape[2] only for a run-time C or bias
   Dims y_shape;
   // What the primitive is created for: src and dst always bound at run time; weights and
   // bias either constants (prepacked) or bound at run time.
@@ -32,6 +40,10 @@ struct MatMulSpec {
   const Tensor* const_c = nullptr;
   bool runtime_c = false;
   float alpha = 1.0f, beta = 1.0f;  // Gemm: folded into the constant B and C
+  ref::Activation act;              // the fused ops' epilogue
+  // FusedGlobalPoolGemm: A is the per-channel mean of X (in_shape[0], in x_layout).
+  bool pool = false;
+  Layout x_layout = Layout::kPlain;
 };
 
 bool valid_dims(const Dims& d) {
@@ -47,11 +59,23 @@ const Tensor* plain_constant(const NodeInfo& info, size_t i) {
   return t && t->dtype() == DType::kFloat32 && t->layout() == Layout::kPlain ? t : nullptr;
 }
 
-std::optional<MatMulSpec> matmul_spec(const NodeInfo& info) {
+// The fused op's activation into s; false when oneDNN cannot run it.
+bool read_activation(const NodeInfo& info, MatMulSpec& s) {
+  std::optional<ref::Activation> act = fused_activation(info.node);
+  if (act) s.act = *act;
+  return act.has_value();
+}
+
+std::optional<MatMulSpec> matmul_spec(const NodeInfo& info, MatMulOp op) {
   const Node& node = info.node;
-  if (node.num_inputs() != 2 || node.num_outputs() != 1) return {};
+  const bool fused = op == MatMulOp::kFusedMatMul;
+  if (node.num_outputs() != 1 || node.num_inputs() < 2 || node.num_inputs() > (fused ? 3 : 2)) {
+    return {};
+  }
   if (!static_f32_input(info, 0) || !static_f32_input(info, 1)) return {};
-  if (input_layout(info, 0) != Layout::kPlain || input_layout(info, 1) != Layout::kPlain) return {};
+  for (size_t i = 0; i < node.num_inputs(); ++i) {
+    if (input_layout(info, i) != Layout::kPlain) return {};
+  }
   MatMulSpec s;
   s.in_shape[0] = *known_shape(info, 0);
   s.in_shape[1] = *known_shape(info, 1);
@@ -96,27 +120,53 @@ std::optional<MatMulSpec> matmul_spec(const NodeInfo& info) {
   }
   s.const_wei = plain_constant(info, 1);
   s.runtime_wei = s.const_wei == nullptr;
+  if (fused) {
+    if (!read_activation(info, s)) return {};
+    if (info.has_input(2)) {
+      // A bias over the last dim ([N]), as the primitive's bias; not for a vector B, whose
+      // product has no N dim.
+      if (b_vec || !static_f32_input(info, 2) || *known_shape(info, 2) != Dims{n}) return {};
+      s.in_shape[2] = {n};
+      s.c_mode = MatMulSpec::CMode::kBias;
+      s.c_dims = {1, n};
+      s.const_c = plain_constant(info, 2);
+      s.runtime_c = s.const_c == nullptr;
+    }
+  }
   return s;
 }
 
-std::optional<MatMulSpec> gemm_spec(const NodeInfo& info) {
+std::optional<MatMulSpec> gemm_spec(const NodeInfo& info, MatMulOp op) {
   const Node& node = info.node;
   if (node.num_inputs() < 2 || node.num_inputs() > 3 || node.num_outputs() != 1) return {};
   if (!static_f32_input(info, 0) || !static_f32_input(info, 1)) return {};
-  for (size_t i = 0; i < node.num_inputs(); ++i) {
-    if (input_layout(info, i) != Layout::kPlain) return {};
-  }
   MatMulSpec s;
+  s.pool = op == MatMulOp::kPoolGemm;
+  for (size_t i = 0; i < node.num_inputs(); ++i) {
+    const Layout l = input_layout(info, i);
+    if (l != Layout::kPlain && !(s.pool && i == 0 && l == Layout::kNHWC)) return {};
+  }
+  if (op != MatMulOp::kGemm && !read_activation(info, s)) return {};
   try {
     s.alpha = node.attr_float("alpha", 1.0f);
     s.beta = node.attr_float("beta", 1.0f);
     const bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
-    const Dims a = *known_shape(info, 0), b = *known_shape(info, 1);
+    Dims a = *known_shape(info, 0);
+    const Dims b = *known_shape(info, 1);
+    if (s.pool) {
+      // X [N, C, spatial...] pooled to A [N, C]; NHWC only for 4-D X.
+      s.x_layout = input_layout(info, 0);
+      if (ta || a.size() < 3 || !valid_dims(a)) return {};
+      if (s.x_layout == Layout::kNHWC && a.size() != 4) return {};
+      if (checked_numel(a) > kMaxDim) return {};
+      s.in_shape[0] = a;
+      a = {a[0], a[1]};
+    }
     if (a.size() != 2 || b.size() != 2 || !valid_dims(a) || !valid_dims(b)) return {};
     const int64_t m = ta ? a[1] : a[0], k = ta ? a[0] : a[1];
     const int64_t kb = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
     if (k != kb) return {};
-    s.in_shape[0] = a;
+    if (!s.pool) s.in_shape[0] = a;
     s.in_shape[1] = b;
     s.y_shape = {m, n};
     if (!output_shape_is(info, s.y_shape)) return {};
@@ -146,21 +196,23 @@ std::optional<MatMulSpec> gemm_spec(const NodeInfo& info) {
   return s;
 }
 
+// The bias as a row broadcast over dst: [1, ..., 1, N] of dst's rank.
 memory::desc bias_desc(const MatMulSpec& s) {
   if (s.c_mode != MatMulSpec::CMode::kBias) return memory::desc();
-  return f32_desc({1, s.y_shape.back()}, Tag::ab);
+  Dims d(s.dst.dims().size(), 1);
+  d.back() = s.dst.dims().back();
+  return f32_desc(d, plain_tag(d.size()));
 }
 
 dnnl::matmul::primitive_desc make_pd(const MatMulSpec& s) {
   const memory::desc wei =
       s.runtime_wei ? s.wei : memory::desc(s.wei.dims(), memory::data_type::f32, Tag::any);
   dnnl::matmul::desc d(s.src, wei, bias_desc(s), s.dst);
+  dnnl::post_ops ops;
+  if (s.c_mode == MatMulSpec::CMode::kSum) ops.append_sum(1.0f);
+  append_activation(s.act, ops);
   dnnl::primitive_attr attr;
-  if (s.c_mode == MatMulSpec::CMode::kSum) {
-    dnnl::post_ops ops;
-    ops.append_sum(1.0f);
-    attr.set_post_ops(ops);
-  }
+  attr.set_post_ops(ops);
   return dnnl::matmul::primitive_desc(d, attr, engine());
 }
 
@@ -175,6 +227,35 @@ void broadcast_c(const float* c, int64_t c0, int64_t c1, int64_t m, int64_t n, f
       std::copy(row, row + n, out);
     }
   }
+}
+
+// out [N, C] = the mean over the spatial dims of x [N, C, spatial...], plain or NHWC.
+// Accumulates in double (as the reference kernel does), in parallel over channel blocks.
+void channel_means(const Tensor& x, Layout layout, Tensor& out) {
+  constexpr int64_t kBlock = 256;
+  const int64_t n = x.dim(0), c = x.dim(1), sz = x.numel() / (n * c);
+  const float* px = x.data<float>();
+  float* po = out.data<float>();
+  const double inv = 1.0 / static_cast<double>(sz);
+  if (layout == Layout::kNHWC) {
+    const int64_t blocks = (c + kBlock - 1) / kBlock;
+    cpu::parallel_tasks(n * blocks, x.numel(), [&](int64_t t) {
+      const int64_t i = t / blocks, c0 = (t % blocks) * kBlock, cn = std::min(kBlock, c - c0);
+      double acc[kBlock] = {};
+      for (int64_t p = 0; p < sz; ++p) {
+        const float* row = px + (i * sz + p) * c + c0;
+        for (int64_t j = 0; j < cn; ++j) acc[j] += row[j];
+      }
+      for (int64_t j = 0; j < cn; ++j) po[i * c + c0 + j] = static_cast<float>(acc[j] * inv);
+    });
+    return;
+  }
+  cpu::parallel_tasks(n * c, x.numel(), [&](int64_t t) {
+    const float* plane = px + t * sz;
+    double acc = 0;
+    for (int64_t p = 0; p < sz; ++p) acc += plane[p];
+    po[t] = static_cast<float>(acc * inv);
+  });
 }
 
 // `t` times `scale` (t itself when scale is 1).
@@ -216,12 +297,13 @@ class MatMulKernel : public Kernel {
       } else if (s_.c_mode == MatMulSpec::CMode::kSum && !s_.runtime_c) {
         c_ = scaled(*s_.const_c, s_.beta).clone();
       }
+      if (s_.pool) pooled_ = Tensor(DType::kFloat32, {s_.in_shape[0][0], s_.in_shape[0][1]});
     });
     s_.const_wei = s_.const_c = nullptr;  // not needed after prepacking
   }
 
   void run(KernelIO& io) override {
-    check_input(io.in(0), s_.in_shape[0], Layout::kPlain, what_, 0);
+    check_input(io.in(0), s_.in_shape[0], s_.x_layout, what_, 0);
     if (s_.runtime_wei) check_input(io.in(1), s_.in_shape[1], Layout::kPlain, what_, 1);
     if (s_.runtime_c) {
       NNFUSE_CHECK(io.has_input(2), what_, ": input 2 is missing");
@@ -234,8 +316,9 @@ class MatMulKernel : public Kernel {
                   y.data<float>());
     }
     std::lock_guard<std::mutex> lock(mu_);
+    if (s_.pool) channel_means(io.in(0), s_.x_layout, pooled_);
     guarded(what_, [&] {
-      src_.set_data_handle(handle(io.in(0)));
+      src_.set_data_handle(handle(s_.pool ? pooled_ : io.in(0)));
       if (s_.runtime_wei) wei_.set_data_handle(handle(io.in(1)));
       if (s_.runtime_c && bias_) bias_.set_data_handle(handle(io.in(2)));
       dst_.set_data_handle(y.raw());
@@ -248,14 +331,15 @@ class MatMulKernel : public Kernel {
   MatMulSpec s_;
   dnnl::primitive prim_;
   memory src_, wei_, bias_, dst_;
-  Tensor c_;  // constant beta * C of the sum mode
+  Tensor c_;       // constant beta * C of the sum mode
+  Tensor pooled_;  // FusedGlobalPoolGemm's A
   std::unordered_map<int, memory> args_;
   std::mutex mu_;  // the memory objects are rebound on every run
 };
 
-template <auto kSpec>
+template <auto kSpec, MatMulOp kOp>
 bool accepts(const NodeInfo& info) {
-  std::optional<MatMulSpec> s = kSpec(info);
+  std::optional<MatMulSpec> s = kSpec(info, kOp);
   if (!s) return false;
   try {
     ThreadScope threads(info.num_threads);
@@ -266,21 +350,34 @@ bool accepts(const NodeInfo& info) {
   }
 }
 
-template <auto kSpec>
+template <auto kSpec, MatMulOp kOp>
 std::unique_ptr<Kernel> create(const NodeInfo& info) {
-  std::optional<MatMulSpec> s = kSpec(info);
+  std::optional<MatMulSpec> s = kSpec(info, kOp);
   if (!s) fail(ErrorKind::kInternal, info.node.describe(), ": not accepted by the oneDNN kernel");
   return std::make_unique<MatMulKernel>(info, *s);
 }
 
 }  // namespace
 
-KernelFactory matmul_factory() {
-  return {"onednn.matmul", accepts<matmul_spec>, nullptr, create<matmul_spec>, nullptr};
+template <auto kSpec, MatMulOp kOp>
+KernelFactory factory(const char* name) {
+  return {name, accepts<kSpec, kOp>, nullptr, create<kSpec, kOp>, nullptr};
 }
 
-KernelFactory gemm_factory() {
-  return {"onednn.gemm", accepts<gemm_spec>, nullptr, create<gemm_spec>, nullptr};
+KernelFactory matmul_factory() { return factory<matmul_spec, MatMulOp::kMatMul>("onednn.matmul"); }
+
+KernelFactory gemm_factory() { return factory<gemm_spec, MatMulOp::kGemm>("onednn.gemm"); }
+
+KernelFactory fused_matmul_factory() {
+  return factory<matmul_spec, MatMulOp::kFusedMatMul>("onednn.fused_matmul");
+}
+
+KernelFactory fused_gemm_factory() {
+  return factory<gemm_spec, MatMulOp::kFusedGemm>("onednn.fused_gemm");
+}
+
+KernelFactory pool_gemm_factory() {
+  return factory<gemm_spec, MatMulOp::kPoolGemm>("onednn.pool_gemm");
 }
 
 }  // namespace nnfuse::onednn

@@ -31,6 +31,11 @@ struct BuiltKernel {
     std::vector<Layout> layouts;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& t = inputs[i].value;
+      if (!t.defined()) {  // an omitted optional input
+        ins.push_back(nullptr);
+        layouts.push_back(Layout::kPlain);
+        continue;
+      }
       Value* v = graph.add_value("in" + std::to_string(i), t.dtype(), Shape::of(t.shape()));
       if (inputs[i].constant) {
         v->set_constant(t);
@@ -40,7 +45,7 @@ struct BuiltKernel {
       ins.push_back(v);
       layouts.push_back(inputs[i].layout);
     }
-    node = graph.add_node(op, "node", ins, {graph.add_value("out0")});
+    node = graph.add_node(op, "node", ins, {graph.add_value("out0")}, ref_op_domain(op));
     for (auto& [k, a] : attrs) node->set_attr(k, a);
     info = std::make_unique<NodeInfo>(NodeInfo{*node, 17, layouts, 2});
     for (const KernelFactory& f : kernels_for(op)) {
@@ -56,10 +61,10 @@ struct BuiltKernel {
     return factory->output_layout ? factory->output_layout(*info, 0) : Layout::kPlain;
   }
 
-  // Runs the kernel on `inputs` (already in the layouts they arrive in).
+  // Runs the kernel on `inputs` (already in the layouts they arrive in; undefined: omitted).
   Tensor run(const std::vector<Tensor>& inputs) {
     KernelIO io;
-    for (const Tensor& t : inputs) io.inputs.push_back(&t);
+    for (const Tensor& t : inputs) io.inputs.push_back(t.defined() ? &t : nullptr);
     io.outputs.resize(1);
     kernel->run(io);
     return io.outputs[0];

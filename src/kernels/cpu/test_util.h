@@ -55,7 +55,7 @@ inline FastRun run_kernel(const std::string& op, const std::vector<FastInput>& i
   }
   std::vector<Value*> outs;
   for (size_t i = 0; i < num_outputs; ++i) outs.push_back(g.add_value("out" + std::to_string(i)));
-  Node* n = g.add_node(op, "node", ins, outs);
+  Node* n = g.add_node(op, "node", ins, outs, ref_op_domain(op));
   for (auto& [k, a] : attrs) n->set_attr(k, a);
   NodeInfo info{*n, opset, layouts, 2};
   const KernelFactory* chosen = nullptr;

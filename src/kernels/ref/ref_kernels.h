@@ -12,6 +12,9 @@
 
 namespace nnfuse {
 
+// The domain of nnfuse's fused ops (FusedConv, FusedMatMul, FusedGemm, FusedGlobalPoolGemm).
+inline constexpr char kFusedDomain[] = "ai.nnfuse";
+
 struct KernelContext {
   const Node& node;
   int64_t opset = 0;
@@ -36,9 +39,13 @@ struct RefKernelEntry {
   SupportFn supports;  // nullptr: supports every node of this op type
 };
 
-// The kernel for an op of the default domain, or nullptr.
+// The kernel for an op type, or nullptr. The table is keyed by op type alone: the fused ops'
+// names do not collide with ONNX's.
 const RefKernelEntry* find_ref_kernel(const std::string& op_type);
-// Why `node` cannot run ("" when it can): unknown op, or the kernel's own reason.
+// The domain an op type with a reference kernel belongs to: kFusedDomain for the fused ops,
+// "" (default ONNX) for the others.
+std::string ref_op_domain(const std::string& op_type);
+// Why `node` cannot run ("" when it can): unknown op or domain, or the kernel's own reason.
 std::string ref_unsupported_reason(const Node& node, int64_t opset);
 // Every op type with a reference kernel, sorted.
 std::vector<std::string> ref_supported_ops();
@@ -49,5 +56,6 @@ void append_reduce_kernels(std::vector<RefKernelEntry>& t);       // Reduce*, Ar
 void append_shape_kernels(std::vector<RefKernelEntry>& t);  // Reshape, Transpose, Slice, Gather...
 void append_nn_kernels(std::vector<RefKernelEntry>& t);     // Conv, pools, MatMul, Gemm, norms
 void append_misc_kernels(std::vector<RefKernelEntry>& t);   // Resize, Pad, Range, Cast, Trilu...
+void append_fused_kernels(std::vector<RefKernelEntry>& t);  // FusedConv... (domain ai.nnfuse)
 
 }  // namespace nnfuse

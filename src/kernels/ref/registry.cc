@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "kernels/ref/ref_kernels.h"
 
@@ -18,21 +19,30 @@ bool KernelContext::wants_output(size_t i) const {
 
 namespace {
 
-const std::map<std::string, RefKernelEntry>& table() {
-  static const std::map<std::string, RefKernelEntry> t = [] {
+struct Table {
+  std::map<std::string, RefKernelEntry> entries;
+  std::set<std::string> fused;  // op types of kFusedDomain
+};
+
+const Table& table() {
+  static const Table t = [] {
     std::vector<RefKernelEntry> list;
     append_elementwise_kernels(list);
     append_reduce_kernels(list);
     append_shape_kernels(list);
     append_nn_kernels(list);
     append_misc_kernels(list);
-    std::map<std::string, RefKernelEntry> m;
-    for (const RefKernelEntry& e : list) {
-      if (!m.emplace(e.op_type, e).second) {
+    const size_t num_onnx = list.size();
+    append_fused_kernels(list);
+    Table r;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const RefKernelEntry& e = list[i];
+      if (!r.entries.emplace(e.op_type, e).second) {
         fail(ErrorKind::kInternal, "reference kernel for ", e.op_type, " is listed twice");
       }
+      if (i >= num_onnx) r.fused.insert(e.op_type);
     }
-    return m;
+    return r;
   }();
   return t;
 }
@@ -40,22 +50,30 @@ const std::map<std::string, RefKernelEntry>& table() {
 }  // namespace
 
 const RefKernelEntry* find_ref_kernel(const std::string& op_type) {
-  auto it = table().find(op_type);
-  return it == table().end() ? nullptr : &it->second;
+  auto it = table().entries.find(op_type);
+  return it == table().entries.end() ? nullptr : &it->second;
+}
+
+std::string ref_op_domain(const std::string& op_type) {
+  return table().fused.count(op_type) ? kFusedDomain : "";
 }
 
 std::string ref_unsupported_reason(const Node& node, int64_t opset) {
-  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+  const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+  if (!domain.empty() && domain != kFusedDomain) {
     return "op domain '" + node.domain() + "' is not supported";
   }
   const RefKernelEntry* e = find_ref_kernel(node.op_type());
-  if (!e) return "op type is not supported";
+  if (!e || ref_op_domain(node.op_type()) != domain) {
+    return domain.empty() ? "op type is not supported"
+                          : "op type is not supported in domain '" + domain + "'";
+  }
   return e->supports ? e->supports(node, opset) : "";
 }
 
 std::vector<std::string> ref_supported_ops() {
   std::vector<std::string> r;
-  for (auto& [k, v] : table()) r.push_back(k);
+  for (auto& [k, v] : table().entries) r.push_back(k);
   return r;
 }
 

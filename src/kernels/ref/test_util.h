@@ -69,7 +69,7 @@ inline std::vector<Tensor> run_ref(const std::string& op, const std::vector<Tens
   }
   std::vector<Value*> outs;
   for (size_t i = 0; i < num_outputs; ++i) outs.push_back(g.add_value("out" + std::to_string(i)));
-  Node* n = g.add_node(op, "node", ins, outs);
+  Node* n = g.add_node(op, "node", ins, outs, ref_op_domain(op));
   for (auto& [k, a] : attrs) n->set_attr(k, a);
   std::string why = ref_unsupported_reason(*n, opset);
   if (!why.empty()) throw Error(ErrorKind::kUnsupported, op + ": " + why);

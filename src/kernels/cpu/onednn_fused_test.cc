@@ -1,0 +1,433 @@
+// The oneDNN kernels of the fused ops (FusedConv, FusedMatMul, FusedGemm,
+// FusedGlobalPoolGemm) against their reference kernels, plus FusedConv's in-place residual.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "kernels/cpu/cpu_test_support.h"
+#include "kernels/cpu/layout.h"
+#include "kernels/cpu/onednn_test_util.h"
+#include "kernels/cpu/test_util.h"
+#include "kernels/ref/test_util.h"
+
+namespace nnfuse {
+namespace {
+
+using testing::attr_f;
+using testing::attr_i;
+using testing::attr_ints;
+using testing::attr_s;
+using testing::Attrs;
+using testing::BuiltKernel;
+using testing::expect_close;
+using testing::expect_matches_ref;
+using testing::FastInput;
+using testing::random_tensor;
+using testing::run_kernel;
+using testing::run_ref1;
+
+constexpr float kTol = 1e-4f;
+
+struct Act {
+  std::string name;
+  bool has_alpha = false, has_beta = false;
+  float alpha = 0.0f, beta = 0.0f;
+};
+
+const std::vector<Act>& activations() {
+  static const std::vector<Act> a = {
+      {""},
+      {"Relu"},
+      {"LeakyRelu", true, false, 0.1f},
+      {"LeakyRelu"},
+      {"Clip", true, true, 0.0f, 6.0f},
+      {"Clip", true, true, -0.25f, 0.5f},
+      {"Clip", true, false, 0.0f},
+      {"Sigmoid"},
+      {"Tanh"},
+      {"HardSigmoid", true, true, 0.3f, 0.4f},
+      {"HardSigmoid"},
+      {"HardSwish"},
+      {"SiLU"},
+      {"Gelu"},
+  };
+  return a;
+}
+
+void add_act_attrs(const Act& a, Attrs& attrs) {
+  if (!a.name.empty()) attrs["activation"] = attr_s(a.name);
+  if (a.has_alpha) attrs["activation_alpha"] = attr_f(a.alpha);
+  if (a.has_beta) attrs["activation_beta"] = attr_f(a.beta);
+}
+
+// FusedConv.
+
+struct ConvCase {
+  Dims x;
+  int64_t m;
+  Dims kernel;
+  int64_t group = 1;
+  Attrs attrs = {};
+};
+
+Dims conv_out_shape(const ConvCase& c, const Tensor& x, const Tensor& w) {
+  Attrs a = c.attrs;
+  a["group"] = attr_i(c.group);
+  return run_ref1("Conv", {x, w}, a).shape();
+}
+
+// X, W, B (or omitted), Sum (when sum).
+std::vector<FastInput> conv_inputs(const ConvCase& c, bool bias, bool sum, Layout x_layout,
+                                   Layout sum_layout, uint32_t seed) {
+  Dims ws = {c.m, c.x[1] / c.group};
+  ws.insert(ws.end(), c.kernel.begin(), c.kernel.end());
+  std::vector<FastInput> in = {{random_tensor(c.x, seed, -2.0f, 2.0f), false, x_layout},
+                               {random_tensor(ws, seed + 1), true},
+                               {bias ? random_tensor({c.m}, seed + 2) : Tensor(), true}};
+  if (sum) {
+    const Dims ys = conv_out_shape(c, in[0].value, in[1].value);
+    in.push_back({random_tensor(ys, seed + 3, -2.0f, 2.0f), false, sum_layout});
+  }
+  return in;
+}
+
+Attrs conv_attrs(const ConvCase& c, const Act& act) {
+  Attrs a = c.attrs;
+  a["group"] = attr_i(c.group);
+  add_act_attrs(act, a);
+  return a;
+}
+
+void check_conv(const ConvCase& c, const Act& act, bool bias, bool sum, Layout x_layout,
+                Layout sum_layout, uint32_t seed) {
+  SCOPED_TRACE(std::string("x") + dims_str(c.x) + " m=" + std::to_string(c.m) + " k" +
+               dims_str(c.kernel) + " g=" + std::to_string(c.group) + " act=" + act.name +
+               (bias ? " bias" : "") + (sum ? " sum " : " ") + layout_name(x_layout) + "/" +
+               layout_name(sum_layout));
+  expect_matches_ref("onednn.fused_conv", "FusedConv",
+                     conv_inputs(c, bias, sum, x_layout, sum_layout, seed), conv_attrs(c, act), 1,
+                     kTol, kTol);
+}
+
+const std::vector<ConvCase>& conv_cases() {
+  static const std::vector<ConvCase> cases = {
+      {{1, 8, 9, 7}, 16, {3, 3}, 1, {{"pads", attr_ints({1, 1, 1, 1})}}},
+      {{2, 16, 8, 8}, 8, {1, 1}},
+      // Strided 1x1 without pads: the subsampled-input path.
+      {{1, 8, 10, 12}, 16, {1, 1}, 1, {{"strides", attr_ints({2, 2})}}},
+      {{1, 8, 9, 9},
+       8,
+       {3, 3},
+       8,
+       {{"strides", attr_ints({2, 2})}, {"pads", attr_ints({1, 1, 1, 1})}}},
+      {{1, 6, 7, 9}, 9, {3, 3}, 3, {{"auto_pad", attr_s("SAME_UPPER")}}},
+      {{1, 4, 9, 8},
+       6,
+       {3, 2},
+       2,
+       {{"dilations", attr_ints({2, 1})}, {"strides", attr_ints({1, 2})}}},
+  };
+  return cases;
+}
+
+TEST(OnednnFusedConv, EveryActivationWithAndWithoutSumAndBias) {
+  uint32_t seed = 1;
+  for (const Act& act : activations()) {
+    for (const ConvCase& c : conv_cases()) {
+      for (bool sum : {false, true}) {
+        check_conv(c, act, /*bias=*/true, sum, Layout::kNHWC, Layout::kNHWC, seed += 4);
+      }
+    }
+  }
+}
+
+TEST(OnednnFusedConv, PlainAndNhwcInputsWithAndWithoutBias) {
+  uint32_t seed = 1000;
+  for (const Act& act : {Act{""}, Act{"Relu"}, Act{"Clip", true, true, 0.0f, 6.0f}, Act{"SiLU"}}) {
+    for (const ConvCase& c : conv_cases()) {
+      for (Layout x_layout : {Layout::kPlain, Layout::kNHWC}) {
+        for (bool bias : {false, true}) {
+          for (bool sum : {false, true}) {
+            check_conv(c, act, bias, sum, x_layout, Layout::kNHWC, seed += 4);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(OnednnFusedConv, PlainSumIsReorderedIntoTheNhwcOutput) {
+  uint32_t seed = 2000;
+  for (const ConvCase& c : conv_cases()) {
+    for (Layout x_layout : {Layout::kPlain, Layout::kNHWC}) {
+      check_conv(c, {"Relu"}, true, true, x_layout, Layout::kPlain, seed += 4);
+    }
+  }
+}
+
+TEST(OnednnFusedConv, OneAndThreeDimensional) {
+  uint32_t seed = 3000;
+  const std::vector<ConvCase> cases = {
+      {{2, 4, 17}, 6, {3}, 2, {{"pads", attr_ints({1, 1})}}},
+      {{1, 3, 5, 6, 7}, 4, {3, 3, 3}, 1, {{"strides", attr_ints({1, 2, 1})}}},
+  };
+  for (const ConvCase& c : cases) {
+    for (const Act& act : {Act{"Relu"}, Act{"Gelu"}, Act{"HardSigmoid"}}) {
+      for (bool sum : {false, true}) {
+        check_conv(c, act, true, sum, Layout::kPlain, Layout::kPlain, seed += 4);
+      }
+    }
+  }
+}
+
+TEST(OnednnFusedConv, ResNetShapes) {
+  // The bottleneck's last 1x1 conv and a basic block's 3x3 conv, each with residual + ReLU;
+  // a depthwise 3x3 with ReLU6 (MobileNet).
+  const ConvCase c1{{1, 64, 14, 14}, 256, {1, 1}};
+  const ConvCase c3{{1, 64, 14, 14}, 64, {3, 3}, 1, {{"pads", attr_ints({1, 1, 1, 1})}}};
+  const ConvCase dw{{1, 32, 14, 14}, 32, {3, 3}, 32, {{"pads", attr_ints({1, 1, 1, 1})}}};
+  check_conv(c1, {"Relu"}, true, true, Layout::kNHWC, Layout::kNHWC, 1);
+  check_conv(c3, {"Relu"}, true, true, Layout::kNHWC, Layout::kNHWC, 2);
+  check_conv(dw, {"Clip", true, true, 0.0f, 6.0f}, true, false, Layout::kNHWC, Layout::kNHWC, 3);
+}
+
+TEST(OnednnFusedConv, OutputLayoutAndInPlaceInput) {
+  const ConvCase c = conv_cases()[0];
+  const KernelFactory* f = testing::find_factory("FusedConv", "onednn.fused_conv");
+  ASSERT_NE(f, nullptr);
+  ASSERT_NE(f->in_place_input, nullptr);
+  {
+    BuiltKernel k("onednn.fused_conv", "FusedConv",
+                  conv_inputs(c, true, true, Layout::kPlain, Layout::kNHWC, 1), conv_attrs(c, {}));
+    ASSERT_TRUE(k.accepted);
+    EXPECT_EQ(k.output_layout(), Layout::kNHWC);
+    EXPECT_EQ(f->in_place_input(*k.info, 0), 3);
+  }
+  {  // A plain Sum is reordered, never overwritten.
+    BuiltKernel k("onednn.fused_conv", "FusedConv",
+                  conv_inputs(c, true, true, Layout::kNHWC, Layout::kPlain, 1), conv_attrs(c, {}));
+    ASSERT_TRUE(k.accepted);
+    EXPECT_EQ(f->in_place_input(*k.info, 0), -1);
+  }
+  {  // No Sum: nothing to share.
+    BuiltKernel k("onednn.fused_conv", "FusedConv",
+                  conv_inputs(c, true, false, Layout::kNHWC, Layout::kNHWC, 1), conv_attrs(c, {}));
+    ASSERT_TRUE(k.accepted);
+    EXPECT_EQ(f->in_place_input(*k.info, 0), -1);
+  }
+  {  // Sum is X itself (a 1x1 conv with its input as residual): the conv reads X while writing.
+    Graph g;
+    Value* x = g.add_value("x", DType::kFloat32, Shape::of({1, 4, 5, 5}));
+    g.add_input(x);
+    Value* w = g.add_value("w", DType::kFloat32, Shape::of({4, 4, 1, 1}));
+    w->set_constant(random_tensor({4, 4, 1, 1}, 1));
+    Node* n = g.add_node("FusedConv", "n", {x, w, nullptr, x}, {g.add_value("y")}, kFusedDomain);
+    NodeInfo info{*n, 1, {Layout::kNHWC, Layout::kPlain, Layout::kPlain, Layout::kNHWC}, 2};
+    ASSERT_TRUE(f->accepts(info));
+    EXPECT_EQ(f->in_place_input(info, 0), -1);
+  }
+}
+
+// Runs the fused conv with output 0 planned over `out` (Sum's storage, or a buffer of its own
+// filled with garbage) and checks it against the reference kernel.
+void run_with_planned_output(const ConvCase& c, bool bias, bool in_place, uint32_t seed) {
+  SCOPED_TRACE(std::string(in_place ? "in place" : "own buffer") + (bias ? " bias" : ""));
+  const Act relu{"Relu"};
+  std::vector<FastInput> in = conv_inputs(c, bias, true, Layout::kNHWC, Layout::kNHWC, seed);
+  BuiltKernel k("onednn.fused_conv", "FusedConv", in, conv_attrs(c, relu));
+  ASSERT_TRUE(k.accepted);
+  ASSERT_EQ(k.factory->in_place_input(*k.info, 0), 3);
+  const Tensor x = to_layout(in[0].value, Layout::kNHWC);
+  const Tensor sum = to_layout(in[3].value, Layout::kNHWC).clone();
+  const Tensor sum_before = sum.clone();
+  KernelIO io;
+  io.inputs = {&x, &in[1].value, bias ? &in[2].value : nullptr, &sum};
+  Tensor out;
+  if (in_place) {
+    out = sum;  // shares the storage
+  } else {
+    out = Tensor(DType::kFloat32, sum.shape());
+    out.set_layout(Layout::kNHWC);
+    float* p = out.data<float>();
+    for (int64_t i = 0; i < out.numel(); ++i) p[i] = 1e6f;
+  }
+  io.outputs = {out};
+  k.kernel->run(io);
+  ASSERT_EQ(io.outputs[0].raw(), out.raw());
+  std::vector<Tensor> plain;
+  for (const FastInput& f : in) plain.push_back(f.value);
+  const Tensor want = run_ref1("FusedConv", plain, conv_attrs(c, relu));
+  expect_close(to_layout(io.outputs[0], Layout::kPlain), want, kTol, kTol);
+  if (in_place) {
+    expect_close(to_layout(sum, Layout::kPlain), want, kTol, kTol);  // overwritten
+  } else {
+    EXPECT_EQ(std::memcmp(sum.raw(), sum_before.raw(), sum.nbytes()), 0);  // untouched
+  }
+  // Run again: in place, the residual now read is the previous result.
+  if (in_place) {
+    const Tensor again = run_ref1(
+        "FusedConv", {plain[0], plain[1], plain[2], to_layout(sum, Layout::kPlain).clone()},
+        conv_attrs(c, relu));
+    k.kernel->run(io);
+    expect_close(to_layout(io.outputs[0], Layout::kPlain), again, kTol, kTol);
+  }
+}
+
+TEST(OnednnFusedConv, ResidualInPlaceAndInAnOutputOfItsOwn) {
+  uint32_t seed = 4000;
+  for (const ConvCase& c : conv_cases()) {
+    for (bool bias : {false, true}) {
+      for (bool in_place : {true, false}) run_with_planned_output(c, bias, in_place, seed += 4);
+    }
+  }
+  // The shared helper (output over a copy of input 3's storage).
+  const ConvCase c = conv_cases()[1];
+  testing::expect_in_place_matches_ref("onednn.fused_conv", "FusedConv",
+                                       conv_inputs(c, true, true, Layout::kNHWC, Layout::kNHWC, 7),
+                                       3, conv_attrs(c, {"Relu"}), kTol, kTol);
+}
+
+TEST(OnednnFusedConv, RunRejectsASumItWasNotPlannedFor) {
+  const ConvCase c = conv_cases()[1];
+  std::vector<FastInput> in = conv_inputs(c, true, true, Layout::kNHWC, Layout::kNHWC, 1);
+  BuiltKernel k("onednn.fused_conv", "FusedConv", in, conv_attrs(c, {"Relu"}));
+  ASSERT_TRUE(k.accepted);
+  const Tensor x = to_layout(in[0].value, Layout::kNHWC);
+  EXPECT_THROW(k.run({x, in[1].value, in[2].value, in[3].value}), Error);  // plain Sum
+  EXPECT_NO_THROW(k.run({x, in[1].value, in[2].value, to_layout(in[3].value, Layout::kNHWC)}));
+}
+
+TEST(OnednnFusedConv, DeclinesWhatItCannotRun) {
+  const ConvCase c = conv_cases()[0];
+  // Plain inputs, so the reference kernel can take what the fast one declines.
+  std::vector<FastInput> in = conv_inputs(c, true, true, Layout::kPlain, Layout::kPlain, 1);
+  BuiltKernel plain("onednn.fused_conv", "FusedConv", in, conv_attrs(c, {"Relu"}));
+  EXPECT_TRUE(plain.accepted);
+  // Clip with min > max: ONNX gives max everywhere, oneDNN's clip would not.
+  EXPECT_EQ(run_kernel("FusedConv", in, conv_attrs(c, {"Clip", true, true, 1.0f, -1.0f})).kernel,
+            "ref");
+  expect_matches_ref("ref", "FusedConv", in, conv_attrs(c, {"Clip", true, true, 1.0f, -1.0f}));
+  // A residual that broadcasts ([M, 1, 1]) rather than matching the output.
+  std::vector<FastInput> bcast = in;
+  bcast[3] = {random_tensor({c.m, 1, 1}, 5), false};
+  EXPECT_EQ(run_kernel("FusedConv", bcast, conv_attrs(c, {"Relu"})).kernel, "ref");
+  // Weights that are not constants.
+  std::vector<FastInput> dyn_w = in;
+  dyn_w[1].constant = false;
+  EXPECT_EQ(run_kernel("FusedConv", dyn_w, conv_attrs(c, {"Relu"})).kernel, "ref");
+  // An unknown activation: no kernel (the reference kernel reports it).
+  BuiltKernel k("onednn.fused_conv", "FusedConv", in, conv_attrs(c, {"Mish"}));
+  EXPECT_FALSE(k.accepted);
+}
+
+// FusedMatMul and FusedGemm.
+
+void check_matmul(const Dims& a, const Dims& b, bool bias, bool bias_const, const Act& act,
+                  uint32_t seed) {
+  SCOPED_TRACE(dims_str(a) + " x " + dims_str(b) + (bias ? " bias" : "") +
+               (bias_const ? " (constant)" : "") + " act=" + act.name);
+  std::vector<FastInput> in = {{random_tensor(a, seed, -2.0f, 2.0f)},
+                               {random_tensor(b, seed + 1), true}};
+  if (bias) in.push_back({random_tensor({b.back()}, seed + 2), bias_const});
+  Attrs attrs;
+  add_act_attrs(act, attrs);
+  expect_matches_ref("onednn.fused_matmul", "FusedMatMul", in, attrs, 1, kTol, kTol);
+}
+
+TEST(OnednnFusedMatMul, TwoAndThreeDimensionalWithBiasAndActivations) {
+  uint32_t seed = 1;
+  const std::vector<std::pair<Dims, Dims>> shapes = {
+      {{7, 9}, {9, 5}}, {{2, 16, 64}, {64, 96}}, {{3, 7, 9}, {3, 9, 5}}, {{9}, {9, 5}}};
+  for (const auto& [a, b] : shapes) {
+    for (const Act& act : activations()) check_matmul(a, b, true, true, act, seed += 3);
+    for (const Act& act : {Act{""}, Act{"Relu"}, Act{"Gelu"}}) {
+      check_matmul(a, b, false, false, act, seed += 3);
+      check_matmul(a, b, true, false, act, seed += 3);  // a bias known only at run time
+    }
+  }
+}
+
+TEST(OnednnFusedMatMul, Declines) {
+  Attrs gelu = {{"activation", attr_s("Gelu")}};
+  // A bias over more than the last dim.
+  std::vector<FastInput> in = {{random_tensor({4, 6}, 1)},
+                               {random_tensor({6, 5}, 2), true},
+                               {random_tensor({4, 5}, 3), true}};
+  EXPECT_EQ(run_kernel("FusedMatMul", in, gelu).kernel, "ref");
+  // B a vector: the product has no N dim for the bias to run along.
+  std::vector<FastInput> vec = {
+      {random_tensor({4, 6}, 1)}, {random_tensor({6}, 2), true}, {random_tensor({1}, 3), true}};
+  EXPECT_EQ(run_kernel("FusedMatMul", vec, gelu).kernel, "ref");
+  expect_matches_ref("ref", "FusedMatMul", vec, gelu);
+}
+
+TEST(OnednnFusedGemm, TransposesCAndActivations) {
+  uint32_t seed = 100;
+  for (int64_t tb : {0, 1}) {
+    for (const Dims& cs : std::vector<Dims>{{}, {6}, {1, 6}, {5, 6}, {5, 1}}) {
+      for (const Act& act : {Act{"Relu"}, Act{"Gelu"}, Act{"Sigmoid"}, Act{""}}) {
+        SCOPED_TRACE("transB=" + std::to_string(tb) + " C" + dims_str(cs) + " act=" + act.name);
+        std::vector<FastInput> in = {{random_tensor({5, 8}, seed++)},
+                                     {random_tensor(tb ? Dims{6, 8} : Dims{8, 6}, seed++), true}};
+        if (!cs.empty()) in.push_back({random_tensor(cs, seed++), true});
+        Attrs attrs = {{"transB", attr_i(tb)}, {"alpha", attr_f(0.5f)}, {"beta", attr_f(2.0f)}};
+        add_act_attrs(act, attrs);
+        expect_matches_ref("onednn.fused_gemm", "FusedGemm", in, attrs, 1, kTol, kTol);
+      }
+    }
+  }
+  // C at run time (sum post-op before the activation) and transA.
+  Attrs attrs = {{"transA", attr_i(1)}, {"activation", attr_s("Relu")}};
+  expect_matches_ref("onednn.fused_gemm", "FusedGemm",
+                     {{random_tensor({8, 5}, 1)},
+                      {random_tensor({8, 6}, 2), true},
+                      {random_tensor({5, 6}, 3), false}},
+                     attrs, 1, kTol, kTol);
+}
+
+// FusedGlobalPoolGemm.
+
+TEST(OnednnPoolGemm, PlainAndNhwc) {
+  uint32_t seed = 200;
+  struct Case {
+    Dims x;
+    int64_t n;
+  };
+  const std::vector<Case> cases = {{{1, 64, 7, 7}, 10}, {{2, 300, 3, 5}, 17}, {{3, 8, 1, 1}, 4}};
+  for (const Case& c : cases) {
+    for (Layout layout : {Layout::kPlain, Layout::kNHWC}) {
+      for (int64_t tb : {0, 1}) {
+        for (bool with_c : {false, true}) {
+          SCOPED_TRACE(dims_str(c.x) + " " + layout_name(layout) + " transB=" + std::to_string(tb) +
+                       (with_c ? " C" : ""));
+          std::vector<FastInput> in = {
+              {random_tensor(c.x, seed++), false, layout},
+              {random_tensor(tb ? Dims{c.n, c.x[1]} : Dims{c.x[1], c.n}, seed++), true}};
+          if (with_c) in.push_back({random_tensor({c.n}, seed++), true});
+          Attrs attrs = {{"transB", attr_i(tb)}, {"alpha", attr_f(1.5f)}, {"beta", attr_f(0.5f)}};
+          expect_matches_ref("onednn.pool_gemm", "FusedGlobalPoolGemm", in, attrs, 1, kTol, kTol);
+        }
+      }
+    }
+  }
+  // 3-D X (plain only), a classifier head with an activation.
+  expect_matches_ref("onednn.pool_gemm", "FusedGlobalPoolGemm",
+                     {{random_tensor({2, 6, 11}, 1)},
+                      {random_tensor({5, 6}, 2), true},
+                      {random_tensor({5}, 3), true}},
+                     {{"transB", attr_i(1)}, {"activation", attr_s("Relu")}}, 1, kTol, kTol);
+}
+
+TEST(OnednnPoolGemm, ResNetHeadIsOneKernelAndDeclinesTransA) {
+  std::vector<FastInput> in = {{random_tensor({1, 2048, 7, 7}, 1), false, Layout::kNHWC},
+                               {random_tensor({1000, 2048}, 2, -0.05f, 0.05f), true},
+                               {random_tensor({1000}, 3), true}};
+  const Attrs attrs = {{"transB", attr_i(1)}};
+  EXPECT_EQ(run_kernel("FusedGlobalPoolGemm", in, attrs).kernel, "onednn.pool_gemm");
+  expect_matches_ref("onednn.pool_gemm", "FusedGlobalPoolGemm", in, attrs, 1, kTol, kTol);
+  BuiltKernel k("onednn.pool_gemm", "FusedGlobalPoolGemm", in, {{"transA", attr_i(1)}});
+  EXPECT_FALSE(k.accepted);
+}
+
+}  // namespace
+}  // namespace nnfuse

@@ -1,0 +1,218 @@
+// Reference kernels of nnfuse's fused ops (domain ai.nnfuse). Each is the composition of the
+// ONNX reference kernels of the nodes it replaced, run on the fused node's own attributes,
+// then a plain activation loop, so checking a fusion against the unfused graph adds nothing
+// new to trust:
+//   FusedConv(X, W, B?, Sum?)        = act(Conv(X, W, B) [+ Sum])
+//   FusedMatMul(A, B, Bias?)         = act(MatMul(A, B) [+ Bias])
+//   FusedGemm(A, B, C?)              = act(Gemm(A, B, C))
+//   FusedGlobalPoolGemm(X, B, C?)    = act(Gemm(Flatten(GlobalAveragePool(X)), B, C))
+// The residual Sum and the Bias must broadcast to the product's shape without growing it.
+#include "kernels/ref/fused.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "kernels/ref/nn_internal.h"
+#include "kernels/ref/util.h"
+
+namespace nnfuse::ref {
+
+namespace {
+
+const std::map<std::string, ActivationKind>& activation_names() {
+  static const std::map<std::string, ActivationKind> m = {
+      {"", ActivationKind::kNone},
+      {"Relu", ActivationKind::kRelu},
+      {"LeakyRelu", ActivationKind::kLeakyRelu},
+      {"Clip", ActivationKind::kClip},
+      {"Sigmoid", ActivationKind::kSigmoid},
+      {"Tanh", ActivationKind::kTanh},
+      {"HardSigmoid", ActivationKind::kHardSigmoid},
+      {"HardSwish", ActivationKind::kHardSwish},
+      {"SiLU", ActivationKind::kSiLU},
+      {"Gelu", ActivationKind::kGelu},
+  };
+  return m;
+}
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double clamp01(double x) { return std::fmax(0.0, std::fmin(1.0, x)); }
+
+}  // namespace
+
+Activation read_activation(const Node& node) {
+  const std::string name = node.attr_string("activation", "");
+  auto it = activation_names().find(name);
+  if (it == activation_names().end()) {
+    fail(ErrorKind::kUnsupported, node.describe(), ": unknown activation '", name, "'");
+  }
+  Activation a;
+  a.kind = it->second;
+  float alpha = 0.0f, beta = 0.0f;
+  switch (a.kind) {
+    case ActivationKind::kLeakyRelu:
+      alpha = 0.01f;
+      break;
+    case ActivationKind::kClip:
+      alpha = -std::numeric_limits<float>::infinity();
+      beta = std::numeric_limits<float>::infinity();
+      break;
+    case ActivationKind::kHardSigmoid:
+      alpha = 0.2f;
+      beta = 0.5f;
+      break;
+    default:
+      break;
+  }
+  a.alpha = node.attr_float("activation_alpha", alpha);
+  a.beta = node.attr_float("activation_beta", beta);
+  return a;
+}
+
+std::string activation_reason(const Node& node) {
+  try {
+    read_activation(node);
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+double apply_activation(const Activation& a, double x) {
+  switch (a.kind) {
+    case ActivationKind::kNone:
+      return x;
+    case ActivationKind::kRelu:
+      return x < 0 ? 0.0 : x;
+    case ActivationKind::kLeakyRelu:
+      return x >= 0 ? x : a.alpha * x;
+    case ActivationKind::kClip: {
+      // As ONNX Clip: min(max(x, lo), hi), NaN kept.
+      const double v = x < a.alpha ? a.alpha : x;
+      return a.beta < v ? a.beta : v;
+    }
+    case ActivationKind::kSigmoid:
+      return sigmoid(x);
+    case ActivationKind::kTanh:
+      return std::tanh(x);
+    case ActivationKind::kHardSigmoid:
+      return clamp01(a.alpha * x + a.beta);
+    case ActivationKind::kHardSwish:
+      return x * clamp01(x / 6.0 + 0.5);
+    case ActivationKind::kSiLU:
+      return x * sigmoid(x);
+    case ActivationKind::kGelu:
+      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  }
+  return x;
+}
+
+namespace {
+
+// The ONNX kernels run under this opset: Conv, MatMul, Gemm (with C optional), Add and
+// GlobalAveragePool have had their current semantics since opset 13.
+constexpr int64_t kInnerOpset = 17;
+
+// Runs the reference kernel of ONNX `op` on `inputs` with the fused node's attributes (the
+// fused ops carry the attributes of the ops they replaced), so errors name the fused node.
+Tensor run_part(const KernelContext& ctx, const char* op, std::vector<const Tensor*> inputs) {
+  const RefKernelEntry* e = find_ref_kernel(op);
+  NNFUSE_CHECK(e, "no reference kernel for ", op);
+  KernelContext part{ctx.node, kInnerOpset, std::move(inputs), std::vector<Tensor>(1)};
+  e->run(part);
+  return std::move(part.outputs[0]);
+}
+
+// y + t for t that broadcasts to y's shape (Add's reference kernel does the adding).
+Tensor add_into_shape(const KernelContext& ctx, const Tensor& y, const Tensor& t,
+                      const char* what) {
+  NNFUSE_CHECK(
+      t.rank() <= y.rank() && broadcast_shapes(t.shape(), y.shape(), ctx.node) == y.shape(),
+      ctx.node.describe(), ": ", what, " of shape ", dims_str(t.shape()),
+      " does not broadcast to the output shape ", dims_str(y.shape()));
+  NNFUSE_CHECK(t.dtype() == y.dtype(), ctx.node.describe(), ": ", what, " has type ",
+               dtype_name(t.dtype()), ", expected ", dtype_name(y.dtype()));
+  return run_part(ctx, "Add", {&y, &t});
+}
+
+void apply_activation_to(const Node& node, Tensor& y) {
+  const Activation a = read_activation(node);
+  if (a.kind == ActivationKind::kNone) return;
+  dispatch_float(y.dtype(), node.describe(), [&](auto tag) {
+    using T = decltype(tag);
+    T* p = y.data<T>();
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      p[i] = static_cast<T>(apply_activation(a, static_cast<double>(p[i])));
+    }
+  });
+}
+
+void run_fused_conv(KernelContext& ctx) {
+  Tensor y =
+      run_part(ctx, "Conv", {&ctx.in(0), &ctx.in(1), ctx.has_input(2) ? ctx.inputs[2] : nullptr});
+  if (ctx.has_input(3)) y = add_into_shape(ctx, y, ctx.in(3), "the residual Sum");
+  apply_activation_to(ctx.node, y);
+  ctx.outputs[0] = std::move(y);
+}
+
+void run_fused_matmul(KernelContext& ctx) {
+  Tensor y = run_part(ctx, "MatMul", {&ctx.in(0), &ctx.in(1)});
+  if (ctx.has_input(2)) y = add_into_shape(ctx, y, ctx.in(2), "the bias");
+  apply_activation_to(ctx.node, y);
+  ctx.outputs[0] = std::move(y);
+}
+
+void run_fused_gemm(KernelContext& ctx) {
+  Tensor y =
+      run_part(ctx, "Gemm", {&ctx.in(0), &ctx.in(1), ctx.has_input(2) ? ctx.inputs[2] : nullptr});
+  apply_activation_to(ctx.node, y);
+  ctx.outputs[0] = std::move(y);
+}
+
+void run_fused_global_pool_gemm(KernelContext& ctx) {
+  NNFUSE_CHECK(ctx.node.attr_int("transA", 0) == 0, ctx.node.describe(),
+               ": transA must be 0 (A is the pooled input)");
+  const Tensor pooled = run_part(ctx, "GlobalAveragePool", {&ctx.in(0)});
+  const Tensor a = pooled.reshaped({pooled.dim(0), pooled.numel() / pooled.dim(0)});
+  Tensor y = run_part(ctx, "Gemm", {&a, &ctx.in(1), ctx.has_input(2) ? ctx.inputs[2] : nullptr});
+  apply_activation_to(ctx.node, y);
+  ctx.outputs[0] = std::move(y);
+}
+
+std::string support_fused(const Node& node, int64_t /*opset*/) {
+  std::string why = float_inputs_reason(node);
+  return why.empty() ? activation_reason(node) : why;
+}
+
+std::string support_fused_conv(const Node& node, int64_t opset) {
+  std::string why = support_fused(node, opset);
+  return why.empty() ? auto_pad_reason(node) : why;
+}
+
+std::string support_fused_pool_gemm(const Node& node, int64_t opset) {
+  std::string why = support_fused(node, opset);
+  if (!why.empty()) return why;
+  try {
+    if (node.attr_int("transA", 0) != 0) return "transA must be 0";
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+}  // namespace nnfuse::ref
+
+namespace nnfuse {
+
+void append_fused_kernels(std::vector<RefKernelEntry>& t) {
+  t.push_back({"FusedConv", ref::run_fused_conv, ref::support_fused_conv});
+  t.push_back({"FusedMatMul", ref::run_fused_matmul, ref::support_fused});
+  t.push_back({"FusedGemm", ref::run_fused_gemm, ref::support_fused});
+  t.push_back(
+      {"FusedGlobalPoolGemm", ref::run_fused_global_pool_gemm, ref::support_fused_pool_gemm});
+}
+
+}  // namespace nnfuse
