@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# Installs what nnfuse needs, checks formatting, builds, and runs every test: unit tests,
-# the ONNX node conformance suite, bad-input tests and real models exported from PyTorch.
+# Installs what nnfuse needs, checks formatting, builds, and runs every test: unit tests, the
+# ONNX node conformance suite, bad-input and fusion CLI tests and real models exported from
+# PyTorch; then the same tests (without the real models) under AddressSanitizer and
+# UndefinedBehaviorSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install_deps.sh
 ./scripts/check_format.sh
 ./scripts/build.sh
 ctest --test-dir "${BUILD_DIR:-build}" -j2 --output-on-failure
+if [ "${NNFUSE_SKIP_SANITIZERS:-0}" != 1 ]; then
+  echo "== sanitizer build (ASan + UBSan)"
+  BUILD_DIR=build-asan ./scripts/build.sh -DNNFUSE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  # oneDNN and OpenMP keep allocations for the life of the process; leaks are not checked.
+  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build-asan -j2 --output-on-failure -E '^(export_models|model_)'
+fi

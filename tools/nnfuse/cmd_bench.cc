@@ -16,7 +16,8 @@ struct BenchArgs {
   std::string model;
   std::vector<std::string> inputs;
   int runs = 20, warmup = 3, threads = 0;
-  bool no_fusion = false, json = false, reference = false;
+  FusionFlags fusion;
+  bool json = false, reference = false;
   uint32_t seed = 0;
 };
 
@@ -25,8 +26,9 @@ int bench(const BenchArgs& a) {
   PlanOptions opts;
   opts.threads = a.threads;
   opts.reference_only = a.reference;
-  auto graph = load_onnx(a.model);
-  size_t nodes = graph->num_nodes();
+  size_t nodes = 0;
+  auto graph = load_and_fuse(a.model, a.fusion, nullptr, &nodes);
+  size_t fused_nodes = graph->num_nodes();
   Session session(std::move(graph), opts);
   double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -49,7 +51,7 @@ int bench(const BenchArgs& a) {
   j["model"] = a.model;
   j["threads"] = num_threads();
   j["runs"] = a.runs;
-  j["fusion"] = !a.no_fusion;
+  j["fusion"] = !a.fusion.no_fusion;
   j["reference_kernels"] = a.reference;
   j["load_ms"] = load_ms;
   j["median_ms"] = ms[ms.size() / 2];
@@ -58,6 +60,7 @@ int bench(const BenchArgs& a) {
   j["kernels"] = plan.num_kernels();
   j["reorders"] = plan.num_reorders();
   j["nodes"] = nodes;
+  j["nodes_after_passes"] = fused_nodes;
   j["peak_activation_bytes"] = plan.peak_activation_bytes();
   j["total_activation_bytes"] = plan.total_activation_bytes();
   j["kernel_histogram"] = plan.kernel_histogram();
@@ -90,7 +93,7 @@ Action add_bench(CLI::App& app) {
   c->add_option("--warmup", a->warmup, "Untimed runs first")->check(CLI::Range(0, 1000000));
   c->add_option("--threads", a->threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
   c->add_option("--seed", a->seed, "Seed for generated inputs");
-  c->add_flag("--no-fusion", a->no_fusion, "Run the graph as imported, without fusion");
+  add_fusion_flags(c, a->fusion);
   c->add_flag("--reference", a->reference, "Use only the reference kernels");
   c->add_flag("--json", a->json, "Print one JSON object");
   return [a] { return bench(*a); };

@@ -18,7 +18,8 @@ struct ProfileArgs {
   std::string model, trace;
   std::vector<std::string> inputs;
   int runs = 10, warmup = 2, threads = 0, top = 15;
-  bool no_fusion = false, json = false;
+  FusionFlags fusion;
+  bool json = false;
 };
 
 std::string step_op(const PlanStep& s) {
@@ -29,7 +30,7 @@ std::string step_op(const PlanStep& s) {
 int profile(const ProfileArgs& a) {
   PlanOptions opts;
   opts.threads = a.threads;
-  Session session(load_onnx(a.model), opts);
+  Session session(load_and_fuse(a.model, a.fusion), opts);
   auto feeds = complete_inputs(session.graph(), load_inputs(a.inputs), 0);
   for (int i = 0; i < a.warmup; ++i) session.run(feeds);
   const auto& steps = session.plan().steps();
@@ -128,7 +129,7 @@ Action add_profile(CLI::App& app) {
   c->add_option("--warmup", a->warmup, "Untimed runs first")->check(CLI::Range(0, 100000));
   c->add_option("--threads", a->threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
   c->add_option("--top", a->top, "How many of the slowest kernels to list");
-  c->add_flag("--no-fusion", a->no_fusion, "Run the graph as imported, without fusion");
+  add_fusion_flags(c, a->fusion);
   c->add_flag("--json", a->json, "Print the per-op summary as JSON");
   return [a] { return profile(*a); };
 }

@@ -18,7 +18,8 @@ struct RunArgs {
   std::string model;
   std::vector<std::string> inputs;
   std::string output_dir;
-  bool no_fusion = false, reference = false;
+  FusionFlags fusion;
+  bool reference = false;
   int runs = 1, threads = 0;
 };
 
@@ -28,7 +29,7 @@ int run(const RunArgs& a) {
   PlanOptions opts;
   opts.threads = a.threads;
   opts.reference_only = a.reference;
-  Session session(load_onnx(a.model), opts);
+  Session session(load_and_fuse(a.model, a.fusion), opts);
   auto t1 = std::chrono::steady_clock::now();
   auto feeds = load_inputs(a.inputs);
   if (!a.output_dir.empty()) {
@@ -60,7 +61,7 @@ int run(const RunArgs& a) {
   double load_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   std::cout << "load " << load_ms << " ms; run (" << a.runs << "x, "
             << (a.reference ? "reference kernels" : "fast kernels")
-            << (a.no_fusion ? ", no fusion" : "") << "): median " << ms[ms.size() / 2]
+            << (a.fusion.no_fusion ? ", no fusion" : "") << "): median " << ms[ms.size() / 2]
             << " ms, min " << ms.front() << " ms\n";
   if (!a.output_dir.empty())
     std::cout << "wrote " << outs.size() << " outputs to " << a.output_dir << "\n";
@@ -79,7 +80,7 @@ Action add_run(CLI::App& app) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   c->add_option("--output-dir,-o", a->output_dir,
                 "Write every graph output to DIR/<output name>.npy");
-  c->add_flag("--no-fusion", a->no_fusion, "Run the graph as imported, without fusion");
+  add_fusion_flags(c, a->fusion);
   c->add_flag("--reference", a->reference, "Use only the reference kernels (the oracle)");
   c->add_option("--threads", a->threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
   c->add_option("--runs", a->runs, "Run this many times and report the median time")

@@ -9,6 +9,7 @@
 
 #include "ir/graph.h"
 #include "ir/tensor.h"
+#include "passes/pass.h"
 
 namespace nnfuse::cli {
 
@@ -22,6 +23,24 @@ using Action = std::function<int()>;
 Action add_run(CLI::App& app);
 Action add_info(CLI::App& app);
 Action add_bench(CLI::App& app);
+Action add_compile(CLI::App& app);
+Action add_verify(CLI::App& app);
+Action add_list_passes(CLI::App& app);
+
+// Fusion flags shared by compile, run, bench and verify.
+struct FusionFlags {
+  bool no_fusion = false;
+  std::string switch_file;
+  std::string dump_graph;  // yaml | json | dot
+  std::string debug_path;
+};
+void add_fusion_flags(CLI::App* c, FusionFlags& f);
+int compile_model(const std::string& model, const std::string& output, const std::string& report,
+                  const FusionFlags& fusion, bool json);
+// Loads the model and, unless --no-fusion, runs the pass pipeline on it.
+std::unique_ptr<Graph> load_and_fuse(const std::string& model, const FusionFlags& f,
+                                     FusionReport* report = nullptr,
+                                     size_t* imported_nodes = nullptr);
 Action add_profile(CLI::App& app);
 
 // Parses NAME=FILE pairs and loads each tensor (.npy or .pb).

@@ -1,8 +1,12 @@
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 
+#include "ir/dump.h"
 #include "ir/error.h"
+#include "onnx/importer.h"
+#include "passes/pipeline.h"
 #include "runtime/npy.h"
 #include "tools/nnfuse/commands.h"
 
@@ -114,6 +118,53 @@ std::string summarize(const Tensor& t) {
   for (int64_t i = 0; i < std::min<int64_t>(t.numel(), 6); ++i) os << " " << t.double_at(i);
   if (t.numel() > 6) os << " ...";
   return os.str();
+}
+
+}  // namespace nnfuse::cli
+
+namespace nnfuse::cli {
+
+void add_fusion_flags(CLI::App* c, FusionFlags& f) {
+  c->add_flag("--no-fusion", f.no_fusion, "Run the graph as imported, without any pass");
+  c->add_option("--fusion_switch_file,--fusion-switch-file", f.switch_file,
+                "Fusion switch file (CANN GE JSON, PassName:off lines, or rules JSON)");
+  c->add_option("--dump_graph,--dump-graph", f.dump_graph,
+                "Write the graph after every pass: yaml, json or dot")
+      ->check(CLI::IsMember({"yaml", "json", "dot"}));
+  c->add_option("--debug_path,--debug-path", f.debug_path, "Folder for --dump_graph files");
+}
+
+std::unique_ptr<Graph> load_and_fuse(const std::string& model, const FusionFlags& f,
+                                     FusionReport* report, size_t* imported_nodes) {
+  if (!f.debug_path.empty() && f.dump_graph.empty()) {
+    fail(ErrorKind::kInvalidArgument, "--debug_path needs --dump_graph yaml|json|dot");
+  }
+  FusionSwitches switches;
+  if (!f.switch_file.empty()) {
+    switches = FusionSwitches::load(f.switch_file, list_passes(), pass_op_lists());
+    if (!switches.user_rules().empty()) {
+      fail(ErrorKind::kUnsupported, f.switch_file, ": rule '", switches.user_rules()[0].name,
+           "' asks for a fusion no built-in pass implements; user rules need the code "
+           "generator, which this version does not have");
+    }
+  }
+  auto g = load_onnx(model);
+  if (imported_nodes) *imported_nodes = g->num_nodes();
+  if (f.no_fusion) {
+    if (!f.dump_graph.empty()) {
+      std::string dir = f.debug_path.empty() ? "." : f.debug_path;
+      std::filesystem::create_directories(dir);
+      dump_graph(*g, f.dump_graph, dir + "/00_imported." + f.dump_graph);
+    }
+    return g;
+  }
+  PipelineOptions opts;
+  opts.switches = &switches;
+  opts.dump_format = f.dump_graph;
+  opts.dump_dir = f.debug_path.empty() && !f.dump_graph.empty() ? "." : f.debug_path;
+  FusionReport r = run_pipeline(*g, opts);
+  if (report) *report = std::move(r);
+  return g;
 }
 
 }  // namespace nnfuse::cli

@@ -4,8 +4,54 @@
 #include "ir/error.h"
 #include "tools/nnfuse/commands.h"
 
+namespace {
+
+// The atc-style spelling: nnfuse --model M.onnx --output OUT [--fusion_switch_file F]
+// [--dump_graph yaml|json|dot --debug_path DIR] [--report R] is `nnfuse compile`.
+bool is_atc_style(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--model" || a.rfind("--model=", 0) == 0) return true;
+  }
+  return false;
+}
+
+int atc_main(int argc, char** argv) {
+  using namespace nnfuse;
+  CLI::App app{"nnfuse (atc-style): compile an ONNX model with fusion"};
+  std::string model, output, report;
+  int framework = 5;
+  cli::FusionFlags fusion;
+  app.add_option("--model", model, "ONNX model file")->required();
+  app.add_option("--output", output, "The fused model (.onnx added when missing)")->required();
+  app.add_option("--framework", framework, "Source framework: 5 (ONNX) is the only one")
+      ->check(CLI::IsMember({5}));
+  app.add_option("--report", report, "Write fusion_result.json here");
+  cli::add_fusion_flags(&app, fusion);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : cli::kExitUsage;
+  }
+  return cli::compile_model(model, output, report, fusion, false);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace nnfuse;
+  if (is_atc_style(argc, argv)) {
+    try {
+      return atc_main(argc, argv);
+    } catch (const Error& e) {
+      std::cerr << "nnfuse: error: " << e.what() << "\n";
+      return e.kind() == ErrorKind::kUnsupported ? cli::kExitUnsupported : cli::kExitError;
+    } catch (const std::exception& e) {
+      std::cerr << "nnfuse: internal error: " << e.what() << "\n";
+      return cli::kExitError;
+    }
+  }
   CLI::App app{"nnfuse: an operator-fusion compiler and runtime for ONNX models"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "nnfuse 0.1.0");
@@ -19,6 +65,9 @@ int main(int argc, char** argv) {
   add(cli::add_info);
   add(cli::add_bench);
   add(cli::add_profile);
+  add(cli::add_compile);
+  add(cli::add_verify);
+  add(cli::add_list_passes);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

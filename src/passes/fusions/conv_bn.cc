@@ -1,0 +1,89 @@
+// ConvBatchnormFusionPass: BatchNormalization(Conv(x, W, B)) == Conv(x, W', B') with, per
+// output channel c, s = scale[c] / sqrt(var[c] + epsilon), W'[c] = W[c] * s and
+// B'[c] = (B[c] - mean[c]) * s + bias[c] (epsilon inside the square root, as ONNX defines).
+#include <cmath>
+
+#include "passes/fusions/fusions.h"
+#include "pattern/rewriter.h"
+
+namespace nnfuse {
+
+namespace {
+
+using pattern::Pat;
+
+class ConvBatchnormFusion : public Pass {
+ public:
+  const PassInfo& info() const override {
+    static const PassInfo i{"ConvBatchnormFusionPass",
+                            "Folds BatchNormalization into the preceding Conv's weights and bias",
+                            true, true};
+    return i;
+  }
+
+  void run(Graph& g, PassContext& ctx) override {
+    using namespace pattern;
+    Pat conv = op("Conv", {any("x"), constant("w")}, false).named("conv");
+    Pat bn =
+        op("BatchNormalization",
+           {conv, constant("scale"), constant("shift"), constant("mean"), constant("var")}, false)
+            .named("bn");
+    const std::string pass = info().name;
+    rewrite_all(g, {{"", bn}}, [&](const std::string&, const Match& m) {
+      ctx.matched(pass);
+      Node* cn = m.node("conv");
+      Node* bnn = m.node("bn");
+      auto reject = [&](const std::string& why) {
+        ctx.rejected(pass, original_names(m.nodes()), why);
+        return false;
+      };
+      if (bnn->attr_int("training_mode", 0) != 0)
+        return reject("BatchNormalization is in training mode");
+      for (size_t k = 1; k < bnn->num_outputs(); ++k) {
+        if (bnn->output(k)) return reject("BatchNormalization's running statistics are used");
+      }
+      const Tensor* w = constant_value(m.value("w"));
+      const Tensor* b =
+          cn->num_inputs() > 2 && cn->input(2) ? constant_value(cn->input(2)) : nullptr;
+      if (cn->num_inputs() > 2 && cn->input(2) && !b)
+        return reject("the Conv bias is not a constant");
+      if (w->dtype() != DType::kFloat32 || w->rank() < 3)
+        return reject("Conv weights are not float32");
+      int64_t cout = w->dim(0);
+      const Tensor* p[4] = {constant_value(m.value("scale")), constant_value(m.value("shift")),
+                            constant_value(m.value("mean")), constant_value(m.value("var"))};
+      for (const Tensor* t : p) {
+        if (t->dtype() != DType::kFloat32 || t->numel() != cout) {
+          return reject("BatchNormalization parameters do not have one float32 per output channel");
+        }
+      }
+      if (b && (b->dtype() != DType::kFloat32 || b->numel() != cout)) {
+        return reject("the Conv bias does not have one float32 per output channel");
+      }
+      double eps = bnn->attr_float("epsilon", 1e-5f);
+      Tensor w2 = w->clone();
+      Tensor b2(DType::kFloat32, {cout});
+      int64_t per = w->numel() / cout;
+      for (int64_t c = 0; c < cout; ++c) {
+        double s =
+            p[0]->data<float>()[c] / std::sqrt(static_cast<double>(p[3]->data<float>()[c]) + eps);
+        float* wc = w2.data<float>() + c * per;
+        for (int64_t i = 0; i < per; ++i) wc[i] = static_cast<float>(wc[i] * s);
+        double bias = b ? b->data<float>()[c] : 0.0;
+        b2.data<float>()[c] =
+            static_cast<float>((bias - p[2]->data<float>()[c]) * s + p[1]->data<float>()[c]);
+      }
+      Value* wv = add_constant(g, m.value("w")->name() + "_bn", std::move(w2));
+      Value* bv = add_constant(g, bnn->name() + "_bias", std::move(b2));
+      std::map<std::string, Attribute> attrs = cn->attrs();
+      return apply_fusion(g, ctx, pass, m.nodes(), "Conv", "", {m.value("x"), wv, bv},
+                          {bnn->output(0)}, attrs) != nullptr;
+    });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_conv_bn_pass() { return std::make_unique<ConvBatchnormFusion>(); }
+
+}  // namespace nnfuse

@@ -1,0 +1,71 @@
+// Shared pieces of the fusion passes: applying a rewrite with its guards and bookkeeping,
+// and the activation patterns a fused kernel can take as an epilogue.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "passes/pass.h"
+#include "pattern/pattern.h"
+
+namespace nnfuse {
+
+inline constexpr char kFusedDomain[] = "ai.nnfuse";
+
+// Replaces `nodes` by one node when the guards allow it: records the match as applied (with
+// the fused node's benefit: intermediates no longer written and read back, kernels saved) or
+// as rejected with the guard's reason. The new node's provenance lists the original nodes,
+// including those an earlier fusion had already absorbed.
+Node* apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
+                   const std::vector<Node*>& nodes, const std::string& op_type,
+                   const std::string& domain, const std::vector<Value*>& inputs,
+                   const std::vector<Value*>& outputs, std::map<std::string, Attribute> attrs);
+
+// Original node names behind `nodes` (expanding fused nodes' provenance).
+std::vector<std::string> original_names(const std::vector<Node*>& nodes);
+
+// An activation a fused kernel applies as its epilogue.
+struct Activation {
+  std::string name;  // as FusedConv's `activation` attribute: Relu, Clip, SiLU, Gelu, ...
+  float alpha = 0, beta = 0;
+};
+
+// Patterns of every supported activation applied to `x`; each entry's `match` has its root at
+// the activation's last node. Callers try them in order.
+struct ActivationPattern {
+  std::string name;
+  pattern::Pat match;
+};
+std::vector<ActivationPattern> activation_patterns(const pattern::Pat& x);
+// Reads the activation's parameters (alpha, Clip bounds) from a match of its pattern;
+// nullopt with `why` set when a parameter is not a usable constant.
+std::optional<Activation> activation_from_match(const std::string& name, const pattern::Match& m,
+                                                std::string* why);
+// Sets activation, activation_alpha and activation_beta on a fused node's attributes.
+void set_activation_attrs(std::map<std::string, Attribute>& attrs, const Activation& a);
+
+// Small helpers for attributes.
+Attribute attr_string(std::string s);
+Attribute attr_float(float f);
+Attribute attr_int(int64_t i);
+// Static size in bytes of a value, 0 when its shape is not fully known.
+int64_t static_bytes(const Value* v);
+
+}  // namespace nnfuse
+
+namespace nnfuse {
+
+// Runs `patterns` over the graph (latest nodes first) until no more rewrites apply. For
+// every match (of the first
+// pattern that matches at a node), `rewrite` is called; it returns true when it changed the
+// graph (the scan then restarts, since nodes were removed) and false when it declined (the
+// node is not tried again by this pass).
+void rewrite_all(
+    Graph& g, const std::vector<ActivationPattern>& patterns,
+    const std::function<bool(const std::string& variant, const pattern::Match& m)>& rewrite);
+
+}  // namespace nnfuse

@@ -1,0 +1,376 @@
+// Every fusion pass: a positive case (node count drops, provenance recorded), negative cases
+// per guard (recorded with a reason), and a numeric check (fused == unfused reference on
+// random inputs, within 1e-4 of the largest magnitude).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "passes/fusions/fusion_util.h"
+#include "passes/pipeline.h"
+#include "runtime/session.h"
+
+namespace nnfuse {
+namespace {
+
+Tensor rand_tensor(const Dims& shape, uint32_t seed, float lo = -1, float hi = 1) {
+  Tensor t(DType::kFloat32, shape);
+  uint32_t s = seed * 747796405u + 1;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    s = s * 1664525u + 1013904223u;
+    t.data<float>()[i] = lo + (hi - lo) * static_cast<float>(s >> 8) / (1u << 24);
+  }
+  return t;
+}
+
+// Builds small graphs: b.in("x", dims), b.c("w", tensor), b.n("Conv", {...}, dims) ...
+struct B {
+  std::unique_ptr<Graph> g = std::make_unique<Graph>();
+  int k = 0;
+  B() { g->opsets[""] = 17; }
+  Value* in(const std::string& name, const Dims& d) {
+    Value* v = g->add_value(name, DType::kFloat32, Shape::of(d));
+    g->add_input(v);
+    return v;
+  }
+  Value* c(Tensor t) {
+    Value* v = g->add_value(g->unique_value_name("const"));
+    ++k;
+    v->set_constant(std::move(t));
+    return v;
+  }
+  Value* n(const std::string& op, std::vector<Value*> ins, const Dims& out,
+           std::map<std::string, Attribute> attrs = {}, const std::string& name = "") {
+    std::string nm = name.empty() ? op + std::to_string(k++) : name;
+    Value* o = g->add_value(nm + "_out", DType::kFloat32, Shape::of(out));
+    Node* node = g->add_node(op, nm, ins, {o});
+    for (auto& [a, v] : attrs) node->set_attr(a, v);
+    return o;
+  }
+  void out(Value* v) { g->add_output(v); }
+};
+
+Attribute ints(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+
+struct Fused {
+  std::unique_ptr<Graph> graph;
+  FusionReport report;
+};
+
+Fused fuse(std::unique_ptr<Graph> g, const FusionSwitches* sw = nullptr) {
+  PipelineOptions o;
+  o.switches = sw;
+  FusionReport r = run_pipeline(*g, o);
+  verify_graph(*g);
+  return {std::move(g), std::move(r)};
+}
+
+// Runs the fused graph on the fast kernels and a fresh unfused copy on the reference kernels.
+void expect_same_numbers(std::unique_ptr<Graph> fused, std::unique_ptr<Graph> plain) {
+  std::map<std::string, Tensor> feeds;
+  uint32_t seed = 1;
+  for (const Value* v : plain->runtime_inputs())
+    feeds[v->name()] = rand_tensor(v->shape().static_dims(), seed++);
+  Session a(std::move(fused));
+  PlanOptions ref;
+  ref.reference_only = true;
+  Session b(std::move(plain), ref);
+  auto x = a.run(feeds);
+  auto y = b.run(feeds);
+  ASSERT_EQ(x.size(), y.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(x[i].shape(), y[i].shape());
+    double scale = 0, err = 0;
+    for (int64_t j = 0; j < y[i].numel(); ++j) {
+      scale = std::max(scale, std::abs(y[i].double_at(j)));
+      err = std::max(err, std::abs(x[i].double_at(j) - y[i].double_at(j)));
+    }
+    EXPECT_LE(err, 1e-4 * std::max(scale, 1e-6)) << "output " << i;
+  }
+}
+
+const PassRecord* record(const FusionReport& r, const std::string& pass) {
+  for (const PassRecord& p : r.passes) {
+    if (p.name == pass) return &p;
+  }
+  return nullptr;
+}
+
+size_t count_op(const Graph& g, const std::string& op) {
+  size_t n = 0;
+  for (const Node* x : g.nodes()) n += x->op_type() == op;
+  return n;
+}
+
+// conv(x) -> BN -> [tail]
+using Tail = std::function<Value*(B&, Value*)>;
+std::unique_ptr<Graph> conv_bn_graph(const Tail& tail, int64_t c = 4, bool bias = true,
+                                     int64_t training = 0) {
+  B b;
+  Value* x = b.in("x", {1, 3, 6, 5});
+  std::vector<Value*> ins = {x, b.c(rand_tensor({c, 3, 3, 3}, 11))};
+  if (bias) ins.push_back(b.c(rand_tensor({c}, 12)));
+  Value* y = b.n("Conv", ins, {1, c, 6, 5}, {{"pads", ints({1, 1, 1, 1})}}, "conv");
+  std::map<std::string, Attribute> bn_attrs;
+  if (training) bn_attrs["training_mode"] = attr_int(1);
+  Value* z = b.n("BatchNormalization",
+                 {y, b.c(rand_tensor({c}, 13, 0.5, 1.5)), b.c(rand_tensor({c}, 14)),
+                  b.c(rand_tensor({c}, 15)), b.c(rand_tensor({c}, 16, 0.5, 2))},
+                 {1, c, 6, 5}, bn_attrs, "bn");
+  b.out(tail(b, z));
+  return std::move(b.g);
+}
+
+Tail none = [](B&, Value* v) { return v; };
+
+TEST(ConvBatchnormFusion, FoldsIntoConvAndComputesTheSame) {
+  auto f = fuse(conv_bn_graph(none));
+  EXPECT_EQ(f.graph->num_nodes(), 1u);
+  EXPECT_EQ(count_op(*f.graph, "Conv"), 1u);
+  const Node* n = f.graph->nodes()[0];
+  EXPECT_EQ(n->fused_by(), "ConvBatchnormFusionPass");
+  EXPECT_EQ(n->fused_from(), (std::vector<std::string>{"conv", "bn"}));
+  EXPECT_EQ(record(f.report, "ConvBatchnormFusionPass")->effect_times, 1);
+  expect_same_numbers(std::move(f.graph), conv_bn_graph(none));
+  // Without a conv bias too.
+  expect_same_numbers(fuse(conv_bn_graph(none, 4, false)).graph, conv_bn_graph(none, 4, false));
+}
+
+TEST(ConvBatchnormFusion, GuardsRejectWithReasons) {
+  // Training-mode BN.
+  auto f = fuse(conv_bn_graph(none, 4, true, 1));
+  EXPECT_EQ(count_op(*f.graph, "BatchNormalization"), 1u);
+  const PassRecord* r = record(f.report, "ConvBatchnormFusionPass");
+  ASSERT_EQ(r->rejected.size(), 1u);
+  EXPECT_NE(r->rejected[0].reason.find("training"), std::string::npos);
+  // The conv's output escapes (also a graph output).
+  auto g = conv_bn_graph(none);
+  g->add_output(g->find_value("conv_out"));
+  f = fuse(std::move(g));
+  r = record(f.report, "ConvBatchnormFusionPass");
+  ASSERT_EQ(r->rejected.size(), 1u);
+  EXPECT_NE(r->rejected[0].reason.find("conv_out"), std::string::npos) << r->rejected[0].reason;
+}
+
+TEST(ConvBatchnormFusion, NonConstantScaleDoesNotMatch) {
+  B b;
+  Value* x = b.in("x", {1, 3, 4, 4});
+  Value* scale = b.in("scale", {2});
+  Value* y = b.n("Conv", {x, b.c(rand_tensor({2, 3, 1, 1}, 1))}, {1, 2, 4, 4}, {}, "conv");
+  b.out(b.n("BatchNormalization",
+            {y, scale, b.c(rand_tensor({2}, 2)), b.c(rand_tensor({2}, 3)),
+             b.c(rand_tensor({2}, 4, 0.5, 1))},
+            {1, 2, 4, 4}));
+  auto f = fuse(std::move(b.g));
+  EXPECT_EQ(f.graph->num_nodes(), 2u);
+  EXPECT_EQ(record(f.report, "ConvBatchnormFusionPass")->match_times, 0);
+}
+
+struct ActCase {
+  std::string name;
+  Tail tail;
+};
+
+std::vector<ActCase> activations() {
+  auto unary = [](const std::string& op, std::map<std::string, Attribute> a = {}) {
+    return [op, a](B& b, Value* v) { return b.n(op, {v}, v->shape().static_dims(), a); };
+  };
+  return {
+      {"Relu", unary("Relu")},
+      {"LeakyRelu", unary("LeakyRelu", {{"alpha", attr_float(0.2f)}})},
+      {"Sigmoid", unary("Sigmoid")},
+      {"Tanh", unary("Tanh")},
+      {"HardSigmoid",
+       unary("HardSigmoid", {{"alpha", attr_float(0.3f)}, {"beta", attr_float(0.4f)}})},
+      {"HardSwish", unary("HardSwish")},
+      {"Clip",
+       [](B& b, Value* v) {
+         return b.n("Clip", {v, b.c(Tensor::scalar<float>(0)), b.c(Tensor::scalar<float>(0.5f))},
+                    v->shape().static_dims());
+       }},
+      {"SiLU",
+       [](B& b, Value* v) {
+         Dims d = v->shape().static_dims();
+         return b.n("Mul", {v, b.n("Sigmoid", {v}, d)}, d);
+       }},
+      {"HardSwish",
+       [](B& b, Value* v) {
+         Dims d = v->shape().static_dims();
+         Value* hs = b.n("HardSigmoid", {v}, d,
+                         {{"alpha", attr_float(1.0f / 6)}, {"beta", attr_float(0.5f)}});
+         return b.n("Mul", {hs, v}, d);
+       }},
+      {"Gelu",
+       [](B& b, Value* v) {
+         Dims d = v->shape().static_dims();
+         Value* e =
+             b.n("Erf", {b.n("Div", {v, b.c(Tensor::scalar<float>(std::sqrt(2.0f)))}, d)}, d);
+         Value* p = b.n("Add", {e, b.c(Tensor::scalar<float>(1))}, d);
+         return b.n("Mul", {b.n("Mul", {v, b.c(Tensor::scalar<float>(0.5f))}, d), p}, d);
+       }},
+  };
+}
+
+TEST(ConvActivationFusion, EveryActivationFusesAndComputesTheSame) {
+  for (const ActCase& a : activations()) {
+    SCOPED_TRACE(a.name);
+    auto f = fuse(conv_bn_graph(a.tail));
+    ASSERT_EQ(f.graph->num_nodes(), 1u) << graph_to_text(*f.graph);
+    const Node* n = f.graph->nodes()[0];
+    EXPECT_EQ(n->op_type(), "FusedConv");
+    EXPECT_EQ(n->attr_string("activation", ""), a.name);
+    EXPECT_EQ(n->fused_from().front(), "conv");
+    expect_same_numbers(std::move(f.graph), conv_bn_graph(a.tail));
+  }
+}
+
+TEST(ConvActivationFusion, NonConstantClipBoundIsRejected) {
+  Tail clip = [](B& b, Value* v) {
+    Value* lo = b.in("lo", {});
+    return b.n("Clip", {v, lo, b.c(Tensor::scalar<float>(6))}, v->shape().static_dims());
+  };
+  auto f = fuse(conv_bn_graph(clip));
+  EXPECT_EQ(count_op(*f.graph, "Clip"), 1u);
+}
+
+TEST(ConvAddFusion, ResidualAndActivationFuseEitherOrder) {
+  for (bool swap : {false, true}) {
+    Tail res_relu = [swap](B& b, Value* v) {
+      Value* r = b.in("r", {1, 4, 6, 5});
+      Value* s =
+          b.n("Add", swap ? std::vector<Value*>{r, v} : std::vector<Value*>{v, r}, {1, 4, 6, 5});
+      return b.n("Relu", {s}, {1, 4, 6, 5});
+    };
+    auto f = fuse(conv_bn_graph(res_relu));
+    ASSERT_EQ(f.graph->num_nodes(), 1u) << graph_to_text(*f.graph);
+    const Node* n = f.graph->nodes()[0];
+    EXPECT_EQ(n->op_type(), "FusedConv");
+    EXPECT_EQ(n->num_inputs(), 4u);
+    EXPECT_EQ(n->attr_string("activation", ""), "Relu");
+    EXPECT_EQ(f.report.fused.size(), 1u);
+    EXPECT_EQ(f.report.fused[0].kernels_saved, 3);
+    EXPECT_EQ(f.report.fused[0].bytes_saved, 3 * 2 * 4 * 6 * 5 * 4);
+    expect_same_numbers(std::move(f.graph), conv_bn_graph(res_relu));
+  }
+}
+
+TEST(ConvAddFusion, BroadcastResidualIsRejected) {
+  Tail bcast = [](B& b, Value* v) {
+    Value* r = b.in("r", {1, 4, 1, 1});
+    return b.n("Add", {v, r}, {1, 4, 6, 5});
+  };
+  auto f = fuse(conv_bn_graph(bcast));
+  EXPECT_EQ(count_op(*f.graph, "Add"), 1u);
+  const PassRecord* r = record(f.report, "ConvAddFusionPass");
+  ASSERT_FALSE(r->rejected.empty());
+  EXPECT_NE(r->rejected[0].reason.find("broadcast"), std::string::npos) << r->rejected[0].reason;
+  expect_same_numbers(std::move(f.graph), conv_bn_graph(bcast));
+}
+
+TEST(PadConvFusion, ZeroPadFoldsIntoConvPads) {
+  auto build = [](const std::string& mode) {
+    B b;
+    Value* x = b.in("x", {1, 2, 5, 5});
+    Value* p = b.n("Pad", {x, b.c(Tensor::from_vector<int64_t>({8}, {0, 0, 1, 2, 0, 0, 2, 1}))},
+                   {1, 2, 8, 8}, {{"mode", attr_string(mode)}}, "pad");
+    b.out(b.n("Conv", {p, b.c(rand_tensor({3, 2, 3, 3}, 5))}, {1, 3, 6, 6}, {}, "conv"));
+    return std::move(b.g);
+  };
+  auto f = fuse(build("constant"));
+  ASSERT_EQ(f.graph->num_nodes(), 1u);
+  EXPECT_EQ(f.graph->nodes()[0]->attr_ints("pads"), (std::vector<int64_t>{1, 2, 2, 1}));
+  expect_same_numbers(std::move(f.graph), build("constant"));
+  auto r = fuse(build("reflect"));
+  EXPECT_EQ(r.graph->num_nodes(), 2u);
+  EXPECT_NE(record(r.report, "PadConvFusionPass")->rejected.at(0).reason.find("constant-mode"),
+            std::string::npos);
+}
+
+std::unique_ptr<Graph> dense(const Dims& bias_shape, bool gelu) {
+  B b;
+  Value* x = b.in("x", {2, 5, 8});
+  Value* m = b.n("MatMul", {x, b.c(rand_tensor({8, 6}, 7))}, {2, 5, 6}, {}, "mm");
+  Value* a = b.n("Add", {m, b.c(rand_tensor(bias_shape, 8))}, {2, 5, 6}, {}, "add");
+  if (gelu) a = activations().back().tail(b, a);
+  b.out(a);
+  return std::move(b.g);
+}
+
+TEST(MatMulBiasAddFusion, BiasAndGeluFuse) {
+  auto f = fuse(dense({6}, true));
+  ASSERT_EQ(f.graph->num_nodes(), 1u) << graph_to_text(*f.graph);
+  EXPECT_EQ(f.graph->nodes()[0]->op_type(), "FusedMatMul");
+  EXPECT_EQ(f.graph->nodes()[0]->attr_string("activation", ""), "Gelu");
+  expect_same_numbers(std::move(f.graph), dense({6}, true));
+  auto g = fuse(dense({5, 6}, false));  // not a row bias
+  EXPECT_EQ(g.graph->num_nodes(), 2u);
+  EXPECT_NE(record(g.report, "MatMulBiasAddFusionPass")->rejected.at(0).reason.find("row"),
+            std::string::npos);
+  expect_same_numbers(std::move(g.graph), dense({5, 6}, false));
+}
+
+std::unique_ptr<Graph> head(int64_t trans_a) {
+  B b;
+  Value* x = b.in("x", {2, 8, 3, 3});
+  Value* p = b.n("GlobalAveragePool", {x}, {2, 8, 1, 1}, {}, "gap");
+  Value* f = b.n("Flatten", {p}, {2, 8}, {{"axis", attr_int(1)}}, "flatten");
+  if (trans_a) f = b.n("Transpose", {f}, {8, 2}, {{"perm", ints({1, 0})}});
+  Value* y = b.n("Gemm", {f, b.c(rand_tensor({5, 8}, 3)), b.c(rand_tensor({5}, 4))}, {2, 5},
+                 {{"transB", attr_int(1)}, {"transA", attr_int(trans_a)}}, "gemm");
+  b.out(b.n("Relu", {y}, {2, 5}));
+  return std::move(b.g);
+}
+
+TEST(GlobalPoolGemmFusion, ClassifierHeadIsOneKernel) {
+  auto f = fuse(head(0));
+  // The Relu fuses into the Gemm first, then the pool and flatten join it.
+  EXPECT_LE(f.graph->num_nodes(), 2u) << graph_to_text(*f.graph);
+  EXPECT_EQ(count_op(*f.graph, "GlobalAveragePool"), 0u);
+  expect_same_numbers(std::move(f.graph), head(0));
+}
+
+TEST(GemmActivationFusion, ReluFusesIntoGemm) {
+  auto f = fuse(head(1));
+  EXPECT_EQ(count_op(*f.graph, "FusedGemm"), 1u) << graph_to_text(*f.graph);
+  EXPECT_EQ(count_op(*f.graph, "Relu"), 0u);
+  expect_same_numbers(std::move(f.graph), head(1));
+}
+
+TEST(Pipeline, SwitchTurnsAPassOff) {
+  FusionSwitches sw;
+  sw.set("ConvBatchnormFusionPass", false);
+  auto f = fuse(conv_bn_graph(none), &sw);
+  EXPECT_EQ(count_op(*f.graph, "BatchNormalization"), 1u);
+  EXPECT_EQ(record(f.report, "ConvBatchnormFusionPass"), nullptr);
+  sw.set_all(false);
+  sw.set("ConvBatchnormFusionPass", true);
+  f = fuse(conv_bn_graph(activations()[0].tail), &sw);
+  EXPECT_EQ(count_op(*f.graph, "Relu"), 1u);
+  EXPECT_EQ(count_op(*f.graph, "BatchNormalization"), 0u);
+}
+
+TEST(Canonicalize, IdentityAndShapeSubgraphsFold) {
+  B b;
+  Value* x = b.in("x", {2, 3, 4});
+  Value* i = b.n("Identity", {x}, {2, 3, 4});
+  Value* s = b.g->add_value("shape", DType::kInt64, Shape::of({3}));
+  b.g->add_node("Shape", "shape_node", {i}, {s});
+  Value* g = b.g->add_value("dim0", DType::kInt64, Shape::of({1}));
+  b.g->add_node("Gather", "gather", {s, b.c(Tensor::from_vector<int64_t>({1}, {0}))}, {g});
+  Value* cat = b.g->add_value("newshape", DType::kInt64, Shape::of({2}));
+  b.g->add_node("Concat", "concat", {g, b.c(Tensor::from_vector<int64_t>({1}, {-1}))}, {cat})
+      ->set_attr("axis", attr_int(0));
+  b.out(b.n("Reshape", {i, cat}, {2, 12}));
+  auto f = fuse(std::move(b.g));
+  EXPECT_EQ(f.graph->num_nodes(), 1u) << graph_to_text(*f.graph);
+  EXPECT_EQ(f.graph->nodes()[0]->op_type(), "Reshape");
+  EXPECT_TRUE(f.graph->nodes()[0]->input(1)->is_constant());
+}
+
+}  // namespace
+}  // namespace nnfuse

@@ -1,0 +1,80 @@
+// THE pipeline: every pass nnfuse runs, in order.
+#include "passes/pipeline.h"
+
+#include <filesystem>
+
+#include "ir/dump.h"
+#include "ir/error.h"
+#include "passes/canonicalize/canonicalize.h"
+#include "passes/fusions/fusions.h"
+
+namespace nnfuse {
+
+std::vector<std::unique_ptr<Pass>> make_pipeline() {
+  std::vector<std::unique_ptr<Pass>> p;
+  // Canonicalization: exporter noise out, constants and static shapes folded.
+  p.push_back(make_identity_elimination_pass());
+  p.push_back(make_shape_folding_pass());
+  p.push_back(make_constant_folding_pass());
+  // CNN fusions: BN into conv weights first, then the conv epilogues (residual Add and
+  // activation), largest first.
+  p.push_back(make_pad_conv_pass());
+  p.push_back(make_conv_bn_pass());
+  p.push_back(make_conv_add_act_pass());
+  p.push_back(make_conv_act_pass());
+  // Dense layers: the classifier head first (it absorbs its Gemm), then Gemm/MatMul epilogues.
+  p.push_back(make_pool_gemm_pass());
+  p.push_back(make_matmul_add_act_pass());
+  p.push_back(make_gemm_act_pass());
+  return p;
+}
+
+std::vector<PassInfo> list_passes() {
+  std::vector<PassInfo> r;
+  for (auto& p : make_pipeline()) r.push_back(p->info());
+  return r;
+}
+
+std::map<std::string, std::vector<std::string>> pass_op_lists() {
+  return {
+      {"ConvBatchnormFusionPass", {"Conv", "BatchNormalization"}},
+      {"ConvActivationFusionPass", {"Conv", "Relu"}},
+      {"ConvAddFusionPass", {"Conv", "Add", "Relu"}},
+      {"PadConvFusionPass", {"Pad", "Conv"}},
+      {"MatMulBiasAddFusionPass", {"MatMul", "Add"}},
+      {"GemmActivationFusionPass", {"Gemm", "Relu"}},
+      {"GlobalPoolGemmFusionPass", {"GlobalAveragePool", "Flatten", "Gemm"}},
+  };
+}
+
+FusionReport run_pipeline(Graph& g, const PipelineOptions& opts) {
+  FusionReport report;
+  PassContext ctx{report};
+  int index = 0;
+  auto dump = [&](const std::string& after) {
+    if (opts.dump_format.empty()) return;
+    std::filesystem::create_directories(opts.dump_dir.empty() ? "." : opts.dump_dir);
+    char prefix[16];
+    std::snprintf(prefix, sizeof prefix, "%02d_", index);
+    std::string file = (std::filesystem::path(opts.dump_dir.empty() ? "." : opts.dump_dir) /
+                        (prefix + after + "." + opts.dump_format))
+                           .string();
+    dump_graph(g, opts.dump_format, file);
+  };
+  dump("imported");
+  for (auto& pass : make_pipeline()) {
+    ++index;
+    const PassInfo& info = pass->info();
+    bool on = opts.switches ? opts.switches->enabled(info) : info.default_on;
+    if (!on) continue;
+    if (info.fusion) report.record(info.name);  // listed even with no match
+    pass->run(g, ctx);
+#ifndef NDEBUG
+    verify_graph(g);
+#endif
+    dump(info.name);
+  }
+  return report;
+}
+
+}  // namespace nnfuse

@@ -1,0 +1,31 @@
+// THE ordered pass pipeline: canonicalization first, then the fusion passes. Every pass
+// re-runs the graph verifier in debug builds; graphs can be dumped after every pass.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/switches.h"
+#include "ir/graph.h"
+#include "passes/pass.h"
+
+namespace nnfuse {
+
+struct PipelineOptions {
+  const FusionSwitches* switches = nullptr;  // nullptr: every pass at its default
+  std::string dump_format;                   // "", yaml, json or dot
+  std::string dump_dir;                      // with dump_format: the graph after every pass
+};
+
+// Every pass, in the order it runs.
+std::vector<std::unique_ptr<Pass>> make_pipeline();
+std::vector<PassInfo> list_passes();
+// For the rules format of the switch file: each fusion pass's op list.
+std::map<std::string, std::vector<std::string>> pass_op_lists();
+
+// Runs the pipeline on `g` and returns what every pass matched and did.
+FusionReport run_pipeline(Graph& g, const PipelineOptions& opts = {});
+
+}  // namespace nnfuse

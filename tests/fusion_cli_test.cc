@@ -1,0 +1,113 @@
+// The fusion CLI end to end on the bundled model: compile (and its atc-style spelling),
+// fusion_result.json, graph dumps, switch files, verify.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/test_support.h"
+
+namespace nnfuse {
+namespace {
+
+namespace fs = std::filesystem;
+std::string g_nnfuse, g_source;
+
+class FusionCli : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = testing::make_temp_dir("nnfuse-fusion"); }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& f) const { return (fs::path(dir_) / f).string(); }
+  std::string model() const { return g_source + "/models/tiny_resnet.onnx"; }
+  testing::CommandResult nnfuse(std::vector<std::string> args) {
+    args.insert(args.begin(), g_nnfuse);
+    return testing::run_command(args, 120);
+  }
+  void write(const std::string& f, const std::string& text) { std::ofstream(path(f)) << text; }
+  std::string dir_;
+};
+
+TEST_F(FusionCli, CompileWritesARunnableFusedModelAndReport) {
+  auto r = nnfuse(
+      {"compile", model(), "-o", path("fused.onnx"), "--report", path("fusion_result.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream f(path("fusion_result.json"));
+  nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["graph_fusion"]["ConvBatchnormFusionPass"]["match_times"], 6);
+  EXPECT_EQ(j["graph_fusion"]["ConvBatchnormFusionPass"]["effect_times"], 6);
+  EXPECT_GT(j["summary"]["kernels_saved"].get<int>(), 10);
+  auto info = nnfuse({"info", path("fused.onnx")});
+  ASSERT_EQ(info.exit_code, 0) << info.output;
+  EXPECT_NE(info.output.find("ai.nnfuse.FusedConv"), std::string::npos) << info.output;
+  EXPECT_NE(info.output.find("all nodes are supported"), std::string::npos) << info.output;
+  auto run = nnfuse({"run", path("fused.onnx"), "--input",
+                     "input=" + g_source + "/models/tiny_resnet_input.npy", "-o", path("out")});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(fs::exists(path("out/logits.npy")));
+}
+
+TEST_F(FusionCli, AtcStyleSpellingAndDumps) {
+  auto r = nnfuse({"--model", model(), "--output", path("atc"), "--dump_graph", "dot",
+                   "--debug_path", path("dumps")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(path("atc.onnx")));
+  int dots = 0;
+  for (auto& e : fs::directory_iterator(path("dumps"))) dots += e.path().extension() == ".dot";
+  EXPECT_GE(dots, 5);  // the imported graph and one per pass that ran
+}
+
+TEST_F(FusionCli, SwitchFileTurnsPassesOff) {
+  write("off.json", R"({"Switch":{"GraphFusion":{"ALL":"off"}}})");
+  auto r = nnfuse({"bench", model(), "--runs", "1", "--warmup", "0", "--json",
+                   "--fusion_switch_file", path("off.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json off = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  r = nnfuse({"bench", model(), "--runs", "1", "--warmup", "0", "--json"});
+  nlohmann::json on = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_LT(on["kernels"].get<int>(), off["kernels"].get<int>());
+  write("legacy.txt", "ConvBatchnormFusionPass:off\n");
+  r = nnfuse({"compile", model(), "-o", path("x"), "--fusion_switch_file", path("legacy.txt")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ConvAddFusionPass"), std::string::npos);
+  EXPECT_EQ(r.output.find("ConvBatchnormFusionPass"), std::string::npos) << r.output;
+}
+
+TEST_F(FusionCli, BadSwitchFilesAreErrors) {
+  write("unknown.txt", "NoSuchPass:off\n");
+  auto r =
+      nnfuse({"compile", model(), "-o", path("x"), "--fusion_switch_file", path("unknown.txt")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("NoSuchPass"), std::string::npos) << r.output;
+  write("rule.json", R"({"rules":[{"name":"my_silu","ops":["Sigmoid","Mul"],"action":"fuse"}]})");
+  r = nnfuse({"compile", model(), "-o", path("x"), "--fusion_switch_file", path("rule.json")});
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("my_silu"), std::string::npos) << r.output;
+}
+
+TEST_F(FusionCli, VerifyPassesAndBisects) {
+  auto r = nnfuse({"verify", model(), "--bisect", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_TRUE(j["pass"].get<bool>());
+  EXPECT_LE(j["outputs"][0]["relative_error"].get<double>(), 1e-4);
+  r = nnfuse({"list-passes"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("ConvBatchnormFusionPass  [on]"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace nnfuse
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--nnfuse") nnfuse::g_nnfuse = argv[i + 1];
+    if (std::string(argv[i]) == "--source") nnfuse::g_source = argv[i + 1];
+  }
+  if (nnfuse::g_nnfuse.empty() || nnfuse::g_source.empty()) {
+    fprintf(stderr, "usage: fusion_cli_test --nnfuse PATH --source REPO_ROOT\n");
+    return 2;
+  }
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,92 @@
+// nnfuse compile MODEL.onnx -o OUT.onnx [--report fusion_result.json] [--fusion_switch_file F]
+//   [--dump_graph yaml|json|dot --debug_path DIR]; and nnfuse list-passes.
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "ir/error.h"
+#include "onnx/exporter.h"
+#include "passes/pipeline.h"
+#include "passes/report.h"
+#include "tools/nnfuse/commands.h"
+
+namespace nnfuse::cli {
+
+namespace {
+
+struct CompileArgs {
+  std::string model, output, report;
+  FusionFlags fusion;
+  bool json = false;
+};
+
+}  // namespace
+
+int compile_model(const std::string& model, const std::string& output, const std::string& report,
+                  const FusionFlags& fusion, bool json) {
+  FusionReport r;
+  size_t before = 0;
+  auto g = load_and_fuse(model, fusion, &r, &before);
+  std::string out = output;
+  if (out.size() < 5 || out.substr(out.size() - 5) != ".onnx") out += ".onnx";
+  save_onnx(*g, out);
+  if (!report.empty()) write_fusion_report(r, report);
+  nlohmann::json summary = fusion_report_json(r);
+  if (json) {
+    nlohmann::json j{{"model", model},
+                     {"output", out},
+                     {"nodes_before", before},
+                     {"nodes_after", g->num_nodes()},
+                     {"fusion", summary}};
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::cout << "compiled " << model << " -> " << out << ": " << before << " nodes -> "
+            << g->num_nodes() << "\n";
+  for (const PassRecord& p : r.passes) {
+    std::cout << "  " << p.name << ": " << p.match_times << " matched, " << p.effect_times
+              << " fused";
+    if (!p.rejected.empty()) {
+      std::cout << ", " << p.rejected.size() << " rejected (first: " << p.rejected[0].reason << ")";
+    }
+    std::cout << "\n";
+  }
+  if (!report.empty()) std::cout << "wrote " << report << "\n";
+  return 0;
+}
+
+Action add_compile(CLI::App& app) {
+  auto a = std::make_shared<CompileArgs>();
+  CLI::App* c = app.add_subcommand("compile", "Fuse a model and write the fused ONNX model");
+  c->add_option("model", a->model, "ONNX model file")->required();
+  c->add_option("-o,--output", a->output, "The fused model (.onnx added when missing)")->required();
+  c->add_option("--report", a->report, "Write fusion_result.json (CANN GE's shape) here");
+  c->add_flag("--json", a->json, "Print the summary as JSON");
+  add_fusion_flags(c, a->fusion);
+  return [a] { return compile_model(a->model, a->output, a->report, a->fusion, a->json); };
+}
+
+Action add_list_passes(CLI::App& app) {
+  auto json = std::make_shared<bool>(false);
+  CLI::App* c = app.add_subcommand("list-passes", "List every pass, in order, with its default");
+  c->add_flag("--json", *json, "Print JSON");
+  return [json] {
+    nlohmann::json j = nlohmann::json::array();
+    auto ops = pass_op_lists();
+    for (const PassInfo& p : list_passes()) {
+      if (*json) {
+        j.push_back({{"name", p.name},
+                     {"default", p.default_on ? "on" : "off"},
+                     {"switchable", p.fusion},
+                     {"description", p.description},
+                     {"ops", ops.count(p.name) ? ops[p.name] : std::vector<std::string>{}}});
+      } else {
+        std::cout << p.name << "  [" << (p.fusion ? (p.default_on ? "on" : "off") : "always")
+                  << "]  " << p.description << "\n";
+      }
+    }
+    if (*json) std::cout << j.dump(1) << "\n";
+    return 0;
+  };
+}
+
+}  // namespace nnfuse::cli

@@ -1,0 +1,163 @@
+// nnfuse verify MODEL.onnx [--rtol R] [--bisect] [--json]: fused against unfused on the same
+// inputs, per output: max abs error and that error relative to the output's largest
+// magnitude; non-zero exit over tolerance. --bisect names the first fused node whose output
+// departs from the unfused graph's value of the same name.
+#include <cmath>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "ir/error.h"
+#include "onnx/importer.h"
+#include "runtime/session.h"
+#include "tools/nnfuse/commands.h"
+
+namespace nnfuse::cli {
+
+namespace {
+
+struct VerifyArgs {
+  std::string model;
+  std::vector<std::string> inputs;
+  FusionFlags fusion;
+  double rtol = 1e-4;
+  bool bisect = false, json = false, reference = false;
+  int threads = 0;
+  uint32_t seed = 0;
+};
+
+struct Diff {
+  double max_abs = 0, scale = 0, rel = 0;
+  std::string problem;  // shape/dtype mismatch
+};
+
+Diff compare(const Tensor& got, const Tensor& want) {
+  Diff d;
+  if (got.shape() != want.shape() || got.dtype() != want.dtype()) {
+    d.problem = "fused gives " + dtype_name(got.dtype()) + dims_str(got.shape()) +
+                ", unfused gives " + dtype_name(want.dtype()) + dims_str(want.shape());
+    d.rel = INFINITY;
+    return d;
+  }
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double w = want.double_at(i), g = got.double_at(i);
+    if (std::isnan(w) != std::isnan(g)) {
+      d.max_abs = INFINITY;
+      continue;
+    }
+    if (std::isnan(w)) continue;
+    d.scale = std::max(d.scale, std::abs(w));
+    d.max_abs = std::max(d.max_abs, std::abs(g - w));
+  }
+  d.rel = d.scale > 0 ? d.max_abs / d.scale : d.max_abs;
+  return d;
+}
+
+int verify(const VerifyArgs& a) {
+  PlanOptions fused_opts;
+  fused_opts.threads = a.threads;
+  PlanOptions plain_opts = fused_opts;
+  plain_opts.reference_only = a.reference;
+  FusionFlags fusion = a.fusion;
+  fusion.no_fusion = false;
+  auto fused_graph = load_and_fuse(a.model, fusion);
+  auto plain_graph = load_onnx(a.model);
+  // With --bisect, every fused node's outputs become graph outputs on both sides.
+  std::vector<std::pair<const Node*, std::string>> probes;
+  if (a.bisect) {
+    for (const Node* n : fused_graph->nodes()) {
+      if (n->fused_by().empty()) continue;
+      for (Value* o : n->outputs()) {
+        if (!o || o->is_graph_output()) continue;
+        Value* twin = plain_graph->find_value(o->name());
+        if (!twin || twin->is_graph_output() || !twin->producer()) continue;
+        probes.push_back({n, o->name()});
+        fused_graph->add_output(o);
+        plain_graph->add_output(twin);
+      }
+    }
+  }
+  Session fused(std::move(fused_graph), fused_opts);
+  Session plain(std::move(plain_graph), plain_opts);
+  auto feeds = complete_inputs(plain.graph(), load_inputs(a.inputs), a.seed);
+  auto got = fused.run(feeds);
+  auto want = plain.run(feeds);
+  std::map<std::string, Tensor> got_by, want_by;
+  for (size_t i = 0; i < got.size(); ++i) got_by[fused.graph().outputs()[i]->name()] = got[i];
+  for (size_t i = 0; i < want.size(); ++i) want_by[plain.graph().outputs()[i]->name()] = want[i];
+
+  nlohmann::json j;
+  j["model"] = a.model;
+  j["rtol"] = a.rtol;
+  bool ok = true;
+  std::set<std::string> probe_names;
+  for (auto& p : probes) probe_names.insert(p.second);
+  for (const Value* v : plain.graph().outputs()) {
+    if (probe_names.count(v->name())) continue;
+    Diff d = compare(got_by.at(v->name()), want_by.at(v->name()));
+    bool pass = d.problem.empty() && d.rel <= a.rtol;
+    ok &= pass;
+    j["outputs"].push_back({{"name", v->name()},
+                            {"max_abs_error", d.max_abs},
+                            {"max_magnitude", d.scale},
+                            {"relative_error", d.rel},
+                            {"pass", pass}});
+    if (!a.json) {
+      std::cout << (pass ? "ok   " : "FAIL ") << "output " << v->name() << ": max abs error "
+                << d.max_abs << ", largest magnitude " << d.scale << ", relative " << d.rel
+                << (d.problem.empty() ? "" : " (" + d.problem + ")") << "\n";
+    }
+  }
+  if (a.bisect) {
+    std::string first;
+    for (auto& [node, name] : probes) {
+      Diff d = compare(got_by.at(name), want_by.at(name));
+      if (!d.problem.empty() || d.rel > a.rtol) {
+        std::string from;
+        for (auto& f : node->fused_from()) from += (from.empty() ? "" : ", ") + f;
+        first = node->name();
+        j["first_departing_node"] = {{"node", node->name()},
+                                     {"op", node->op_type()},
+                                     {"pass", node->fused_by()},
+                                     {"fused_from", node->fused_from()},
+                                     {"value", name},
+                                     {"relative_error", d.rel}};
+        if (!a.json) {
+          std::cout << "bisect: first fused node that departs: " << node->op_type() << " '"
+                    << node->name() << "' (" << node->fused_by() << ", from " << from
+                    << "): value '" << name << "' relative error " << d.rel << "\n";
+        }
+        break;
+      }
+    }
+    if (first.empty() && !a.json) {
+      std::cout << "bisect: all " << probes.size() << " fused node outputs agree\n";
+    }
+  }
+  j["pass"] = ok;
+  if (a.json) std::cout << j.dump() << "\n";
+  if (!ok && !a.json)
+    std::cerr << "nnfuse: error: verify failed: an output is over rtol " << a.rtol << "\n";
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+Action add_verify(CLI::App& app) {
+  auto a = std::make_shared<VerifyArgs>();
+  CLI::App* c = app.add_subcommand("verify", "Check the fused model against the unfused one");
+  c->add_option("model", a->model, "ONNX model file")->required();
+  c->add_option("--input,-i", a->inputs, "Input tensor as NAME=FILE; others are generated")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  c->add_option("--rtol", a->rtol, "Tolerance relative to each output's largest magnitude")
+      ->check(CLI::PositiveNumber);
+  c->add_flag("--bisect", a->bisect, "Name the first fused node whose output departs");
+  c->add_flag("--reference", a->reference, "Run the unfused side on the reference kernels");
+  c->add_option("--threads", a->threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
+  c->add_option("--seed", a->seed, "Seed for generated inputs");
+  c->add_flag("--json", a->json, "Print one JSON object");
+  add_fusion_flags(c, a->fusion);
+  return [a] { return verify(*a); };
+}
+
+}  // namespace nnfuse::cli
