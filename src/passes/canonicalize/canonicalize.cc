@@ -54,11 +54,27 @@ class ConstantFolding : public Pass {
   }
 };
 
+// A 1x1 window with stride 1 and no padding or dilation copies its input (exporters emit it
+// for AdaptiveAvgPool2d to the input's own size).
+bool is_noop_pool(const Node& n) {
+  auto all = [](const std::vector<int64_t>& v, int64_t x) {
+    for (int64_t e : v) {
+      if (e != x) return false;
+    }
+    return true;
+  };
+  std::vector<int64_t> k = n.attr_ints("kernel_shape");
+  return !k.empty() && all(k, 1) && all(n.attr_ints("strides"), 1) && all(n.attr_ints("pads"), 0) &&
+         all(n.attr_ints("dilations"), 1) && n.attr_int("ceil_mode", 0) == 0 &&
+         n.attr_string("auto_pad", "NOTSET") != "SAME_LOWER";
+}
+
 class IdentityElimination : public Pass {
  public:
   const PassInfo& info() const override {
     static const PassInfo i{"IdentityEliminationPass",
-                            "Removes Identity and inference-mode Dropout nodes", false, true};
+                            "Removes Identity, inference-mode Dropout and 1x1 stride-1 pools",
+                            false, true};
     return i;
   }
   void run(Graph& g, PassContext&) override {
@@ -72,6 +88,9 @@ class IdentityElimination : public Pass {
         if (n->num_outputs() > 1 && n->output(1) && n->output(1)->is_graph_output()) {
           identity = false;
         }
+      }
+      if ((n->op_type() == "AveragePool" || n->op_type() == "MaxPool") && n->num_outputs() == 1) {
+        identity = is_noop_pool(*n);
       }
       if (!identity || !n->input(0) || !n->output(0)) continue;
       Value* in = n->input(0);

@@ -11,7 +11,8 @@ namespace nnfuse {
 // Nodes whose inputs are all constants are evaluated once (with the reference kernels) and
 // replaced by their values: f(c1, ..., cn) == constant.
 std::unique_ptr<Pass> make_constant_folding_pass();
-// Identity(x) == x and inference Dropout(x) == x: uses of the output read x instead.
+// Identity(x) == x, inference Dropout(x) == x and a 1x1, stride-1, unpadded pool(x) == x:
+// uses of the output read x instead.
 std::unique_ptr<Pass> make_identity_elimination_pass();
 // Shape(x) and Size(x) of statically shaped x are constants; with constant folding this
 // folds the Shape -> Gather -> Concat -> Reshape subgraphs exporters emit.

@@ -374,3 +374,25 @@ TEST(Canonicalize, IdentityAndShapeSubgraphsFold) {
 
 }  // namespace
 }  // namespace nnfuse
+
+namespace nnfuse {
+namespace {
+
+TEST(Canonicalize, NoOpPoolsAreRemovedOthersKept) {
+  auto build = [](int64_t k) {
+    B b;
+    Value* x = b.in("x", {1, 2, 4, 4});
+    Value* p = b.n("AveragePool", {x}, {1, 2, 5 - k, 5 - k},
+                   {{"kernel_shape", ints({k, k})}, {"strides", ints({1, 1})}});
+    b.out(b.n("Relu", {p}, {1, 2, 5 - k, 5 - k}));
+    return std::move(b.g);
+  };
+  auto f = fuse(build(1));
+  EXPECT_EQ(count_op(*f.graph, "AveragePool"), 0u);
+  expect_same_numbers(std::move(f.graph), build(1));
+  auto g = fuse(build(2));
+  EXPECT_EQ(count_op(*g.graph, "AveragePool"), 1u);
+}
+
+}  // namespace
+}  // namespace nnfuse
