@@ -12,39 +12,6 @@
 
 namespace nnfuse::testing {
 
-// A one-node graph over the given inputs (as run_kernel builds it).
-struct OneNode {
-  Graph g;
-  Node* node = nullptr;
-  std::vector<Layout> layouts;
-
-  OneNode(const std::string& op, const std::vector<FastInput>& inputs,
-          const std::map<std::string, Attribute>& attrs, size_t num_outputs = 1) {
-    std::vector<Value*> ins;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const Tensor& t = inputs[i].value;
-      if (!t.defined()) {
-        ins.push_back(nullptr);
-        layouts.push_back(Layout::kPlain);
-        continue;
-      }
-      Value* v = g.add_value("in" + std::to_string(i), t.dtype(), Shape::of(t.shape()));
-      if (inputs[i].constant) {
-        v->set_constant(t);
-      } else {
-        g.add_input(v);
-      }
-      ins.push_back(v);
-      layouts.push_back(inputs[i].layout);
-    }
-    std::vector<Value*> outs;
-    for (size_t i = 0; i < num_outputs; ++i) outs.push_back(g.add_value("out" + std::to_string(i)));
-    node = g.add_node(op, "node", ins, outs, ref_op_domain(op));
-    for (auto& [k, a] : attrs) node->set_attr(k, a);
-  }
-  NodeInfo info(int64_t opset = 17) const { return NodeInfo{*node, opset, layouts, 2}; }
-};
-
 inline const KernelFactory* find_factory(const std::string& op, const std::string& name) {
   for (const KernelFactory& f : kernels_for(op)) {
     if (name == f.name) return &f;

@@ -27,37 +27,49 @@ struct FastRun {
   std::vector<Tensor> outputs;  // converted back to plain layout
 };
 
-// Builds a one-node graph with static shapes (inferred output shapes are not needed: kernels
-// compute them), picks the first factory in kernels_for(op) that accepts it — or, when
-// `only` is non-empty, the factory of that name (failing if it does not accept) — and runs it.
+// A one-node graph over the given inputs: static shapes (inferred output shapes are not
+// needed: kernels compute them), constants where FastInput says so, and the input layouts.
+struct OneNode {
+  Graph g;
+  Node* node = nullptr;
+  std::vector<Layout> layouts;
+
+  OneNode(const std::string& op, const std::vector<FastInput>& inputs,
+          const std::map<std::string, Attribute>& attrs, size_t num_outputs = 1) {
+    std::vector<Value*> ins;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& t = inputs[i].value;
+      if (!t.defined()) {
+        ins.push_back(nullptr);
+        layouts.push_back(Layout::kPlain);
+        continue;
+      }
+      Value* v = g.add_value("in" + std::to_string(i), t.dtype(), Shape::of(t.shape()));
+      if (inputs[i].constant) {
+        v->set_constant(t);
+      } else {
+        g.add_input(v);
+      }
+      ins.push_back(v);
+      layouts.push_back(inputs[i].layout);
+    }
+    std::vector<Value*> outs;
+    for (size_t i = 0; i < num_outputs; ++i) outs.push_back(g.add_value("out" + std::to_string(i)));
+    node = g.add_node(op, "node", ins, outs, ref_op_domain(op));
+    for (auto& [k, a] : attrs) node->set_attr(k, a);
+  }
+  NodeInfo info(int64_t opset = 17) const { return NodeInfo{*node, opset, layouts, 2}; }
+};
+
+// Builds a one-node graph (OneNode), picks the first factory in kernels_for(op) that accepts it —
+// or, when `only` is non-empty, the factory of that name (failing if it does not accept) — and runs
+// it.
 inline FastRun run_kernel(const std::string& op, const std::vector<FastInput>& inputs,
                           const std::map<std::string, Attribute>& attrs = {},
                           size_t num_outputs = 1, const std::string& only = "",
                           int64_t opset = 17) {
-  Graph g;
-  std::vector<Value*> ins;
-  std::vector<Layout> layouts;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = inputs[i].value;
-    if (!t.defined()) {
-      ins.push_back(nullptr);
-      layouts.push_back(Layout::kPlain);
-      continue;
-    }
-    Value* v = g.add_value("in" + std::to_string(i), t.dtype(), Shape::of(t.shape()));
-    if (inputs[i].constant) {
-      v->set_constant(t);
-    } else {
-      g.add_input(v);
-    }
-    ins.push_back(v);
-    layouts.push_back(inputs[i].layout);
-  }
-  std::vector<Value*> outs;
-  for (size_t i = 0; i < num_outputs; ++i) outs.push_back(g.add_value("out" + std::to_string(i)));
-  Node* n = g.add_node(op, "node", ins, outs, ref_op_domain(op));
-  for (auto& [k, a] : attrs) n->set_attr(k, a);
-  NodeInfo info{*n, opset, layouts, 2};
+  OneNode one(op, inputs, attrs, num_outputs);
+  NodeInfo info = one.info(opset);
   const KernelFactory* chosen = nullptr;
   for (const KernelFactory& f : kernels_for(op)) {
     if (!only.empty() && only != f.name) continue;
