@@ -48,35 +48,32 @@ class ConvAddActFusion : public Pass {
     std::vector<ActivationPattern> pats = activation_patterns(add);
     pats.push_back({"", add});
     const std::string pass = info().name;
-    rewrite_all(g, pats, [&](const std::string& act_name, const Match& m) {
-      ctx.matched(pass);
-      auto reject = [&](const std::string& why) {
-        ctx.rejected(pass, original_names(m.nodes()), why);
-        return false;
-      };
-      Node* conv = m.node("conv");
-      if (std::string why = conv_ok(*conv); !why.empty()) return reject(why);
-      Value* res = m.value("res");
-      Value* cout = conv->output(0);
-      if (!cout->shape().fully_known() || res->shape() != cout->shape() ||
-          res->dtype() != DType::kFloat32) {
-        return reject("the residual " + res->shape().str() + " is not of the Conv's shape " +
-                      cout->shape().str() + " (broadcasting Adds are not fused)");
-      }
-      std::map<std::string, Attribute> attrs = conv->attrs();
-      Activation a{"", 0, 0};
-      if (!act_name.empty()) {
-        std::string why;
-        auto got = activation_from_match(act_name, m, &why);
-        if (!got) return reject(why);
-        a = *got;
-      }
-      set_activation_attrs(attrs, a);
-      std::vector<Value*> ins = conv_inputs(m);
-      ins.push_back(res);
-      return apply_fusion(g, ctx, pass, m.nodes(), "FusedConv", kFusedDomain, ins,
-                          {m.root()->output(0)}, attrs) != nullptr;
-    });
+    rewrite_all(g, ctx, pass, pats,
+                [&](const std::string& act_name, const Match& m) -> std::string {
+                  Node* conv = m.node("conv");
+                  if (std::string why = conv_ok(*conv); !why.empty()) return std::string(why);
+                  Value* res = m.value("res");
+                  Value* cout = conv->output(0);
+                  if (!cout->shape().fully_known() || res->shape() != cout->shape() ||
+                      res->dtype() != DType::kFloat32) {
+                    return std::string("the residual " + res->shape().str() +
+                                       " is not of the Conv's shape " + cout->shape().str() +
+                                       " (broadcasting Adds are not fused)");
+                  }
+                  std::map<std::string, Attribute> attrs = conv->attrs();
+                  Activation a{"", 0, 0};
+                  if (!act_name.empty()) {
+                    std::string why;
+                    auto got = activation_from_match(act_name, m, &why);
+                    if (!got) return std::string(why);
+                    a = *got;
+                  }
+                  set_activation_attrs(attrs, a);
+                  std::vector<Value*> ins = conv_inputs(m);
+                  ins.push_back(res);
+                  return apply_fusion(g, ctx, pass, m.nodes(), "FusedConv", kFusedDomain, ins,
+                                      {m.root()->output(0)}, attrs);
+                });
   }
 };
 
@@ -89,22 +86,17 @@ class ConvActFusion : public Pass {
   }
   void run(Graph& g, PassContext& ctx) override {
     const std::string pass = info().name;
-    rewrite_all(g, activation_patterns(conv_pattern()),
-                [&](const std::string& act_name, const Match& m) {
-                  ctx.matched(pass);
-                  auto reject = [&](const std::string& why) {
-                    ctx.rejected(pass, original_names(m.nodes()), why);
-                    return false;
-                  };
+    rewrite_all(g, ctx, pass, activation_patterns(conv_pattern()),
+                [&](const std::string& act_name, const Match& m) -> std::string {
                   Node* conv = m.node("conv");
-                  if (std::string why = conv_ok(*conv); !why.empty()) return reject(why);
+                  if (std::string why = conv_ok(*conv); !why.empty()) return std::string(why);
                   std::string why;
                   auto a = activation_from_match(act_name, m, &why);
-                  if (!a) return reject(why);
+                  if (!a) return std::string(why);
                   std::map<std::string, Attribute> attrs = conv->attrs();
                   set_activation_attrs(attrs, *a);
                   return apply_fusion(g, ctx, pass, m.nodes(), "FusedConv", kFusedDomain,
-                                      conv_inputs(m), {m.root()->output(0)}, attrs) != nullptr;
+                                      conv_inputs(m), {m.root()->output(0)}, attrs);
                 });
   }
 };

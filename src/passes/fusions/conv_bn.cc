@@ -29,36 +29,32 @@ class ConvBatchnormFusion : public Pass {
            {conv, constant("scale"), constant("shift"), constant("mean"), constant("var")}, false)
             .named("bn");
     const std::string pass = info().name;
-    rewrite_all(g, {{"", bn}}, [&](const std::string&, const Match& m) {
-      ctx.matched(pass);
+    rewrite_all(g, ctx, pass, {{"", bn}}, [&](const std::string&, const Match& m) -> std::string {
       Node* cn = m.node("conv");
       Node* bnn = m.node("bn");
-      auto reject = [&](const std::string& why) {
-        ctx.rejected(pass, original_names(m.nodes()), why);
-        return false;
-      };
       if (bnn->attr_int("training_mode", 0) != 0)
-        return reject("BatchNormalization is in training mode");
+        return std::string("BatchNormalization is in training mode");
       for (size_t k = 1; k < bnn->num_outputs(); ++k) {
-        if (bnn->output(k)) return reject("BatchNormalization's running statistics are used");
+        if (bnn->output(k)) return std::string("BatchNormalization's running statistics are used");
       }
       const Tensor* w = constant_value(m.value("w"));
       const Tensor* b =
           cn->num_inputs() > 2 && cn->input(2) ? constant_value(cn->input(2)) : nullptr;
       if (cn->num_inputs() > 2 && cn->input(2) && !b)
-        return reject("the Conv bias is not a constant");
+        return std::string("the Conv bias is not a constant");
       if (w->dtype() != DType::kFloat32 || w->rank() < 3)
-        return reject("Conv weights are not float32");
+        return std::string("Conv weights are not float32");
       int64_t cout = w->dim(0);
       const Tensor* p[4] = {constant_value(m.value("scale")), constant_value(m.value("shift")),
                             constant_value(m.value("mean")), constant_value(m.value("var"))};
       for (const Tensor* t : p) {
         if (t->dtype() != DType::kFloat32 || t->numel() != cout) {
-          return reject("BatchNormalization parameters do not have one float32 per output channel");
+          return std::string(
+              "BatchNormalization parameters do not have one float32 per output channel");
         }
       }
       if (b && (b->dtype() != DType::kFloat32 || b->numel() != cout)) {
-        return reject("the Conv bias does not have one float32 per output channel");
+        return std::string("the Conv bias does not have one float32 per output channel");
       }
       double eps = bnn->attr_float("epsilon", 1e-5f);
       Tensor w2 = w->clone();
@@ -77,7 +73,7 @@ class ConvBatchnormFusion : public Pass {
       Value* bv = add_constant(g, bnn->name() + "_bias", std::move(b2));
       std::map<std::string, Attribute> attrs = cn->attrs();
       return apply_fusion(g, ctx, pass, m.nodes(), "Conv", "", {m.value("x"), wv, bv},
-                          {bnn->output(0)}, attrs) != nullptr;
+                          {bnn->output(0)}, attrs);
     });
   }
 };

@@ -46,16 +46,14 @@ std::vector<std::string> original_names(const std::vector<Node*>& nodes) {
   return names;
 }
 
-Node* apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
-                   const std::vector<Node*>& nodes, const std::string& op_type,
-                   const std::string& domain, const std::vector<Value*>& inputs,
-                   const std::vector<Value*>& outputs, std::map<std::string, Attribute> attrs) {
+std::string apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
+                         const std::vector<Node*>& nodes, const std::string& op_type,
+                         const std::string& domain, const std::vector<Value*>& inputs,
+                         const std::vector<Value*>& outputs,
+                         std::map<std::string, Attribute> attrs) {
   std::vector<std::string> names = original_names(nodes);
   std::string why = pattern::check_replaceable(g, nodes, outputs);
-  if (!why.empty()) {
-    ctx.rejected(pass, names, why);
-    return nullptr;
-  }
+  if (!why.empty()) return why;
   // Benefit: every value produced inside the set that is not an output stops being written
   // to memory and read back.
   int64_t bytes = 0;
@@ -85,7 +83,7 @@ Node* apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
     }
   }
   list.push_back(b);
-  return fused;
+  return "";
 }
 
 std::vector<ActivationPattern> activation_patterns(const Pat& x) {
@@ -145,8 +143,10 @@ void set_activation_attrs(std::map<std::string, Attribute>& attrs, const Activat
 
 namespace nnfuse {
 
-void rewrite_all(Graph& g, const std::vector<ActivationPattern>& patterns,
-                 const std::function<bool(const std::string&, const pattern::Match&)>& rewrite) {
+void rewrite_all(
+    Graph& g, PassContext& ctx, const std::string& pass,
+    const std::vector<ActivationPattern>& patterns,
+    const std::function<std::string(const std::string&, const pattern::Match&)>& rewrite) {
   std::set<std::string> declined;
   for (bool changed = true; changed;) {
     changed = false;
@@ -159,9 +159,13 @@ void rewrite_all(Graph& g, const std::vector<ActivationPattern>& patterns,
       for (const ActivationPattern& p : patterns) {
         auto m = pattern::match_at(g, p.match, n);
         if (!m) continue;
-        if (rewrite(p.name, *m)) {
+        ctx.matched(pass);
+        std::vector<std::string> names = original_names(m->nodes());
+        std::string why = rewrite(p.name, *m);
+        if (why.empty()) {
           changed = true;
         } else {
+          ctx.rejected(pass, names, why);
           declined.insert(n->name());
         }
         break;

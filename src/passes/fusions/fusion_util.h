@@ -16,14 +16,15 @@ namespace nnfuse {
 
 inline constexpr char kFusedDomain[] = "ai.nnfuse";
 
-// Replaces `nodes` by one node when the guards allow it: records the match as applied (with
-// the fused node's benefit: intermediates no longer written and read back, kernels saved) or
-// as rejected with the guard's reason. The new node's provenance lists the original nodes,
-// including those an earlier fusion had already absorbed.
-Node* apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
-                   const std::vector<Node*>& nodes, const std::string& op_type,
-                   const std::string& domain, const std::vector<Value*>& inputs,
-                   const std::vector<Value*>& outputs, std::map<std::string, Attribute> attrs);
+// Replaces `nodes` by one node when the guards allow it and records the fused node's benefit
+// (intermediates no longer written and read back, kernels saved); returns "" then, or the
+// guard's reason. The new node's provenance lists the original nodes, including those an
+// earlier fusion had already absorbed.
+std::string apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
+                         const std::vector<Node*>& nodes, const std::string& op_type,
+                         const std::string& domain, const std::vector<Value*>& inputs,
+                         const std::vector<Value*>& outputs,
+                         std::map<std::string, Attribute> attrs);
 
 // Original node names behind `nodes` (expanding fused nodes' provenance).
 std::vector<std::string> original_names(const std::vector<Node*>& nodes);
@@ -59,13 +60,13 @@ int64_t static_bytes(const Value* v);
 
 namespace nnfuse {
 
-// Runs `patterns` over the graph (latest nodes first) until no more rewrites apply. For
-// every match (of the first
-// pattern that matches at a node), `rewrite` is called; it returns true when it changed the
-// graph (the scan then restarts, since nodes were removed) and false when it declined (the
-// node is not tried again by this pass).
+// Runs `patterns` over the graph (latest nodes first) until no more rewrites apply. Every
+// match (of the first pattern that matches at a node) is counted for `pass` and handed to
+// `rewrite`, which returns "" when it changed the graph (the scan then restarts, since nodes
+// were removed) or the reason it declined, which is recorded (the node is not tried again).
 void rewrite_all(
-    Graph& g, const std::vector<ActivationPattern>& patterns,
-    const std::function<bool(const std::string& variant, const pattern::Match& m)>& rewrite);
+    Graph& g, PassContext& ctx, const std::string& pass,
+    const std::vector<ActivationPattern>& patterns,
+    const std::function<std::string(const std::string& variant, const pattern::Match& m)>& rewrite);
 
 }  // namespace nnfuse

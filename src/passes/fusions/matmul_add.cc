@@ -27,44 +27,40 @@ class MatMulAddActFusion : public Pass {
     std::vector<ActivationPattern> pats = activation_patterns(add);
     pats.push_back({"", add});
     const std::string pass = info().name;
-    rewrite_all(g, pats, [&](const std::string& act_name, const Match& m) {
-      ctx.matched(pass);
-      auto reject = [&](const std::string& why) {
-        ctx.rejected(pass, original_names(m.nodes()), why);
-        return false;
-      };
-      Value* out = m.node("mm")->output(0);
-      const Tensor* bias = constant_value(m.value("bias"));
-      if (out->dtype() != DType::kFloat32 || bias->dtype() != DType::kFloat32) {
-        return reject("the MatMul is not float32");
-      }
-      if (!out->shape().has_rank || out->shape().dims.empty() ||
-          !out->shape().dims.back().known()) {
-        return reject("the MatMul's last dim is not known");
-      }
-      int64_t n = out->shape().dims.back().value;
-      for (size_t i = 0; i + 1 < bias->shape().size(); ++i) {
-        if (bias->dim(static_cast<int64_t>(i)) != 1) {
-          return reject("the bias " + dims_str(bias->shape()) + " is not a row vector");
-        }
-      }
-      if (bias->numel() != n || bias->rank() > static_cast<int64_t>(out->shape().dims.size())) {
-        return reject("the bias " + dims_str(bias->shape()) + " does not broadcast as [" +
-                      std::to_string(n) + "]");
-      }
-      Value* b = add_constant(g, m.value("bias")->name() + "_row", bias->reshaped({n}));
-      std::map<std::string, Attribute> attrs;
-      Activation a{"", 0, 0};
-      if (!act_name.empty()) {
-        std::string why;
-        auto got = activation_from_match(act_name, m, &why);
-        if (!got) return reject(why);
-        a = *got;
-      }
-      set_activation_attrs(attrs, a);
-      return apply_fusion(g, ctx, pass, m.nodes(), "FusedMatMul", kFusedDomain,
-                          {m.value("a"), m.value("b"), b}, {m.root()->output(0)}, attrs) != nullptr;
-    });
+    rewrite_all(
+        g, ctx, pass, pats, [&](const std::string& act_name, const Match& m) -> std::string {
+          Value* out = m.node("mm")->output(0);
+          const Tensor* bias = constant_value(m.value("bias"));
+          if (out->dtype() != DType::kFloat32 || bias->dtype() != DType::kFloat32) {
+            return std::string("the MatMul is not float32");
+          }
+          if (!out->shape().has_rank || out->shape().dims.empty() ||
+              !out->shape().dims.back().known()) {
+            return std::string("the MatMul's last dim is not known");
+          }
+          int64_t n = out->shape().dims.back().value;
+          for (size_t i = 0; i + 1 < bias->shape().size(); ++i) {
+            if (bias->dim(static_cast<int64_t>(i)) != 1) {
+              return std::string("the bias " + dims_str(bias->shape()) + " is not a row vector");
+            }
+          }
+          if (bias->numel() != n || bias->rank() > static_cast<int64_t>(out->shape().dims.size())) {
+            return std::string("the bias " + dims_str(bias->shape()) + " does not broadcast as [" +
+                               std::to_string(n) + "]");
+          }
+          Value* b = add_constant(g, m.value("bias")->name() + "_row", bias->reshaped({n}));
+          std::map<std::string, Attribute> attrs;
+          Activation a{"", 0, 0};
+          if (!act_name.empty()) {
+            std::string why;
+            auto got = activation_from_match(act_name, m, &why);
+            if (!got) return std::string(why);
+            a = *got;
+          }
+          set_activation_attrs(attrs, a);
+          return apply_fusion(g, ctx, pass, m.nodes(), "FusedMatMul", kFusedDomain,
+                              {m.value("a"), m.value("b"), b}, {m.root()->output(0)}, attrs);
+        });
   }
 };
 
@@ -79,22 +75,20 @@ class GemmActFusion : public Pass {
     using namespace pattern;
     Pat gemm = op_any_inputs("Gemm").named("gemm");
     const std::string pass = info().name;
-    rewrite_all(g, activation_patterns(gemm), [&](const std::string& act_name, const Match& m) {
-      ctx.matched(pass);
-      Node* gn = m.node("gemm");
-      std::string why;
-      auto a = activation_from_match(act_name, m, &why);
-      if (gn->input(0)->dtype() != DType::kFloat32) why = "the Gemm is not float32";
-      if (!a || !why.empty()) {
-        ctx.rejected(pass, original_names(m.nodes()), why);
-        return false;
-      }
-      std::map<std::string, Attribute> attrs = gn->attrs();
-      set_activation_attrs(attrs, *a);
-      std::vector<Value*> ins = gn->inputs();  // a copy: the node is removed while fusing
-      return apply_fusion(g, ctx, pass, m.nodes(), "FusedGemm", kFusedDomain, ins,
-                          {m.root()->output(0)}, attrs) != nullptr;
-    });
+    rewrite_all(g, ctx, pass, activation_patterns(gemm),
+                [&](const std::string& act_name, const Match& m) -> std::string {
+                  Node* gn = m.node("gemm");
+                  std::string why;
+                  auto a = activation_from_match(act_name, m, &why);
+                  if (gn->input(0)->dtype() != DType::kFloat32) why = "the Gemm is not float32";
+                  if (!a || !why.empty()) return why;
+                  std::map<std::string, Attribute> attrs = gn->attrs();
+                  set_activation_attrs(attrs, *a);
+                  std::vector<Value*> ins =
+                      gn->inputs();  // a copy: the node is removed while fusing
+                  return apply_fusion(g, ctx, pass, m.nodes(), "FusedGemm", kFusedDomain, ins,
+                                      {m.root()->output(0)}, attrs);
+                });
   }
 };
 

@@ -22,35 +22,30 @@ class PadConvFusion : public Pass {
     Pat pad = op("Pad", {any("x"), constant("pads")}, false).named("pad");
     Pat conv = op("Conv", {pad, constant("w")}, false).named("conv");
     const std::string pass = info().name;
-    rewrite_all(g, {{"", conv}}, [&](const std::string&, const Match& m) {
-      ctx.matched(pass);
-      auto reject = [&](const std::string& why) {
-        ctx.rejected(pass, original_names(m.nodes()), why);
-        return false;
-      };
+    rewrite_all(g, ctx, pass, {{"", conv}}, [&](const std::string&, const Match& m) -> std::string {
       Node* pn = m.node("pad");
       Node* cn = m.node("conv");
       if (pn->attr_string("mode", "constant") != "constant")
-        return reject("the Pad is not constant-mode");
+        return std::string("the Pad is not constant-mode");
       if (pn->num_inputs() > 2 && pn->input(2)) {
         const Tensor* v = constant_value(pn->input(2));
         if (!v || v->numel() != 1 || v->double_at(0) != 0.0)
-          return reject("the Pad value is not 0");
+          return std::string("the Pad value is not 0");
       }
-      if (pn->num_inputs() > 3 && pn->input(3)) return reject("the Pad has an axes input");
+      if (pn->num_inputs() > 3 && pn->input(3)) return std::string("the Pad has an axes input");
       if (cn->attr_string("auto_pad", "NOTSET") != "NOTSET")
-        return reject("the Conv uses auto_pad");
+        return std::string("the Conv uses auto_pad");
       std::vector<int64_t> p = constant_value(m.value("pads"))->to_int64_vector();
       size_t r = p.size() / 2;
-      if (r < 3) return reject("the Pad is not over a batch, channel and spatial dims");
+      if (r < 3) return std::string("the Pad is not over a batch, channel and spatial dims");
       size_t sp = r - 2;
       for (size_t i = 0; i < 2; ++i) {
-        if (p[i] != 0 || p[r + i] != 0) return reject("the Pad pads the batch or channel dim");
+        if (p[i] != 0 || p[r + i] != 0) return std::string("the Pad pads the batch or channel dim");
       }
       std::vector<int64_t> cp = cn->attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
-      if (cp.size() != 2 * sp) return reject("the Conv's pads do not match the Pad's rank");
+      if (cp.size() != 2 * sp) return std::string("the Conv's pads do not match the Pad's rank");
       for (size_t i = 0; i < sp; ++i) {
-        if (p[2 + i] < 0 || p[r + 2 + i] < 0) return reject("the Pad crops (negative pads)");
+        if (p[2 + i] < 0 || p[r + 2 + i] < 0) return std::string("the Pad crops (negative pads)");
         cp[i] += p[2 + i];
         cp[sp + i] += p[r + 2 + i];
       }
@@ -61,8 +56,7 @@ class PadConvFusion : public Pass {
       attrs["pads"] = a;
       std::vector<Value*> ins = {m.value("x"), m.value("w")};
       if (cn->num_inputs() > 2 && cn->input(2)) ins.push_back(cn->input(2));
-      return apply_fusion(g, ctx, pass, m.nodes(), "Conv", "", ins, {cn->output(0)}, attrs) !=
-             nullptr;
+      return apply_fusion(g, ctx, pass, m.nodes(), "Conv", "", ins, {cn->output(0)}, attrs);
     });
   }
 };

@@ -25,28 +25,23 @@ class PoolGemmFusion : public Pass {
                        op("Reshape", {pool, constant("shape")}).named("flatten")});
     Pat gemm = op("Gemm", {flat, constant("b")}, false).named("gemm");
     const std::string pass = info().name;
-    rewrite_all(g, {{"", gemm}}, [&](const std::string&, const Match& m) {
-      ctx.matched(pass);
-      auto reject = [&](const std::string& why) {
-        ctx.rejected(pass, original_names(m.nodes()), why);
-        return false;
-      };
+    rewrite_all(g, ctx, pass, {{"", gemm}}, [&](const std::string&, const Match& m) -> std::string {
       Node* fl = m.node("flatten");
       Node* gn = m.node("gemm");
       if (fl->op_type() == "Flatten" && fl->attr_int("axis", 1) != 1) {
-        return reject("the Flatten's axis is not 1");
+        return std::string("the Flatten's axis is not 1");
       }
       if (fl->op_type() == "Reshape") {
         auto s = constant_value(m.value("shape"))->to_int64_vector();
-        if (s.size() != 2) return reject("the Reshape does not make a matrix");
+        if (s.size() != 2) return std::string("the Reshape does not make a matrix");
       }
-      if (gn->attr_int("transA", 0) != 0) return reject("the Gemm transposes its input");
-      if (m.value("x")->dtype() != DType::kFloat32) return reject("the pool is not float32");
+      if (gn->attr_int("transA", 0) != 0) return std::string("the Gemm transposes its input");
+      if (m.value("x")->dtype() != DType::kFloat32) return std::string("the pool is not float32");
       std::vector<Value*> ins = {m.value("x"), m.value("b")};
       if (gn->num_inputs() > 2 && gn->input(2)) ins.push_back(gn->input(2));
       std::map<std::string, Attribute> attrs = gn->attrs();
       return apply_fusion(g, ctx, pass, m.nodes(), "FusedGlobalPoolGemm", kFusedDomain, ins,
-                          {gn->output(0)}, attrs) != nullptr;
+                          {gn->output(0)}, attrs);
     });
   }
 };
