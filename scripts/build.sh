@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds nnfuse into BUILD_DIR (default build/). Extra arguments go to CMake.
+# Configures and builds nnfuse into BUILD_DIR (default build/); TARGET limits the build to one
+# target (default: everything, tests included). Extra arguments go to CMake.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -10,4 +11,4 @@ if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
 else
   cmake -S . -B "$BUILD_DIR" "$@" >/dev/null
 fi
-cmake --build "$BUILD_DIR" -j"${JOBS:-2}"
+cmake --build "$BUILD_DIR" -j"${JOBS:-2}" ${TARGET:+--target "$TARGET"}

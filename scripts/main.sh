@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install_deps.sh
-./scripts/build.sh
+TARGET=nnfuse ./scripts/build.sh
 NNFUSE=build/nnfuse
 MODEL=models/tiny_resnet.onnx
 OUT=$(mktemp -d)
