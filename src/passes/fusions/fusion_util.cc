@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "passes/report.h"
 #include "pattern/rewriter.h"
 
 namespace nnfuse {
@@ -29,11 +30,6 @@ Attribute attr_int(int64_t i) {
   return a;
 }
 
-int64_t static_bytes(const Value* v) {
-  if (!v || !v->shape().fully_known() || dtype_size(v->dtype()) == 0) return 0;
-  return checked_numel(v->shape().static_dims()) * static_cast<int64_t>(dtype_size(v->dtype()));
-}
-
 std::vector<std::string> original_names(const std::vector<Node*>& nodes) {
   std::vector<std::string> names;
   for (const Node* n : nodes) {
@@ -56,14 +52,15 @@ std::string apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
   if (!why.empty()) return why;
   // Benefit: every value produced inside the set that is not an output stops being written
   // to memory and read back.
-  int64_t bytes = 0;
+  std::vector<const Value*> intermediates;
   for (const Node* n : nodes) {
     for (const Value* o : n->outputs()) {
       if (o && std::find(outputs.begin(), outputs.end(), o) == outputs.end()) {
-        bytes += 2 * static_bytes(o);
+        intermediates.push_back(o);
       }
     }
   }
+  int64_t bytes = intermediate_bytes(intermediates);
   std::vector<std::string> absorbed;
   for (const Node* n : nodes) absorbed.push_back(n->name());
   Node* fused = pattern::replace_with(g, nodes, op_type, domain, inputs, outputs, attrs, pass);

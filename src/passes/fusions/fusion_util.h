@@ -53,8 +53,6 @@ void set_activation_attrs(std::map<std::string, Attribute>& attrs, const Activat
 Attribute attr_string(std::string s);
 Attribute attr_float(float f);
 Attribute attr_int(int64_t i);
-// Static size in bytes of a value, 0 when its shape is not fully known.
-int64_t static_bytes(const Value* v);
 
 }  // namespace nnfuse
 
