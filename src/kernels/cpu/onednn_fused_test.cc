@@ -287,6 +287,32 @@ TEST(OnednnFusedConv, ResidualInPlaceAndInAnOutputOfItsOwn) {
                                        3, conv_attrs(c, {"Relu"}), kTol, kTol);
 }
 
+TEST(OnednnFusedConv, WinogradShapes) {
+  // Unstrided 3x3 convs with 32+ channels run the Winograd algorithm (on AVX-512 machines)
+  // through blocked buffers of the kernel's own: every input and residual layout, every
+  // activation kind, odd sizes that leave partial Winograd tiles.
+  const Attrs pads = {{"pads", attr_ints({1, 1, 1, 1})}};
+  const std::vector<ConvCase> cases = {{{1, 32, 14, 14}, 32, {3, 3}, 1, pads},
+                                       {{2, 48, 9, 11}, 40, {3, 3}, 1, pads},
+                                       {{1, 64, 7, 7}, 96, {3, 3}},
+                                       {{1, 33, 13, 6}, 64, {3, 3}, 1, pads}};
+  uint32_t seed = 6000;
+  for (const ConvCase& c : cases) {
+    for (const Act& act : {Act{""}, Act{"Relu"}, Act{"Clip", true, true, 0.0f, 6.0f}}) {
+      for (bool sum : {false, true}) {
+        for (Layout x_layout : {Layout::kPlain, Layout::kNHWC}) {
+          for (Layout sum_layout : {Layout::kPlain, Layout::kNHWC}) {
+            if (!sum && sum_layout == Layout::kPlain) continue;
+            seed += 3;
+            check_conv(c, act, /*bias=*/seed % 2 == 0, sum, x_layout, sum_layout, seed);
+          }
+        }
+      }
+    }
+  }
+  for (bool in_place : {true, false}) run_with_planned_output(cases[1], true, in_place, seed += 4);
+}
+
 TEST(OnednnFusedConv, RunRejectsASumItWasNotPlannedFor) {
   const ConvCase c = conv_cases()[1];
   std::vector<FastInput> in = conv_inputs(c, true, true, Layout::kNHWC, Layout::kNHWC, 1);
