@@ -22,6 +22,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   p.push_back(make_conv_bn_pass());
   p.push_back(make_conv_add_act_pass());
   p.push_back(make_conv_act_pass());
+  p.push_back(make_conv_pool_pass());
   // Dense layers: the classifier head first (it absorbs its Gemm), then Gemm/MatMul epilogues.
   p.push_back(make_pool_gemm_pass());
   p.push_back(make_matmul_add_act_pass());
@@ -41,6 +42,7 @@ std::map<std::string, std::vector<std::string>> pass_op_lists() {
       {"ConvActivationFusionPass", {"Conv", "Relu"}},
       {"ConvAddFusionPass", {"Conv", "Add", "Relu"}},
       {"PadConvFusionPass", {"Pad", "Conv"}},
+      {"ConvMaxPoolFusionPass", {"Conv", "MaxPool"}},
       {"MatMulBiasAddFusionPass", {"MatMul", "Add"}},
       {"GemmActivationFusionPass", {"Gemm", "Relu"}},
       {"GlobalPoolGemmFusionPass", {"GlobalAveragePool", "Flatten", "Gemm"}},

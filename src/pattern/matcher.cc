@@ -338,7 +338,9 @@ class Matcher {
         return place(s, v) + " is " + what + ", not the output of " + p->op_type;
       });
     }
-    if (n->op_type() != p->op_type || !is_default_domain(n->domain())) {
+    const bool same_domain =
+        p->domain.empty() ? is_default_domain(n->domain()) : n->domain() == p->domain;
+    if (n->op_type() != p->op_type || !same_domain) {
       return reject([&] {
         std::string got = n->op_type();
         if (!is_default_domain(n->domain())) got += " (domain " + quoted(n->domain()) + ")";

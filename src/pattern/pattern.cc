@@ -115,6 +115,13 @@ Pat op(const std::string& op_type, std::vector<Pat> inputs, bool exact_inputs, i
 
 Pat op_any_inputs(const std::string& op_type) { return op(op_type, {}, false); }
 
+Pat op_in(const std::string& domain, const std::string& op_type, std::vector<Pat> inputs,
+          bool exact_inputs, int output) {
+  Pat p = op(op_type, std::move(inputs), exact_inputs, output);
+  p.get()->domain = is_default_domain(domain) ? "" : domain;
+  return p;
+}
+
 Pat any_of(std::vector<Pat> alternatives) {
   check_valid(alternatives, "any_of");
   if (alternatives.empty()) fail(ErrorKind::kInternal, "pattern: any_of without alternatives");

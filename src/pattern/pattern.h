@@ -60,6 +60,9 @@ Pat op(const std::string& op_type, std::vector<Pat> inputs, bool exact_inputs = 
        int output = 0);
 // Like op() but the node may have any inputs at all (only the op type is checked).
 Pat op_any_inputs(const std::string& op_type);
+// Like op() for a node of another domain (e.g. nnfuse's fused ops in "ai.nnfuse").
+Pat op_in(const std::string& domain, const std::string& op_type, std::vector<Pat> inputs,
+          bool exact_inputs = true, int output = 0);
 // The first alternative that matches wins.
 Pat any_of(std::vector<Pat> alternatives);
 // `p`, possibly behind a chain of pass-through single-input ops (default: Cast, Identity).

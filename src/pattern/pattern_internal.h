@@ -32,6 +32,7 @@ struct PatNode {
   float tol = 0;
 
   std::string op_type;      // kOp
+  std::string domain;       // kOp: "" is the default ONNX domain
   std::vector<Pat> inputs;  // kOp: inputs; kAnyOf: alternatives; kThrough: the inner pattern
   bool exact_inputs = true;
   int output = 0;

@@ -489,3 +489,27 @@ TEST(PatternBuild, EmptyPatternsAreRejected) {
 
 }  // namespace
 }  // namespace nnfuse::pattern
+
+namespace nnfuse::pattern {
+namespace {
+
+TEST(PatternDomain, OpInMatchesOnlyItsDomain) {
+  Builder b;
+  Value* x = b.input("x");
+  Value* w = b.cst("w", 1.0f);
+  Value* y = b.g.add_value("y", DType::kFloat32);
+  Node* fused = b.g.add_node("FusedConv", "fc", {x, w}, {y}, "ai.nnfuse");
+  Node* relu_node = b.node("Relu", "relu", {y});
+  std::string why;
+  EXPECT_TRUE(match_at(b.g, op_in("ai.nnfuse", "FusedConv", {any(), any()}), fused, &why)) << why;
+  EXPECT_FALSE(match_at(b.g, op("FusedConv", {any(), any()}), fused, &why));
+  EXPECT_NE(why.find("ai.nnfuse"), std::string::npos) << why;
+  EXPECT_FALSE(match_at(b.g, op_in("ai.nnfuse", "Relu", {any()}), relu_node, &why));
+  // op_in with the default domain is op().
+  EXPECT_TRUE(match_at(b.g, op_in("", "Relu", {any()}), relu_node, &why)) << why;
+  EXPECT_TRUE(match_at(b.g, relu(op_in("ai.nnfuse", "FusedConv", {any(), any()})), relu_node, &why))
+      << why;
+}
+
+}  // namespace
+}  // namespace nnfuse::pattern

@@ -15,6 +15,8 @@
 #include "kernels/cpu/cpu_util.h"
 #include "kernels/cpu/onednn_common.h"
 #include "kernels/cpu/onednn_kernels.h"
+#include "kernels/cpu/onednn_pool.h"
+#include "kernels/ref/conv_pool.h"
 #include "kernels/ref/nn_internal.h"
 
 namespace nnfuse::onednn {
@@ -22,7 +24,7 @@ namespace {
 
 using dnnl::memory;
 
-enum class ConvOp { kConv, kTranspose, kFused };
+enum class ConvOp { kConv, kTranspose, kFused, kFusedPool };
 
 struct ConvSpec {
   bool transpose = false;
@@ -47,6 +49,12 @@ struct ConvSpec {
   // blocked layout it needs (VGG's and ResNet's 3x3 layers), relative error ~3e-6 per layer.
   // Set by conv_spec where eligible; make_pd clears it where oneDNN has no implementation.
   bool winograd = false;
+  // FusedConvPool: MaxPool on the conv's output, read from the kernel's own buffer (the
+  // blocked one of Winograd: the full-size reorder back to NHWC is never made), written in
+  // pool_out_layout.
+  bool pool = false;
+  PoolSpec pool_spec;
+  Layout pool_out_layout = Layout::kNHWC;
 };
 
 Dims tail(const Dims& d, size_t from) {
@@ -148,10 +156,36 @@ bool winograd_eligible(const ConvSpec& s) {
   return true;
 }
 
+// The layout FusedConvPool writes: plain when every consumer reads plain bytes anyway
+// (Flatten or Reshape before a classifier: no reorder then), else NHWC.
+Layout pool_output_layout(const Node& node) {
+  const Value* y = node.output(0);
+  if (!y || y->uses().empty()) return Layout::kNHWC;
+  for (const Use& u : y->uses()) {
+    const std::string& op = u.node->op_type();
+    if (op != "Flatten" && op != "Reshape") return Layout::kNHWC;
+  }
+  return Layout::kPlain;
+}
+
+// FusedConvPool's pooling part, from its pool_ attributes over the conv's output shape.
+bool pool_geometry(const NodeInfo& info, ConvSpec& s) {
+  if (s.x_shape.size() != 4 || info.node.num_outputs() != 1) return false;
+  ref::PoolPart part = ref::pool_part(info.node, s.y_shape);
+  NodeInfo pool_info{*part.node, 17, {Layout::kNHWC}, info.num_threads};
+  std::optional<PoolSpec> p = pool_spec(pool_info);
+  if (!p || p->alg != dnnl::algorithm::pooling_max) return false;
+  s.pool = true;
+  s.pool_spec = *p;
+  s.pool_out_layout = pool_output_layout(info.node);
+  return output_shape_is(info, p->y_shape);
+}
+
 // The node's geometry when this kernel can run it, else nullopt.
 std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op) {
   const Node& node = info.node;
-  const bool transpose = op == ConvOp::kTranspose, fused = op == ConvOp::kFused;
+  const bool transpose = op == ConvOp::kTranspose;
+  const bool fused = op == ConvOp::kFused || op == ConvOp::kFusedPool;
   const size_t max_inputs = fused ? 4 : 3;
   if (node.num_outputs() != 1 || node.num_inputs() < 2 || node.num_inputs() > max_inputs) return {};
   if (!static_f32_input(info, 0) || !static_f32_input(info, 1)) return {};
@@ -202,7 +236,11 @@ std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op) {
   } catch (const Error&) {
     return {};  // bad attributes: the reference kernel reports them
   }
-  if (!output_shape_is(info, s.y_shape)) return {};
+  if (op == ConvOp::kFusedPool) {
+    if (!pool_geometry(info, s)) return {};
+  } else if (!output_shape_is(info, s.y_shape)) {
+    return {};
+  }
   if (fused) {
     std::optional<ref::Activation> act = fused_activation(node);
     if (!act) return {};
@@ -212,6 +250,7 @@ std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op) {
       s.sum = true;
       s.sum_layout = input_layout(info, 3);
       if (s.sum_layout != s.out_layout && s.sum_layout != Layout::kPlain) return {};
+      if (s.pool && s.x_shape.size() != 4) return {};
     }
   }
   if (!transpose && rank == 4 && s.w_shape[2] == 1 && s.w_shape[3] == 1) {
@@ -302,6 +341,10 @@ class ConvKernel : public Kernel {
         args_[DNNL_ARG_BIAS] =
             prepack(*info.constant(2), f32_desc({s_.y_shape[1]}, Tag::a), pd.weights_desc(1));
       }
+      if (s_.pool) {
+        init_pooled(pd);
+        return;
+      }
       if (s_.winograd) {
         // Blocked buffers of our own, with reorders from X and Sum and into Y.
         user_src_ = memory(f32_desc(s_.x_shape, s_.in_layout), engine(), DNNL_MEMORY_NONE);
@@ -339,8 +382,13 @@ class ConvKernel : public Kernel {
   void run(KernelIO& io) override {
     const Tensor& x = io.in(0);
     check_input(x, s_.x_shape, s_.in_layout, what_, 0);
-    Tensor& y = io.output(0, DType::kFloat32, s_.y_shape, s_.out_layout);
+    Tensor& y = s_.pool ? io.output(0, DType::kFloat32, s_.pool_spec.y_shape, s_.pool_out_layout)
+                        : io.output(0, DType::kFloat32, s_.y_shape, s_.out_layout);
     std::lock_guard<std::mutex> lock(mu_);
+    if (s_.pool) {
+      run_pooled(io, x);
+      return;
+    }
     if (s_.winograd) {
       run_winograd(io, x, y);
       return;
@@ -359,6 +407,53 @@ class ConvKernel : public Kernel {
   }
 
  private:
+  // FusedConvPool: X (reordered when the conv wants another layout) -> conv into a buffer of
+  // our own (Sum reordered into it first) -> MaxPool from that buffer into Y.
+  void init_pooled(const dnnl::primitive_desc& pd) {
+    const bool reorder_src = s_.winograd || s_.in_layout == Layout::kPlain || s_.subsample;
+    if (reorder_src) {
+      user_src_ = memory(input_view(s_), engine(), DNNL_MEMORY_NONE);
+      src_ = memory(pd.src_desc(0), engine());
+      to_nhwc_ = dnnl::reorder(user_src_, src_);
+    } else {
+      src_ = memory(pd.src_desc(0), engine(), DNNL_MEMORY_NONE);
+    }
+    args_[DNNL_ARG_SRC] = src_;
+    dst_ = memory(pd.dst_desc(0), engine());
+    args_[DNNL_ARG_DST] = dst_;
+    if (s_.sum) {
+      user_sum_ = memory(f32_desc(s_.y_shape, s_.sum_layout), engine(), DNNL_MEMORY_NONE);
+      sum_to_dst_ = dnnl::reorder(user_sum_, dst_);
+    }
+    const PoolSpec& p = s_.pool_spec;
+    const memory::desc pool_dst = f32_desc(p.y_shape, s_.pool_out_layout);
+    dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, p.alg, pd.dst_desc(0),
+                                     pool_dst, to_dims(p.strides), to_dims(p.kernel),
+                                     to_dims(p.dilations), to_dims(p.pad_l), to_dims(p.pad_r));
+    pool_ = dnnl::pooling_v2_forward(dnnl::pooling_v2_forward::primitive_desc(d, engine()));
+    user_dst_ = memory(pool_dst, engine(), DNNL_MEMORY_NONE);
+  }
+
+  void run_pooled(KernelIO& io, const Tensor& x) {
+    if (s_.sum) check_input(io.in(3), s_.y_shape, s_.sum_layout, what_, 3);
+    Tensor& y = io.outputs[0];
+    guarded(what_, [&] {
+      if (user_src_) {
+        user_src_.set_data_handle(handle(x));
+        execute(to_nhwc_, {{DNNL_ARG_FROM, user_src_}, {DNNL_ARG_TO, src_}});
+      } else {
+        src_.set_data_handle(handle(x));
+      }
+      if (s_.sum) {
+        user_sum_.set_data_handle(handle(io.in(3)));
+        execute(sum_to_dst_, {{DNNL_ARG_FROM, user_sum_}, {DNNL_ARG_TO, dst_}});
+      }
+      execute(prim_, args_);
+      user_dst_.set_data_handle(y.raw());
+      execute(pool_, {{DNNL_ARG_SRC, dst_}, {DNNL_ARG_DST, user_dst_}});
+    });
+  }
+
   // X -> blocked, (Sum -> blocked dst), conv, blocked dst -> Y. Y may share Sum's storage: Sum
   // is read before Y is written.
   void run_winograd(KernelIO& io, const Tensor& x, Tensor& y) {
@@ -401,7 +496,7 @@ class ConvKernel : public Kernel {
 
   std::string what_;
   ConvSpec s_;
-  dnnl::primitive prim_, to_nhwc_, sum_to_dst_, from_dst_;
+  dnnl::primitive prim_, to_nhwc_, sum_to_dst_, from_dst_, pool_;
   memory src_, dst_, weights_, user_src_, user_sum_, user_dst_;
   std::unordered_map<int, memory> args_;
   std::mutex mu_;  // the memory objects are rebound on every run
@@ -425,6 +520,10 @@ Layout output_layout(const NodeInfo& info, size_t /*k*/) {
   return x && x->size() == 4 ? Layout::kNHWC : Layout::kPlain;
 }
 
+Layout conv_pool_output_layout(const NodeInfo& info, size_t /*k*/) {
+  return pool_output_layout(info.node);
+}
+
 template <ConvOp kOp>
 std::unique_ptr<Kernel> create(const NodeInfo& info) {
   std::optional<ConvSpec> s = conv_spec(info, kOp);
@@ -444,6 +543,11 @@ int fused_in_place(const NodeInfo& info, size_t k) {
 }
 
 }  // namespace
+
+KernelFactory fused_conv_pool_factory() {
+  return {"onednn.fused_conv_pool", accepts<ConvOp::kFusedPool>, conv_pool_output_layout,
+          create<ConvOp::kFusedPool>, nullptr};
+}
 
 KernelFactory conv_factory() {
   return {"onednn.conv", accepts<ConvOp::kConv>, output_layout, create<ConvOp::kConv>, nullptr};

@@ -313,6 +313,56 @@ TEST(OnednnFusedConv, WinogradShapes) {
   for (bool in_place : {true, false}) run_with_planned_output(cases[1], true, in_place, seed += 4);
 }
 
+TEST(OnednnFusedConvPool, MatchesTheReferenceOnBothConvPaths) {
+  // MaxPool over the conv's own buffer: the Winograd one (blocked) and the direct one (NHWC).
+  const Attrs pads = {{"pads", attr_ints({1, 1, 1, 1})}};
+  const std::vector<ConvCase> convs = {{{1, 32, 14, 14}, 32, {3, 3}, 1, pads},
+                                       {{2, 40, 9, 11}, 48, {3, 3}, 1, pads},
+                                       {{1, 8, 9, 7}, 16, {3, 3}, 1, pads},
+                                       {{1, 16, 10, 10}, 8, {1, 1}}};
+  const std::vector<Attrs> pools = {
+      {{"pool_kernel_shape", attr_ints({2, 2})}, {"pool_strides", attr_ints({2, 2})}},
+      {{"pool_kernel_shape", attr_ints({3, 3})},
+       {"pool_strides", attr_ints({2, 2})},
+       {"pool_pads", attr_ints({1, 1, 1, 1})}},
+      {{"pool_kernel_shape", attr_ints({2, 2})},
+       {"pool_strides", attr_ints({2, 2})},
+       {"pool_ceil_mode", attr_i(1)}}};
+  uint32_t seed = 7000;
+  for (const ConvCase& c : convs) {
+    for (const Attrs& pool : pools) {
+      for (bool sum : {false, true}) {
+        for (Layout x_layout : {Layout::kPlain, Layout::kNHWC}) {
+          seed += 4;
+          Attrs attrs = conv_attrs(c, sum ? Act{"Relu"} : Act{""});
+          attrs.insert(pool.begin(), pool.end());
+          SCOPED_TRACE(std::string("x") + dims_str(c.x) + " m=" + std::to_string(c.m) +
+                       (sum ? " sum " : " ") + layout_name(x_layout) + " pool " +
+                       std::to_string(pool.size()));
+          expect_matches_ref("onednn.fused_conv_pool", "FusedConvPool",
+                             conv_inputs(c, true, sum, x_layout, Layout::kNHWC, seed), attrs, 1,
+                             kTol, kTol);
+        }
+      }
+    }
+  }
+}
+
+TEST(OnednnFusedConvPool, DeclinesWhatItCannotRun) {
+  const ConvCase c{{1, 8, 9, 7}, 16, {3, 3}, 1, {{"pads", attr_ints({1, 1, 1, 1})}}};
+  Attrs attrs = conv_attrs(c, {});
+  {  // No pool geometry.
+    BuiltKernel k("onednn.fused_conv_pool", "FusedConvPool",
+                  conv_inputs(c, true, false, Layout::kNHWC, Layout::kNHWC, 1), attrs);
+    EXPECT_FALSE(k.accepted);
+  }
+  attrs["pool_kernel_shape"] = attr_ints({2, 2});
+  attrs["pool_storage_order"] = attr_i(3);  // invalid
+  BuiltKernel k("onednn.fused_conv_pool", "FusedConvPool",
+                conv_inputs(c, true, false, Layout::kNHWC, Layout::kNHWC, 1), attrs);
+  EXPECT_FALSE(k.accepted);
+}
+
 TEST(OnednnFusedConv, RunRejectsASumItWasNotPlannedFor) {
   const ConvCase c = conv_cases()[1];
   std::vector<FastInput> in = conv_inputs(c, true, true, Layout::kNHWC, Layout::kNHWC, 1);

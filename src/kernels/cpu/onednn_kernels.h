@@ -12,9 +12,10 @@ KernelFactory gemm_factory();            // Gemm
 KernelFactory pool_factory();            // MaxPool, AveragePool
 KernelFactory global_pool_factory();     // GlobalAveragePool, GlobalMaxPool
 // The fused ops of domain ai.nnfuse.
-KernelFactory fused_conv_factory();    // FusedConv: Conv + bias + residual sum + activation
-KernelFactory fused_matmul_factory();  // FusedMatMul: MatMul + bias + activation
-KernelFactory fused_gemm_factory();    // FusedGemm: Gemm + activation
-KernelFactory pool_gemm_factory();     // FusedGlobalPoolGemm: GlobalAveragePool + Gemm
+KernelFactory fused_conv_factory();       // FusedConv: Conv + bias + residual sum + activation
+KernelFactory fused_conv_pool_factory();  // FusedConvPool: FusedConv + MaxPool
+KernelFactory fused_matmul_factory();     // FusedMatMul: MatMul + bias + activation
+KernelFactory fused_gemm_factory();       // FusedGemm: Gemm + activation
+KernelFactory pool_gemm_factory();        // FusedGlobalPoolGemm: GlobalAveragePool + Gemm
 
 }  // namespace nnfuse::onednn

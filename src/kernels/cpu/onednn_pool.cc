@@ -4,6 +4,8 @@
 // ceil_mode becomes extra end padding (that padding never counts toward an average that
 // excludes padding; an average that includes padding and overhangs it is left to the
 // reference kernel, which counts only the declared pads).
+#include "kernels/cpu/onednn_pool.h"
+
 #include <algorithm>
 #include <mutex>
 #include <optional>
@@ -16,13 +18,6 @@ namespace nnfuse::onednn {
 namespace {
 
 using dnnl::memory;
-
-struct PoolSpec {
-  Dims x_shape, y_shape;
-  Layout in_layout = Layout::kPlain, out_layout = Layout::kPlain;
-  dnnl::algorithm alg = dnnl::algorithm::pooling_max;
-  Dims strides, kernel, dilations, pad_l, pad_r;  // as oneDNN takes them (dilations from 0)
-};
 
 Dims spatial(const Dims& x) { return Dims(x.begin() + 2, x.end()); }
 
@@ -43,6 +38,8 @@ bool pool_input(const NodeInfo& info, PoolSpec& s) {
   s.in_layout = input_layout(info, 0);
   return s.in_layout == Layout::kPlain || (s.in_layout == Layout::kNHWC && rank == 4);
 }
+
+}  // namespace
 
 std::optional<PoolSpec> pool_spec(const NodeInfo& info) {
   const Node& node = info.node;
@@ -88,6 +85,8 @@ std::optional<PoolSpec> pool_spec(const NodeInfo& info) {
   if (!output_shape_is(info, s.y_shape)) return {};
   return s;
 }
+
+namespace {
 
 std::optional<PoolSpec> global_pool_spec(const NodeInfo& info) {
   PoolSpec s;

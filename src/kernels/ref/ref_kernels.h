@@ -57,5 +57,6 @@ void append_shape_kernels(std::vector<RefKernelEntry>& t);  // Reshape, Transpos
 void append_nn_kernels(std::vector<RefKernelEntry>& t);     // Conv, pools, MatMul, Gemm, norms
 void append_misc_kernels(std::vector<RefKernelEntry>& t);   // Resize, Pad, Range, Cast, Trilu...
 void append_fused_kernels(std::vector<RefKernelEntry>& t);  // FusedConv... (domain ai.nnfuse)
+void append_conv_pool_kernels(std::vector<RefKernelEntry>& t);  // FusedConvPool (ai.nnfuse)
 
 }  // namespace nnfuse

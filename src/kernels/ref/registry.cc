@@ -34,6 +34,7 @@ const Table& table() {
     append_misc_kernels(list);
     const size_t num_onnx = list.size();
     append_fused_kernels(list);
+    append_conv_pool_kernels(list);
     Table r;
     for (size_t i = 0; i < list.size(); ++i) {
       const RefKernelEntry& e = list[i];

@@ -12,6 +12,7 @@ std::unique_ptr<Pass> make_conv_bn_pass();         // conv_bn.cc
 std::unique_ptr<Pass> make_pad_conv_pass();        // pad_conv.cc
 std::unique_ptr<Pass> make_conv_add_act_pass();    // conv_act.cc
 std::unique_ptr<Pass> make_conv_act_pass();        // conv_act.cc
+std::unique_ptr<Pass> make_conv_pool_pass();       // conv_pool.cc
 std::unique_ptr<Pass> make_matmul_add_act_pass();  // matmul_add.cc
 std::unique_ptr<Pass> make_gemm_act_pass();        // matmul_add.cc
 std::unique_ptr<Pass> make_pool_gemm_pass();       // pool_gemm.cc

@@ -1,0 +1,57 @@
+// Reference FusedConvPool: the FusedConv reference kernel, then MaxPool's, each on its own
+// attributes.
+#include "kernels/ref/conv_pool.h"
+
+#include <cstring>
+
+#include "kernels/ref/ref_kernels.h"
+
+namespace nnfuse::ref {
+
+PoolPart pool_part(const Node& fused, const Dims& conv_shape) {
+  PoolPart p;
+  p.graph = std::make_unique<Graph>();
+  Value* x = p.graph->add_value("x", DType::kFloat32, Shape::of(conv_shape));
+  p.graph->add_input(x);
+  Value* y = p.graph->add_value("y", DType::kFloat32);
+  p.node = p.graph->add_node("MaxPool", fused.name(), {x}, {y});
+  const size_t n = std::strlen(kPoolAttrPrefix);
+  for (const auto& [name, value] : fused.attrs()) {
+    if (name.compare(0, n, kPoolAttrPrefix) == 0) p.node->set_attr(name.substr(n), value);
+  }
+  return p;
+}
+
+namespace {
+
+void run_fused_conv_pool(KernelContext& ctx) {
+  const RefKernelEntry* conv = find_ref_kernel("FusedConv");
+  const RefKernelEntry* pool = find_ref_kernel("MaxPool");
+  NNFUSE_CHECK(conv && pool, "FusedConvPool needs the FusedConv and MaxPool reference kernels");
+  KernelContext c{ctx.node, ctx.opset, ctx.inputs, std::vector<Tensor>(1)};
+  conv->run(c);
+  PoolPart p = pool_part(ctx.node, c.outputs[0].shape());
+  KernelContext q{*p.node, 17, {&c.outputs[0]}, std::vector<Tensor>(1)};
+  pool->run(q);
+  ctx.outputs[0] = std::move(q.outputs[0]);
+}
+
+std::string support_fused_conv_pool(const Node& node, int64_t opset) {
+  const RefKernelEntry* conv = find_ref_kernel("FusedConv");
+  std::string why = conv->supports ? conv->supports(node, opset) : "";
+  if (!why.empty()) return why;
+  if (node.num_outputs() != 1) return "FusedConvPool has one output";
+  if (!node.has_attr("pool_kernel_shape")) return "pool_kernel_shape is missing";
+  return "";
+}
+
+}  // namespace
+}  // namespace nnfuse::ref
+
+namespace nnfuse {
+
+void append_conv_pool_kernels(std::vector<RefKernelEntry>& t) {
+  t.push_back({"FusedConvPool", ref::run_fused_conv_pool, ref::support_fused_conv_pool});
+}
+
+}  // namespace nnfuse

@@ -1,0 +1,79 @@
+// ConvMaxPoolFusionPass: MaxPool(FusedConv(x, W, B, Sum, act)) == FusedConvPool(x, W, B, Sum,
+// act, pool_*) (a plain Conv too). It pays where the conv runs Winograd (unstrided 3x3 with
+// 32+ channels in and out, VGG's blocks): that conv computes into a blocked buffer of its own,
+// and the pool then reads that buffer directly, so the full-size conv output is never
+// reordered back and written out, only the pooled quarter. Elsewhere the pool would read a
+// buffer of the same size as before: no saving, so the match is declined.
+#include "kernels/ref/conv_pool.h"
+
+#include "passes/fusions/fusions.h"
+#include "pattern/rewriter.h"
+
+namespace nnfuse {
+
+namespace {
+
+using pattern::Match;
+using pattern::Pat;
+
+// "" when the conv computes through a buffer of its own (Winograd geometry), else why not.
+std::string pays(const Node& conv) {
+  const Value* x = conv.input(0);
+  const Tensor* w = pattern::constant_value(conv.input(1));
+  if (!x->shape().fully_known() || x->shape().dims.size() != 4 || !w || w->rank() != 4) {
+    return "the Conv is not 2-D with a known input shape";
+  }
+  auto all_one = [&](const char* attr) {
+    if (!conv.has_attr(attr)) return true;
+    for (int64_t v : conv.attr_ints(attr)) {
+      if (v != 1) return false;
+    }
+    return true;
+  };
+  const int64_t c = x->shape().dims[1].value, m = w->dim(0);
+  if (conv.attr_int("group", 1) != 1 || w->dim(2) != 3 || w->dim(3) != 3 || !all_one("strides") ||
+      !all_one("dilations") || c < 32 || m < 32) {
+    return "does not pay: only an unstrided 3x3 Conv with 32+ channels in and out (Winograd) "
+           "computes into a buffer of its own for the pool to read";
+  }
+  return "";
+}
+
+class ConvMaxPoolFusion : public Pass {
+ public:
+  const PassInfo& info() const override {
+    static const PassInfo i{"ConvMaxPoolFusionPass",
+                            "Fuses a MaxPool into the Conv before it where the pool can read the "
+                            "conv's own buffer",
+                            true, true};
+    return i;
+  }
+  void run(Graph& g, PassContext& ctx) override {
+    using namespace pattern;
+    Pat conv = any_of({op_in(kFusedDomain, "FusedConv", {any("x"), constant("w")}, false),
+                       op("Conv", {any("x"), constant("w")}, false)})
+                   .named("conv");
+    Pat pool = op("MaxPool", {conv}, true).named("pool");
+    const std::string pass = info().name;
+    rewrite_all(g, ctx, pass, {{"", pool}}, [&](const std::string&, const Match& m) {
+      Node* c = m.root()->input(0)->producer();
+      Node* p = m.root();
+      if (c->input(0)->dtype() != DType::kFloat32) return std::string("the Conv is not float32");
+      if (p->num_outputs() > 1 && p->output(1)) {
+        return std::string("the MaxPool's Indices output is used");
+      }
+      if (std::string why = pays(*c); !why.empty()) return why;
+      std::map<std::string, Attribute> attrs = c->attrs();
+      for (const auto& [name, value] : p->attrs()) attrs[ref::kPoolAttrPrefix + name] = value;
+      std::vector<Value*> ins = c->inputs();
+      return apply_fusion(g, ctx, pass, {c, p}, "FusedConvPool", kFusedDomain, ins, {p->output(0)},
+                          attrs);
+    });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_conv_pool_pass() { return std::make_unique<ConvMaxPoolFusion>(); }
+
+}  // namespace nnfuse
