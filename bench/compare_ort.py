@@ -10,6 +10,11 @@ per inference and peak activation bytes.
 Usage:
   /usr/bin/python3 bench/compare_ort.py [--models resnet50 mobilenet_v2 ...] [--rounds 5]
       [--runs 20] [--threads 2] [--ort-level disabled] [--no-fusion] [--zoo DIR] [--json OUT]
+      [--shape NAME=d0,d1 ...]
+
+--shape runs both with other input dims than the model's (symbolic or fixed), e.g. BERT at
+sequence 512: --models bert_base_dyn --shape input_ids=1,512 attention_mask=1,512
+token_type_ids=1,512.
 
 Models come from DIR (default bench/zoo), exported there with tests/models/export_models.py
 when missing. ONNX Runtime is installed with npm into /tmp/nnfuse-ort unless $ORT_NODE names
@@ -65,8 +70,16 @@ def main():
     ap.add_argument("--zoo", default=os.path.join(HERE, "zoo"))
     ap.add_argument("--nnfuse", default=os.path.join(ROOT, "build", "nnfuse"))
     ap.add_argument("--json", help="also write the results as JSON to this file")
+    ap.add_argument("--shape", nargs="+", default=[], metavar="NAME=d0,d1",
+                    help="input dims to run with instead of the model's")
     a = ap.parse_args()
-    env = dict(os.environ, ORT_NODE=ensure_ort())
+    shapes = {}
+    for spec in a.shape:
+        name, _, dims = spec.partition("=")
+        if not name or not dims:
+            raise SystemExit("--shape %s: expected NAME=d0,d1,..." % spec)
+        shapes[name] = [int(d) for d in dims.split(",")]
+    env = dict(os.environ, ORT_NODE=ensure_ort(), ORT_SHAPES=json.dumps(shapes))
     results = []
     for name in a.models:
         model = ensure_model(a.zoo, name)
@@ -75,6 +88,8 @@ def main():
             cmd = [a.nnfuse, "bench", model, "--json", "--runs", str(a.runs), "--threads", str(a.threads)]
             if a.no_fusion:
                 cmd.append("--no-fusion")
+            for spec in a.shape:
+                cmd += ["--shape", spec]
             j = run_json(cmd)
             info = j
             o = run_json(["node", os.path.join(HERE, "ort_bench.js"), model, a.ort_level,
@@ -84,7 +99,9 @@ def main():
             ratios.append(j["median_ms"] / o["median_ms"])
             print("%s round %d: nnfuse %.2f ms, ORT %.2f ms, ratio %.3f"
                   % (name, r + 1, nn[-1], ort[-1], ratios[-1]), file=sys.stderr)
-        res = {"model": name, "nnfuse_ms": statistics.median(nn), "ort_ms": statistics.median(ort),
+        label = name + ("" if not shapes else " " + " ".join(
+            "%s=%s" % (k, "x".join(map(str, v))) for k, v in shapes.items()))
+        res = {"model": label, "nnfuse_ms": statistics.median(nn), "ort_ms": statistics.median(ort),
                "ratio": statistics.median(nn) / statistics.median(ort),
                "ratio_min": min(ratios), "ratio_max": max(ratios),
                "kernels": info["kernels"], "nodes": info["nodes"],

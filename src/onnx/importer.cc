@@ -223,6 +223,40 @@ void build_graph(const Ctx& c, const onnx::ModelProto& m) {
 
 }  // namespace
 
+namespace {
+
+// Sets the dims of the named graph inputs and forgets every other recorded shape (value_info
+// and output dims were computed for the old input shapes), so inference redoes them.
+void override_input_shapes(onnx::ModelProto& m,
+                           const std::map<std::string, std::vector<int64_t>>& shapes,
+                           const std::string& label) {
+  for (const auto& [name, dims] : shapes) {
+    onnx::ValueInfoProto* in = nullptr;
+    for (auto& i : *m.mutable_graph()->mutable_input()) {
+      if (i.name() == name) in = &i;
+    }
+    if (!in) fail(ErrorKind::kInvalidArgument, label, ": the model has no input '", name, "'");
+    auto* t = in->mutable_type()->mutable_tensor_type();
+    if (t->shape().dim_size() != static_cast<int>(dims.size())) {
+      fail(ErrorKind::kInvalidArgument, label, ": input '", name, "' has rank ",
+           t->shape().dim_size(), ", the shape given has ", dims.size(), " dims");
+    }
+    for (size_t k = 0; k < dims.size(); ++k) {
+      if (dims[k] < 1) {
+        fail(ErrorKind::kInvalidArgument, label, ": input '", name, "': dim ", k,
+             " must be positive, got ", dims[k]);
+      }
+      t->mutable_shape()->mutable_dim(static_cast<int>(k))->set_dim_value(dims[k]);
+    }
+  }
+  m.mutable_graph()->clear_value_info();
+  for (auto& o : *m.mutable_graph()->mutable_output()) {
+    if (o.type().has_tensor_type()) o.mutable_type()->mutable_tensor_type()->clear_shape();
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Graph> load_onnx_from_string(const std::string& bytes, const std::string& base_dir,
                                              const std::string& label, const ImportOptions& opts) {
   onnx::ModelProto m;
@@ -259,6 +293,7 @@ std::unique_ptr<Graph> load_onnx_from_string(const std::string& bytes, const std
     if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
     fail(ErrorKind::kInvalidModel, label, ": the ONNX checker rejects the model: ", msg);
   }
+  if (!opts.input_shapes.empty()) override_input_shapes(m, opts.input_shapes, label);
   if (opts.infer_shapes) {
     try {
       onnx::ShapeInferenceOptions so(/*check_type=*/false, /*strict=*/0, /*data_prop=*/true);

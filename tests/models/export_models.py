@@ -102,7 +102,11 @@ ZOO = {
     "resnet18": (lambda: TV.resnet18(), img, 13, True),
     "bert_base": (lambda: Bert(), bert_inputs, 13, False),
     "bert_tiny": (lambda: Bert(layers=2, h=128, nh=2, inter=512), lambda: bert_inputs(1, 32), 13, False),
+    # Batch and sequence as symbolic dims, for benchmarks at other shapes (bench --shape).
+    "bert_base_dyn": (lambda: Bert(), bert_inputs, 13, False),
 }
+DYNAMIC = {"bert_base_dyn": {n: {0: "batch", 1: "sequence"}
+                             for n in ["input_ids", "attention_mask", "token_type_ids"]}}
 
 
 def save_reference(m, args, names, outdir, name):
@@ -127,7 +131,7 @@ def export(name, outdir):
     mode = torch.onnx.TrainingMode.PRESERVE if keep_bn else torch.onnx.TrainingMode.EVAL
     # grad stays enabled: under no_grad, nn.MultiheadAttention takes a fast path torch can't export
     torch.onnx.export(m, args, path, input_names=names, opset_version=opset,
-                      training=mode, do_constant_folding=True)
+                      training=mode, do_constant_folding=True, dynamic_axes=DYNAMIC.get(name))
     print(name, os.path.getsize(path) // (1 << 20), "MiB")
 
 

@@ -96,6 +96,7 @@ Action add_bench(CLI::App& app) {
   add_fusion_flags(c, a->fusion);
   c->add_flag("--reference", a->reference, "Use only the reference kernels");
   c->add_flag("--json", a->json, "Print one JSON object");
+  add_shape_flag(c, a->fusion);
   return [a] { return bench(*a); };
 }
 

@@ -62,6 +62,7 @@ Action add_compile(CLI::App& app) {
   c->add_option("--report", a->report, "Write fusion_result.json (CANN GE's shape) here");
   c->add_flag("--json", a->json, "Print the summary as JSON");
   add_fusion_flags(c, a->fusion);
+  add_shape_flag(c, a->fusion);
   return [a] { return compile_model(a->model, a->output, a->report, a->fusion, a->json); };
 }
 

@@ -130,6 +130,7 @@ Action add_profile(CLI::App& app) {
   c->add_option("--threads", a->threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
   c->add_option("--top", a->top, "How many of the slowest kernels to list");
   add_fusion_flags(c, a->fusion);
+  add_shape_flag(c, a->fusion);
   c->add_flag("--json", a->json, "Print the per-op summary as JSON");
   return [a] { return profile(*a); };
 }

@@ -81,6 +81,7 @@ Action add_run(CLI::App& app) {
   c->add_option("--output-dir,-o", a->output_dir,
                 "Write every graph output to DIR/<output name>.npy");
   add_fusion_flags(c, a->fusion);
+  add_shape_flag(c, a->fusion);
   c->add_flag("--reference", a->reference, "Use only the reference kernels (the oracle)");
   c->add_option("--threads", a->threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
   c->add_option("--runs", a->runs, "Run this many times and report the median time")

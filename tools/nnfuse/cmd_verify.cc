@@ -60,7 +60,8 @@ int verify(const VerifyArgs& a) {
   FusionFlags fusion = a.fusion;
   fusion.no_fusion = false;
   auto fused_graph = load_and_fuse(a.model, fusion);
-  auto plain_graph = load_onnx(a.model);
+  auto plain_graph = load_onnx(a.model, import_options(fusion));
+  if (!fusion.shapes.empty()) plain_graph = specialize_shapes(std::move(plain_graph), a.model);
   // With --bisect, every fused node's outputs become graph outputs on both sides.
   std::vector<std::pair<const Node*, std::string>> probes;
   if (a.bisect) {
@@ -157,6 +158,7 @@ Action add_verify(CLI::App& app) {
   c->add_option("--seed", a->seed, "Seed for generated inputs");
   c->add_flag("--json", a->json, "Print one JSON object");
   add_fusion_flags(c, a->fusion);
+  add_shape_flag(c, a->fusion);
   return [a] { return verify(*a); };
 }
 

@@ -9,6 +9,7 @@
 
 #include "ir/graph.h"
 #include "ir/tensor.h"
+#include "onnx/importer.h"
 #include "passes/pass.h"
 
 namespace nnfuse::cli {
@@ -33,8 +34,16 @@ struct FusionFlags {
   std::string switch_file;
   std::string dump_graph;  // yaml | json | dot
   std::string debug_path;
+  std::vector<std::string> shapes;  // --shape NAME=d0,d1,... (where add_shape_flag offers it)
 };
 void add_fusion_flags(CLI::App* c, FusionFlags& f);
+// --shape NAME=d0,d1,...: run with other input dims than the model's.
+void add_shape_flag(CLI::App* c, FusionFlags& f);
+// The --shape values as import options (errors name the flag).
+ImportOptions import_options(const FusionFlags& f);
+// After import with --shape: folds the shape computations and infers shapes again until every
+// value has a static shape (or nothing changes).
+std::unique_ptr<Graph> specialize_shapes(std::unique_ptr<Graph> g, const std::string& label);
 int compile_model(const std::string& model, const std::string& output, const std::string& report,
                   const FusionFlags& fusion, bool json);
 // Loads the model and, unless --no-fusion, runs the pass pipeline on it.

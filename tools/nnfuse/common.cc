@@ -5,7 +5,9 @@
 
 #include "ir/dump.h"
 #include "ir/error.h"
+#include "onnx/exporter.h"
 #include "onnx/importer.h"
+#include "passes/canonicalize/canonicalize.h"
 #include "passes/pipeline.h"
 #include "runtime/npy.h"
 #include "tools/nnfuse/commands.h"
@@ -134,6 +136,74 @@ void add_fusion_flags(CLI::App* c, FusionFlags& f) {
   c->add_option("--debug_path,--debug-path", f.debug_path, "Folder for --dump_graph files");
 }
 
+void add_shape_flag(CLI::App* c, FusionFlags& f) {
+  c->add_option("--shape", f.shapes,
+                "Input dims to run with instead of the model's, as NAME=d0,d1,... (repeatable)");
+}
+
+ImportOptions import_options(const FusionFlags& f) {
+  ImportOptions o;
+  for (const std::string& spec : f.shapes) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+      fail(ErrorKind::kInvalidArgument, "--shape ", spec, ": expected NAME=d0,d1,...");
+    }
+    std::vector<int64_t> dims;
+    std::stringstream ss(spec.substr(eq + 1));
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      size_t used = 0;
+      long long d = 0;
+      try {
+        d = std::stoll(item, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != item.size() || d < 1) {
+        fail(ErrorKind::kInvalidArgument, "--shape ", spec, ": '", item,
+             "' is not a positive integer");
+      }
+      dims.push_back(d);
+    }
+    o.input_shapes[spec.substr(0, eq)] = dims;
+  }
+  return o;
+}
+
+namespace {
+
+// Values produced by nodes whose shape is not fully known.
+size_t unknown_shapes(const Graph& g) {
+  size_t n = 0;
+  for (const Node* node : g.nodes()) {
+    for (const Value* v : node->outputs()) n += v && !v->shape().fully_known();
+  }
+  return n;
+}
+
+}  // namespace
+
+std::unique_ptr<Graph> specialize_shapes(std::unique_ptr<Graph> g, const std::string& label) {
+  // Exported dynamic shapes are computed by Shape -> Gather -> ... -> Reshape subgraphs, which
+  // fold to constants once the inputs are static; inference then runs again over the folded
+  // graph (an ONNX round trip) so that every value gets its static shape.
+  // ONNX's data propagation stops at some ops, so a deep model may take a round per block.
+  for (size_t unknown = unknown_shapes(*g); unknown > 0;) {
+    FusionReport r;
+    PassContext ctx{r};
+    std::vector<std::unique_ptr<Pass>> passes;
+    passes.push_back(make_identity_elimination_pass());
+    passes.push_back(make_shape_folding_pass());
+    passes.push_back(make_constant_folding_pass());
+    for (auto& p : passes) p->run(*g, ctx);
+    g = load_onnx_from_string(export_onnx_string(*g), "", label);
+    const size_t now = unknown_shapes(*g);
+    if (now >= unknown) break;  // no progress: the rest stays dynamic
+    unknown = now;
+  }
+  return g;
+}
+
 std::unique_ptr<Graph> load_and_fuse(const std::string& model, const FusionFlags& f,
                                      FusionReport* report, size_t* imported_nodes) {
   if (!f.debug_path.empty() && f.dump_graph.empty()) {
@@ -148,7 +218,8 @@ std::unique_ptr<Graph> load_and_fuse(const std::string& model, const FusionFlags
            "generator, which this version does not have");
     }
   }
-  auto g = load_onnx(model);
+  auto g = load_onnx(model, import_options(f));
+  if (!f.shapes.empty()) g = specialize_shapes(std::move(g), model);
   if (imported_nodes) *imported_nodes = g->num_nodes();
   if (f.no_fusion) {
     if (!f.dump_graph.empty()) {
