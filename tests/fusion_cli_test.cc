@@ -47,6 +47,17 @@ TEST_F(FusionCli, CompileWritesARunnableFusedModelAndReport) {
   EXPECT_TRUE(fs::exists(path("out/logits.npy")));
 }
 
+TEST_F(FusionCli, ShapeFlagIsCheckedAndNamed) {
+  for (std::string bad :
+       {"input", "input=", "=1,3", "input=1,x,3", "input=1,-3", "nope=1,3,32,32"}) {
+    auto r = nnfuse({"bench", model(), "--runs", "1", "--shape", bad});
+    EXPECT_NE(r.exit_code, 0) << bad;
+    EXPECT_TRUE(r.output.find("--shape") != std::string::npos ||
+                r.output.find("nope") != std::string::npos)
+        << bad << ": " << r.output;
+  }
+}
+
 TEST_F(FusionCli, AtcStyleSpellingAndDumps) {
   auto r = nnfuse({"--model", model(), "--output", path("atc"), "--dump_graph", "dot",
                    "--debug_path", path("dumps")});

@@ -188,3 +188,35 @@ TEST(OnnxExport, RoundTripsAndPassesChecker) {
 
 }  // namespace
 }  // namespace nnfuse
+
+namespace nnfuse {
+namespace {
+
+TEST(ImporterInputShapes, OverrideSetsInputDimsAndReinfersTheRest) {
+  const std::string bytes = testing::small_model().SerializeAsString();
+  ImportOptions o;
+  o.input_shapes["x"] = {5, 3};
+  auto g = load_onnx_from_string(bytes, "", "small.onnx", o);
+  EXPECT_EQ(g->inputs()[0]->shape().static_dims(), (Dims{5, 3}));
+  EXPECT_EQ(g->outputs()[0]->shape().static_dims(), (Dims{5, 3}));
+}
+
+TEST(ImporterInputShapes, BadOverridesNameTheInput) {
+  const std::string bytes = testing::small_model().SerializeAsString();
+  auto message = [&](std::map<std::string, std::vector<int64_t>> shapes) {
+    ImportOptions o;
+    o.input_shapes = std::move(shapes);
+    try {
+      load_onnx_from_string(bytes, "", "small.onnx", o);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({{"nope", {1, 3}}}).find("no input 'nope'"), std::string::npos);
+  EXPECT_NE(message({{"x", {1, 3, 4}}}).find("rank 2"), std::string::npos);
+  EXPECT_NE(message({{"x", {0, 3}}}).find("must be positive"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nnfuse

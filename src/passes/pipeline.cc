@@ -16,17 +16,33 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   p.push_back(make_identity_elimination_pass());
   p.push_back(make_shape_folding_pass());
   p.push_back(make_constant_folding_pass());
+  // Transformer normalizations, before anything absorbs their Adds and Muls.
+  p.push_back(make_layer_norm_pass());
+  p.push_back(make_rms_norm_pass());
+  // Transformer embeddings: lookups + sum + LayerNorm (after any LayerNorm fusion, before any
+  // SkipLayerNorm fusion, which would take the last Add).
+  p.push_back(make_embed_layer_norm_pass());
   // CNN fusions: BN into conv weights first, then the conv epilogues (residual Add and
   // activation), largest first.
   p.push_back(make_pad_conv_pass());
   p.push_back(make_conv_bn_pass());
   p.push_back(make_conv_add_act_pass());
   p.push_back(make_conv_act_pass());
+  // BatchNorms no conv took (after the conv passes, which may still fold them).
+  p.push_back(make_bn_scale_shift_pass());
   p.push_back(make_conv_pool_pass());
   // Dense layers: the classifier head first (it absorbs its Gemm), then Gemm/MatMul epilogues.
   p.push_back(make_pool_gemm_pass());
   p.push_back(make_matmul_add_act_pass());
   p.push_back(make_gemm_act_pass());
+  // Attention once its projections are FusedMatMuls, then those projections as one.
+  p.push_back(make_attention_pass());
+  p.push_back(make_qkv_projection_pass());
+  // Residual Add + LayerNorm, once the dense layers' bias Adds are in their MatMuls.
+  p.push_back(make_skip_layer_norm_pass());
+  p.push_back(make_matmul_layer_norm_pass());
+  // GELU/Swish that no dense layer took as its epilogue.
+  p.push_back(make_gelu_pass());
   return p;
 }
 
@@ -43,9 +59,19 @@ std::map<std::string, std::vector<std::string>> pass_op_lists() {
       {"ConvAddFusionPass", {"Conv", "Add", "Relu"}},
       {"PadConvFusionPass", {"Pad", "Conv"}},
       {"ConvMaxPoolFusionPass", {"Conv", "MaxPool"}},
+      {"BatchNormScaleShiftPass", {"BatchNormalization"}},
+      {"AttentionFusionPass", {"MatMul", "Div", "Add", "Softmax", "MatMul"}},
+      {"QKVProjectionFusionPass", {"MatMul", "MatMul", "MatMul"}},
+      {"MatMulSkipLayerNormFusionPass", {"MatMul", "Add", "Add", "LayerNormalization"}},
       {"MatMulBiasAddFusionPass", {"MatMul", "Add"}},
       {"GemmActivationFusionPass", {"Gemm", "Relu"}},
       {"GlobalPoolGemmFusionPass", {"GlobalAveragePool", "Flatten", "Gemm"}},
+      {"LayerNormFusionPass",
+       {"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Add"}},
+      {"RMSNormFusionPass", {"Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Mul"}},
+      {"SkipLayerNormFusionPass", {"Add", "LayerNormalization"}},
+      {"GeluFusionPass", {"Div", "Erf", "Add", "Mul", "Mul"}},
+      {"EmbedLayerNormFusionPass", {"Gather", "Add", "LayerNormalization"}},
   };
 }
 

@@ -14,6 +14,18 @@
 #include "kernels/cpu/cpu_util.h"
 
 namespace nnfuse::cpu {
+
+NNFUSE_TARGET_CLONES void layer_norm_row(const float* x, float* y, int64_t n, float mean, float inv,
+                                         const float* scale, const float* bias) {
+  if (bias) {
+#pragma GCC ivdep
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * scale[i] + bias[i];
+  } else {
+#pragma GCC ivdep
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * scale[i];
+  }
+}
+
 namespace {
 
 // ---- Loops (y may be x).
@@ -33,17 +45,6 @@ NNFUSE_TARGET_CLONES void affine_rows(const float* x, float* y, int64_t rows, in
   }
 }
 
-NNFUSE_TARGET_CLONES void layer_norm_row(const float* x, float* y, int64_t n, float mean, float inv,
-                                         const float* scale, const float* bias) {
-  if (bias) {
-#pragma GCC ivdep
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * scale[i] + bias[i];
-  } else {
-#pragma GCC ivdep
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * scale[i];
-  }
-}
-
 // ---- BatchNormalization
 
 // The per-channel parameter i as doubles, when it is a constant float32 [C] (C from input 1).
@@ -58,6 +59,19 @@ bool bn_param(const NodeInfo& info, size_t i, std::vector<double>* v) {
 
 class BatchNormKernel : public Kernel {
  public:
+  // ScaleShift (ai.nnfuse): the per-channel a and b given as they are.
+  BatchNormKernel(const NodeInfo& info, bool scale_shift) : who_(info.node.describe()) {
+    std::vector<double> a, b;
+    bn_param(info, 1, &a);
+    b.resize(a.size());
+    bn_param(info, 2, &b);
+    for (size_t c = 0; c < a.size(); ++c) {
+      a_.push_back(static_cast<float>(a[c]));
+      b_.push_back(static_cast<float>(b[c]));
+    }
+    (void)scale_shift;
+  }
+
   explicit BatchNormKernel(const NodeInfo& info) : who_(info.node.describe()) {
     std::vector<double> scale, bias, mean, var;
     bn_param(info, 1, &scale);
@@ -219,8 +233,10 @@ class LayerNormKernel : public Kernel {
 
 bool layer_norm_accepts(const NodeInfo& info) {
   const Node& n = info.node;
-  if (!n.domain().empty() || n.num_inputs() < 2 || n.num_inputs() > 3 || !n.output(0) ||
-      !float_inputs(info) || !info.has_input(1) || !info.all_inputs_in(Layout::kPlain)) {
+  // Also in ai.nnfuse, where the LayerNorm fusion writes it for models before opset 17.
+  if ((!n.domain().empty() && n.domain() != "ai.nnfuse") || n.num_inputs() < 2 ||
+      n.num_inputs() > 3 || !n.output(0) || !float_inputs(info) || !info.has_input(1) ||
+      !info.all_inputs_in(Layout::kPlain)) {
     return false;
   }
   try {
@@ -243,6 +259,28 @@ bool layer_norm_accepts(const NodeInfo& info) {
   return true;
 }
 
+bool scale_shift_accepts(const NodeInfo& info) {
+  const Node& n = info.node;
+  if (n.num_inputs() != 3 || !single_output(n) || !input_is(info, 0, DType::kFloat32)) {
+    return false;
+  }
+  std::vector<double> a, b;
+  if (!info.constant(1) || !info.constant(2) || !bn_param(info, 1, &a)) return false;
+  b.resize(a.size());
+  if (!bn_param(info, 2, &b)) return false;
+  if (input_layout(info, 1) != Layout::kPlain || input_layout(info, 2) != Layout::kPlain) {
+    return false;
+  }
+  if (std::optional<Dims> s = info.input_shape(0)) {
+    if (s->size() < 2 || (*s)[1] != static_cast<int64_t>(a.size())) return false;
+  }
+  return true;
+}
+
+std::unique_ptr<Kernel> scale_shift_create(const NodeInfo& info) {
+  return std::make_unique<BatchNormKernel>(info, true);
+}
+
 std::unique_ptr<Kernel> layer_norm_create(const NodeInfo& info) {
   return std::make_unique<LayerNormKernel>(info);
 }
@@ -262,6 +300,8 @@ void append_norm_kernels(FactoryTable& t) {
   t.emplace_back("BatchNormalization",
                  KernelFactory{"cpu.batch_norm", batch_norm_accepts, same_as_input,
                                batch_norm_create, in_place_output0});
+  t.emplace_back("ScaleShift", KernelFactory{"cpu.scale_shift", scale_shift_accepts, same_as_input,
+                                             scale_shift_create, in_place_output0});
   t.emplace_back("LayerNormalization", KernelFactory{"cpu.layer_norm", layer_norm_accepts, nullptr,
                                                      layer_norm_create, in_place_output0});
 }

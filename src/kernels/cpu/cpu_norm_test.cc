@@ -63,6 +63,27 @@ TEST(CpuBatchNorm, InPlace) {
                               bn_inputs(random_tensor({2, 8, 9, 9}, 32), Layout::kNHWC, 33), 0);
 }
 
+TEST(CpuScaleShift, PlainAndChannelsLastInPlace) {
+  uint32_t seed = 40;
+  for (const Dims& s : std::vector<Dims>{{2, 3}, {1, 7, 33}, {2, 3, 4, 5}, {1, 64, 28, 28}}) {
+    for (Layout layout : {Layout::kPlain, Layout::kNHWC}) {
+      if (layout == Layout::kNHWC && s.size() != 4) continue;
+      SCOPED_TRACE(dims_str(s) + " " + layout_name(layout));
+      seed += 3;
+      std::vector<FastInput> in = {{random_tensor(s, seed, -3, 3), false, layout},
+                                   {random_tensor({s[1]}, seed + 1), true},
+                                   {random_tensor({s[1]}, seed + 2), true}};
+      expect_matches_ref("cpu.scale_shift", "ScaleShift", in);
+      expect_in_place_matches_ref("cpu.scale_shift", "ScaleShift", in, 0);
+    }
+  }
+  // Parameters known only at run time are left to the reference kernel.
+  EXPECT_FALSE(fast_accepts("cpu.scale_shift", "ScaleShift",
+                            {{random_tensor({1, 3, 2}, 1)},
+                             {random_tensor({3}, 2), false},
+                             {random_tensor({3}, 3), true}}));
+}
+
 TEST(CpuBatchNorm, Declines) {
   Tensor x = random_tensor({2, 3, 4, 4}, 40);
   auto in = bn_inputs(x, Layout::kPlain, 41);

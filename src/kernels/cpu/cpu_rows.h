@@ -20,4 +20,9 @@ void col_sum(const float* x, int64_t rows, int64_t n, int64_t stride, double* ac
 void col_max(const float* x, int64_t rows, int64_t n, int64_t stride, float* acc);
 void col_min(const float* x, int64_t rows, int64_t n, int64_t stride, float* acc);
 
+// One row of LayerNorm (cpu_norm.cc): y[i] = (x[i] - mean) * inv * scale[i] (+ bias[i] when
+// bias is not null); y may be x.
+void layer_norm_row(const float* x, float* y, int64_t n, float mean, float inv, const float* scale,
+                    const float* bias);
+
 }  // namespace nnfuse::cpu

@@ -134,6 +134,10 @@ void append_activation(const ref::Activation& a, dnnl::post_ops& ops) {
       return ops.append_eltwise(1.0f, algorithm::eltwise_swish, 1.0f, 0.0f);
     case K::kGelu:
       return ops.append_eltwise(1.0f, algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+    case K::kGeluTanh:
+      return ops.append_eltwise(1.0f, algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
+    case K::kSwish:
+      return ops.append_eltwise(1.0f, algorithm::eltwise_swish, a.alpha, 0.0f);
   }
 }
 

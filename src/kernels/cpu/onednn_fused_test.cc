@@ -507,3 +507,50 @@ TEST(OnednnPoolGemm, ResNetHeadIsOneKernelAndDeclinesTransA) {
 
 }  // namespace
 }  // namespace nnfuse
+
+namespace nnfuse {
+namespace {
+
+// FusedMatMulLayerNorm: product + bias + residual, then LayerNorm rows.
+std::vector<FastInput> matmul_ln_inputs(const Dims& a, int64_t n, bool bias, bool beta,
+                                        uint32_t seed) {
+  Dims y = a;
+  y.back() = n;
+  std::vector<FastInput> in = {{random_tensor(a, seed, -2.0f, 2.0f)},
+                               {random_tensor({a.back(), n}, seed + 1), true},
+                               {bias ? random_tensor({n}, seed + 2) : Tensor(), true},
+                               {random_tensor(y, seed + 3, -2.0f, 2.0f)},
+                               {random_tensor({n}, seed + 4, 0.5f, 1.5f), true}};
+  if (beta) in.push_back({random_tensor({n}, seed + 5), true});
+  return in;
+}
+
+TEST(OnednnFusedMatMulLayerNorm, MatchesTheReferenceAndRunsInPlace) {
+  const Attrs eps = {{"epsilon", attr_f(1e-12f)}};
+  uint32_t seed = 9000;
+  for (const Dims& a : {Dims{7, 9}, Dims{1, 16, 64}, Dims{2, 5, 33}}) {
+    for (int64_t n : {int64_t{5}, int64_t{96}, int64_t{768}}) {
+      for (bool bias : {false, true}) {
+        for (bool beta : {false, true}) {
+          SCOPED_TRACE(dims_str(a) + " n=" + std::to_string(n) + (bias ? " bias" : "") +
+                       (beta ? " beta" : ""));
+          seed += 6;
+          expect_matches_ref("onednn.fused_matmul_ln", "FusedMatMulLayerNorm",
+                             matmul_ln_inputs(a, n, bias, beta, seed), eps, 1, kTol, kTol);
+        }
+      }
+    }
+  }
+  testing::expect_in_place_matches_ref("onednn.fused_matmul_ln", "FusedMatMulLayerNorm",
+                                       matmul_ln_inputs({1, 8, 32}, 48, true, true, 5), 3, eps,
+                                       kTol, kTol);
+}
+
+TEST(OnednnFusedMatMulLayerNorm, DeclinesGammaKnownOnlyAtRunTime) {
+  std::vector<FastInput> in = matmul_ln_inputs({4, 6}, 5, true, true, 1);
+  in[4].constant = false;
+  EXPECT_EQ(run_kernel("FusedMatMulLayerNorm", in, {}).kernel, "ref");
+}
+
+}  // namespace
+}  // namespace nnfuse

@@ -15,7 +15,8 @@ KernelFactory global_pool_factory();     // GlobalAveragePool, GlobalMaxPool
 KernelFactory fused_conv_factory();       // FusedConv: Conv + bias + residual sum + activation
 KernelFactory fused_conv_pool_factory();  // FusedConvPool: FusedConv + MaxPool
 KernelFactory fused_matmul_factory();     // FusedMatMul: MatMul + bias + activation
-KernelFactory fused_gemm_factory();       // FusedGemm: Gemm + activation
-KernelFactory pool_gemm_factory();        // FusedGlobalPoolGemm: GlobalAveragePool + Gemm
+KernelFactory fused_matmul_layer_norm_factory();  // FusedMatMulLayerNorm: + residual, LayerNorm
+KernelFactory fused_gemm_factory();               // FusedGemm: Gemm + activation
+KernelFactory pool_gemm_factory();                // FusedGlobalPoolGemm: GlobalAveragePool + Gemm
 
 }  // namespace nnfuse::onednn

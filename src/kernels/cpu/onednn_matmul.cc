@@ -7,11 +7,17 @@
 // The fused ops of ai.nnfuse run through the same primitive: FusedMatMul and FusedGemm with
 // their activation as eltwise post-ops (FusedMatMul's [N] bias as the primitive's bias), and
 // FusedGlobalPoolGemm as per-channel means of X (plain or NHWC) into a buffer of its own,
-// then the Gemm, in one kernel.
+// then the Gemm, in one kernel. FusedMatMulLayerNorm (a transformer's output projection,
+// residual and LayerNorm) is the product with its bias and the residual as a sum post-op
+// (the residual copied into Y first, unless Y is its storage), then LayerNorm over each row of
+// Y in place while the rows are still in cache.
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <mutex>
 #include <optional>
 
+#include "kernels/cpu/cpu_rows.h"
 #include "kernels/cpu/cpu_util.h"
 #include "kernels/cpu/onednn_common.h"
 #include "kernels/cpu/onednn_kernels.h"
@@ -23,7 +29,7 @@ using dnnl::memory;
 
 constexpr int64_t kMaxDim = int64_t{1} << 40;
 
-enum class MatMulOp { kMatMul, kGemm, kFusedMatMul, kFusedGemm, kPoolGemm };
+enum class MatMulOp { kMatMul, kGemm, kFusedMatMul, kFusedGemm, kPoolGemm, kMatMulLayerNorm };
 
 struct MatMulSpec {
   Dims in_shape[3];  // expected input shapes; in_shape[2] only for a run-time C or bias
@@ -44,6 +50,11 @@ struct MatMulSpec {
   // FusedGlobalPoolGemm: A is the per-channel mean of X (in_shape[0], in x_layout).
   bool pool = false;
   Layout x_layout = Layout::kPlain;
+  // FusedMatMulLayerNorm: residual (input 3, Y's shape), then LayerNorm over the last dim
+  // with gamma (input 4) and beta (input 5, optional), constants of [N].
+  bool layer_norm = false;
+  float epsilon = 1e-5f;
+  std::vector<float> ln_gamma, ln_beta;
 };
 
 bool valid_dims(const Dims& d) {
@@ -66,10 +77,34 @@ bool read_activation(const NodeInfo& info, MatMulSpec& s) {
   return act.has_value();
 }
 
+// FusedMatMulLayerNorm's epilogue: a residual of Y's shape, constant gamma and beta of [N].
+bool layer_norm_spec(const NodeInfo& info, int64_t n, MatMulSpec& s) {
+  if (!static_f32_input(info, 3) || *known_shape(info, 3) != s.y_shape) return false;
+  auto row = [&](size_t i, std::vector<float>& v) {
+    const Tensor* t = plain_constant(info, i);
+    if (!t || t->numel() != n || t->rank() < 1 || t->shape().back() != n) return false;
+    v.assign(t->data<float>(), t->data<float>() + n);
+    return true;
+  };
+  if (!row(4, s.ln_gamma) || (info.has_input(5) && !row(5, s.ln_beta))) return false;
+  try {
+    s.epsilon = info.node.attr_float("epsilon", 1e-5f);
+  } catch (const Error&) {
+    return false;
+  }
+  if (s.act.kind != ref::ActivationKind::kNone) return false;
+  s.layer_norm = true;
+  s.c_mode = s.c_mode == MatMulSpec::CMode::kBias ? s.c_mode : MatMulSpec::CMode::kNone;
+  return true;
+}
+
 std::optional<MatMulSpec> matmul_spec(const NodeInfo& info, MatMulOp op) {
   const Node& node = info.node;
-  const bool fused = op == MatMulOp::kFusedMatMul;
-  if (node.num_outputs() != 1 || node.num_inputs() < 2 || node.num_inputs() > (fused ? 3 : 2)) {
+  const bool ln = op == MatMulOp::kMatMulLayerNorm;
+  const bool fused = op == MatMulOp::kFusedMatMul || ln;
+  const size_t max_inputs = ln ? 6 : fused ? 3 : 2;
+  if (node.num_outputs() != 1 || node.num_inputs() < (ln ? 5 : 2) ||
+      node.num_inputs() > max_inputs) {
     return {};
   }
   if (!static_f32_input(info, 0) || !static_f32_input(info, 1)) return {};
@@ -132,6 +167,7 @@ std::optional<MatMulSpec> matmul_spec(const NodeInfo& info, MatMulOp op) {
       s.const_c = plain_constant(info, 2);
       s.runtime_c = s.const_c == nullptr;
     }
+    if (ln && !layer_norm_spec(info, n, s)) return {};
   }
   return s;
 }
@@ -209,7 +245,7 @@ dnnl::matmul::primitive_desc make_pd(const MatMulSpec& s) {
       s.runtime_wei ? s.wei : memory::desc(s.wei.dims(), memory::data_type::f32, Tag::any);
   dnnl::matmul::desc d(s.src, wei, bias_desc(s), s.dst);
   dnnl::post_ops ops;
-  if (s.c_mode == MatMulSpec::CMode::kSum) ops.append_sum(1.0f);
+  if (s.c_mode == MatMulSpec::CMode::kSum || s.layer_norm) ops.append_sum(1.0f);
   append_activation(s.act, ops);
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
@@ -310,6 +346,10 @@ class MatMulKernel : public Kernel {
       check_input(io.in(2), s_.in_shape[2], Layout::kPlain, what_, 2);
     }
     Tensor& y = io.output(0, DType::kFloat32, s_.y_shape, Layout::kPlain);
+    if (s_.layer_norm) {
+      run_layer_norm(io, y);
+      return;
+    }
     if (s_.c_mode == MatMulSpec::CMode::kSum) {
       const Tensor& c = s_.runtime_c ? io.in(2) : c_;
       broadcast_c(c.data<float>(), s_.c_dims[0], s_.c_dims[1], s_.y_shape[0], s_.y_shape[1],
@@ -327,6 +367,45 @@ class MatMulKernel : public Kernel {
   }
 
  private:
+  // Y = residual (a copy, or nothing when Y is its storage); Y += A B + bias; LayerNorm rows.
+  void run_layer_norm(KernelIO& io, Tensor& y) {
+    const Tensor& res = io.in(3);
+    check_input(res, s_.y_shape, Layout::kPlain, what_, 3);
+    NNFUSE_CHECK(y.raw() != io.in(0).raw(), what_, ": the output may not share A's storage");
+    if (y.raw() != res.raw()) {
+      const auto* from = static_cast<const std::byte*>(res.raw());
+      auto* to = static_cast<std::byte*>(y.raw());
+      cpu::parallel_range(static_cast<int64_t>(y.nbytes()), 4 * cpu::kParallelGrain,
+                          [&](int64_t b, int64_t e) { std::memcpy(to + b, from + b, e - b); });
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      guarded(what_, [&] {
+        src_.set_data_handle(handle(io.in(0)));
+        if (s_.runtime_wei) wei_.set_data_handle(handle(io.in(1)));
+        if (s_.runtime_c && bias_) bias_.set_data_handle(handle(io.in(2)));
+        dst_.set_data_handle(y.raw());
+        execute(prim_, args_);
+      });
+    }
+    const int64_t n = s_.y_shape.back(), rows = y.numel() / n;
+    float* p = y.data<float>();
+    const float* gamma = s_.ln_gamma.data();
+    const float* beta = s_.ln_beta.empty() ? nullptr : s_.ln_beta.data();
+    const double eps = s_.epsilon;
+    cpu::parallel_range(rows, std::max<int64_t>(1, cpu::kParallelGrain / n),
+                        [&](int64_t lo, int64_t hi) {
+                          for (int64_t r = lo; r < hi; ++r) {
+                            float* row = p + r * n;
+                            const double mean = cpu::row_sum(row, n) / static_cast<double>(n);
+                            const float m = static_cast<float>(mean);
+                            const double var = cpu::row_sq_dev(row, n, m) / static_cast<double>(n);
+                            const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
+                            cpu::layer_norm_row(row, row, n, m, inv, gamma, beta);
+                          }
+                        });
+  }
+
   std::string what_;
   MatMulSpec s_;
   dnnl::primitive prim_;
@@ -357,11 +436,24 @@ std::unique_ptr<Kernel> create(const NodeInfo& info) {
   return std::make_unique<MatMulKernel>(info, *s);
 }
 
+// FusedMatMulLayerNorm's output may take the residual's storage (each element of it is read
+// once, by the sum post-op, before being overwritten) unless the residual is also A.
+int layer_norm_in_place(const NodeInfo& info, size_t k) {
+  if (k != 0 || !info.has_input(3) || info.input(3) == info.input(0)) return -1;
+  return 3;
+}
+
 }  // namespace
 
 template <auto kSpec, MatMulOp kOp>
 KernelFactory factory(const char* name) {
   return {name, accepts<kSpec, kOp>, nullptr, create<kSpec, kOp>, nullptr};
+}
+
+KernelFactory fused_matmul_layer_norm_factory() {
+  KernelFactory f = factory<matmul_spec, MatMulOp::kMatMulLayerNorm>("onednn.fused_matmul_ln");
+  f.in_place_input = layer_norm_in_place;
+  return f;
 }
 
 KernelFactory matmul_factory() { return factory<matmul_spec, MatMulOp::kMatMul>("onednn.matmul"); }

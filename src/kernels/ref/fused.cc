@@ -6,12 +6,14 @@
 //   FusedMatMul(A, B, Bias?)         = act(MatMul(A, B) [+ Bias])
 //   FusedGemm(A, B, C?)              = act(Gemm(A, B, C))
 //   FusedGlobalPoolGemm(X, B, C?)    = act(Gemm(Flatten(GlobalAveragePool(X)), B, C))
+//   Gelu(X), Swish(X)                = the activation alone (see fused.h)
 // The residual Sum and the Bias must broadcast to the product's shape without growing it.
 #include "kernels/ref/fused.h"
 
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numbers>
 
 #include "kernels/ref/nn_internal.h"
 #include "kernels/ref/util.h"
@@ -32,6 +34,8 @@ const std::map<std::string, ActivationKind>& activation_names() {
       {"HardSwish", ActivationKind::kHardSwish},
       {"SiLU", ActivationKind::kSiLU},
       {"Gelu", ActivationKind::kGelu},
+      {"GeluTanh", ActivationKind::kGeluTanh},
+      {"Swish", ActivationKind::kSwish},
   };
   return m;
 }
@@ -61,6 +65,9 @@ Activation read_activation(const Node& node) {
     case ActivationKind::kHardSigmoid:
       alpha = 0.2f;
       beta = 0.5f;
+      break;
+    case ActivationKind::kSwish:
+      alpha = 1.0f;
       break;
     default:
       break;
@@ -104,6 +111,12 @@ double apply_activation(const Activation& a, double x) {
       return x * sigmoid(x);
     case ActivationKind::kGelu:
       return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case ActivationKind::kGeluTanh: {
+      const double k = std::sqrt(2.0 / std::numbers::pi);
+      return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+    }
+    case ActivationKind::kSwish:
+      return x * sigmoid(a.alpha * x);
   }
   return x;
 }
@@ -180,6 +193,50 @@ void run_fused_global_pool_gemm(KernelContext& ctx) {
   ctx.outputs[0] = std::move(y);
 }
 
+// The activation a standalone Gelu or Swish node computes.
+Activation standalone_activation(const Node& node) {
+  Activation a;
+  if (node.op_type() == "Swish") {
+    a.kind = ActivationKind::kSwish;
+    a.alpha = node.attr_float("alpha", 1.0f);
+    return a;
+  }
+  const std::string approx = node.attr_string("approximate", "none");
+  if (approx != "none" && approx != "tanh") {
+    fail(ErrorKind::kUnsupported, node.describe(),
+         ": approximate must be \"none\" or \"tanh\", got '", approx, "'");
+  }
+  a.kind = approx == "tanh" ? ActivationKind::kGeluTanh : ActivationKind::kGelu;
+  return a;
+}
+
+void run_standalone_activation(KernelContext& ctx) {
+  const Activation a = standalone_activation(ctx.node);
+  const Tensor& x = ctx.in(0);
+  Tensor y(x.dtype(), x.shape());
+  dispatch_float(x.dtype(), ctx.node.describe(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      py[i] = static_cast<T>(apply_activation(a, static_cast<double>(px[i])));
+    }
+  });
+  ctx.outputs[0] = std::move(y);
+}
+
+std::string support_standalone_activation(const Node& node, int64_t /*opset*/) {
+  std::string why = float_inputs_reason(node);
+  if (!why.empty()) return why;
+  if (node.num_inputs() != 1) return "expects exactly one input";
+  try {
+    standalone_activation(node);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 std::string support_fused(const Node& node, int64_t /*opset*/) {
   std::string why = float_inputs_reason(node);
   return why.empty() ? activation_reason(node) : why;
@@ -213,6 +270,11 @@ void append_fused_kernels(std::vector<RefKernelEntry>& t) {
   t.push_back({"FusedGemm", ref::run_fused_gemm, ref::support_fused});
   t.push_back(
       {"FusedGlobalPoolGemm", ref::run_fused_global_pool_gemm, ref::support_fused_pool_gemm});
+  append_norm_fused_kernels(t);
+  append_attention_kernels(t);  // attention.cc
+  t.push_back({"Gelu", ref::run_standalone_activation, ref::support_standalone_activation});
+  t.push_back({"Swish", ref::run_standalone_activation, ref::support_standalone_activation});
+  append_embed_kernels(t);
 }
 
 }  // namespace nnfuse

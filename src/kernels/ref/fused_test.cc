@@ -278,7 +278,7 @@ TEST(RefFused, ActivationDefaultsAndNaN) {
   const ref::Activation clip = ref::read_activation(*n);
   EXPECT_EQ(ref::apply_activation(clip, -1e30), -1e30);
   EXPECT_TRUE(std::isnan(ref::apply_activation(clip, NAN)));
-  n->set_attr("activation", attr_s("Swish"));
+  n->set_attr("activation", attr_s("Mish"));
   EXPECT_THROW(ref::read_activation(*n), Error);
 }
 

@@ -57,6 +57,14 @@ void append_shape_kernels(std::vector<RefKernelEntry>& t);  // Reshape, Transpos
 void append_nn_kernels(std::vector<RefKernelEntry>& t);     // Conv, pools, MatMul, Gemm, norms
 void append_misc_kernels(std::vector<RefKernelEntry>& t);   // Resize, Pad, Range, Cast, Trilu...
 void append_fused_kernels(std::vector<RefKernelEntry>& t);  // FusedConv... (domain ai.nnfuse)
-void append_conv_pool_kernels(std::vector<RefKernelEntry>& t);  // FusedConvPool (ai.nnfuse)
+void append_attention_kernels(std::vector<RefKernelEntry>& t);    // MultiHeadAttention (ai.nnfuse)
+void append_embed_kernels(std::vector<RefKernelEntry>& t);        // EmbedLayerNorm (ai.nnfuse)
+void append_conv_pool_kernels(std::vector<RefKernelEntry>& t);    // FusedConvPool (ai.nnfuse)
+void append_scale_shift_kernels(std::vector<RefKernelEntry>& t);  // ScaleShift (ai.nnfuse)
+void append_matmul_layer_norm_kernels(std::vector<RefKernelEntry>& t);  // FusedMatMulLayerNorm
+void append_norm_fused_kernels(std::vector<RefKernelEntry>& t);         // SkipLayerNorm, RMSNorm
+// ONNX ops nnfuse also writes in kFusedDomain for models whose default opset predates them
+// (LayerNormalization before opset 17); their ONNX reference kernel runs them.
+bool ref_op_also_fused(const std::string& op_type);  // norm_fused.cc
 
 }  // namespace nnfuse

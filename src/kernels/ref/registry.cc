@@ -35,6 +35,8 @@ const Table& table() {
     const size_t num_onnx = list.size();
     append_fused_kernels(list);
     append_conv_pool_kernels(list);
+    append_scale_shift_kernels(list);
+    append_matmul_layer_norm_kernels(list);
     Table r;
     for (size_t i = 0; i < list.size(); ++i) {
       const RefKernelEntry& e = list[i];
@@ -65,7 +67,8 @@ std::string ref_unsupported_reason(const Node& node, int64_t opset) {
     return "op domain '" + node.domain() + "' is not supported";
   }
   const RefKernelEntry* e = find_ref_kernel(node.op_type());
-  if (!e || ref_op_domain(node.op_type()) != domain) {
+  if (!e || (ref_op_domain(node.op_type()) != domain &&
+             !(domain == kFusedDomain && ref_op_also_fused(node.op_type())))) {
     return domain.empty() ? "op type is not supported"
                           : "op type is not supported in domain '" + domain + "'";
   }

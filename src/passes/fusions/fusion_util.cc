@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <set>
 
+#include "ir/error.h"
 #include "passes/report.h"
 #include "pattern/rewriter.h"
 
@@ -83,23 +85,100 @@ std::string apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
   return "";
 }
 
-std::vector<ActivationPattern> activation_patterns(const Pat& x) {
+namespace {
+
+// Product of factors[idx[0..]]; keys[i] identifies interchangeable factors.
+Pat product_rec(const std::vector<Pat>& factors, const std::vector<int>& keys,
+                const std::vector<size_t>& idx) {
+  using namespace pattern;
+  if (idx.size() == 1) return factors[idx[0]];
+  auto key_of = [&](const std::vector<size_t>& part) {
+    std::vector<int> k;
+    for (size_t i : part) k.push_back(keys[i]);
+    std::sort(k.begin(), k.end());
+    return k;
+  };
+  std::set<std::pair<std::vector<int>, std::vector<int>>> seen;
+  std::vector<Pat> alts;
+  // Subsets containing idx[0] (so each unordered split is met once), proper and non-empty.
+  const size_t n = idx.size();
+  for (uint32_t mask = 1; mask < (1u << n) - 1; mask += 2) {
+    std::vector<size_t> a, b;
+    for (size_t i = 0; i < n; ++i) ((mask >> i) & 1 ? a : b).push_back(idx[i]);
+    auto ka = key_of(a), kb = key_of(b);
+    if (!seen.insert(std::minmax(ka, kb)).second) continue;
+    alts.push_back(product_rec(factors, keys, a) * product_rec(factors, keys, b));
+  }
+  return alts.size() == 1 ? alts[0] : any_of(alts);
+}
+
+}  // namespace
+
+Pat product_of(const std::vector<Pat>& factors) {
+  if (factors.empty() || factors.size() > 4) {
+    fail(ErrorKind::kInternal, "product_of: 1 to 4 factors, got ", factors.size());
+  }
+  std::vector<int> keys;
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < factors.size(); ++i) {
+    int k = static_cast<int>(i);
+    for (size_t j = 0; j < i; ++j) {
+      if (factors[j].get() == factors[i].get()) k = keys[j];
+    }
+    keys.push_back(k);
+    idx.push_back(i);
+  }
+  return product_rec(factors, keys, idx);
+}
+
+namespace {
+
+// 0.5 * x * g in any association.
+Pat half_x_times(const Pat& x, const Pat& g) { return product_of({pattern::scalar(0.5f), x, g}); }
+
+}  // namespace
+
+Pat gelu_erf_pattern(const Pat& x) {
   using namespace pattern;
   const float kInvSqrt2 = static_cast<float>(1.0 / std::sqrt(2.0));
   const float kSqrt2 = static_cast<float>(std::sqrt(2.0));
-  Pat gelu_inner = erf(any_of({x / kSqrt2, x * kInvSqrt2}));
+  Pat inner = erf(any_of({x / scalar(kSqrt2, 1e-4f), x * scalar(kInvSqrt2, 1e-4f)}));
+  return half_x_times(x, inner + 1.0f);
+}
+
+Pat gelu_tanh_pattern(const Pat& x) {
+  using namespace pattern;
+  const float kSqrt2OverPi = static_cast<float>(std::sqrt(2.0 / std::numbers::pi));
+  auto k = [&] { return scalar(kSqrt2OverPi, 1e-4f); };
+  auto c = [] { return scalar(0.044715f, 1e-6f); };
+  // c * x^3: the cube as Pow(x, 3) or a product of three x.
+  Pat cubic = any_of({product_of({c(), pow(x, 3.0f)}), product_of({c(), x, x, x})});
+  // sqrt(2 / pi) * (x + c x^3), or sqrt(2 / pi) * x * (1 + c x^2) (Megatron's bias_gelu).
+  Pat arg =
+      any_of({product_of({k(), x + cubic}), product_of({k(), x, product_of({c(), x, x}) + 1.0f})});
+  return half_x_times(x, tanh(arg) + 1.0f);
+}
+
+Pat swish_pattern(const Pat& x) {
+  using namespace pattern;
+  return x * sigmoid(x * constant("swish_alpha"));
+}
+
+std::vector<ActivationPattern> activation_patterns(const Pat& x) {
+  using namespace pattern;
   return {
       {"Relu", relu(x)},
       {"Clip", op("Clip", {x, constant("clip_min"), constant("clip_max")})},
       {"LeakyRelu", op("LeakyRelu", {x}).named("act")},
       {"Tanh", tanh(x)},
       {"SiLU", x * sigmoid(x)},
+      {"Swish", swish_pattern(x)},
       {"Sigmoid", sigmoid(x)},
       {"HardSwish", op("HardSwish", {x})},
       {"HardSwish", x * op("HardSigmoid", {x}).named("act")},
       {"HardSigmoid", op("HardSigmoid", {x}).named("act")},
-      {"Gelu", any_of({(x * 0.5f) * (gelu_inner + 1.0f), x * ((gelu_inner + 1.0f) * 0.5f),
-                       (x * (gelu_inner + 1.0f)) * 0.5f})},
+      {"Gelu", gelu_erf_pattern(x)},
+      {"GeluTanh", gelu_tanh_pattern(x)},
   };
 }
 
@@ -116,6 +195,14 @@ std::optional<Activation> activation_from_match(const std::string& name, const p
     }
     a.alpha = lo->data<float>()[0];
     a.beta = hi->data<float>()[0];
+  } else if (name == "Swish") {
+    const Tensor* t = pattern::constant_value(m.value("swish_alpha"));
+    if (!t || t->numel() != 1 || t->dtype() != DType::kFloat32) {
+      *why = "the Swish alpha (x * sigmoid(alpha * x)) is not a float32 scalar constant";
+      return std::nullopt;
+    }
+    a.alpha = t->data<float>()[0];
+    if (a.alpha == 1.0f) a = Activation{"SiLU", 0, 0};
   } else if (name == "LeakyRelu") {
     a.alpha = m.node("act")->attr_float("alpha", 0.01f);
   } else if (name == "HardSigmoid" || name == "HardSwish") {

@@ -42,7 +42,22 @@ struct ActivationPattern {
   pattern::Pat match;
 };
 std::vector<ActivationPattern> activation_patterns(const pattern::Pat& x);
-// Reads the activation's parameters (alpha, Clip bounds) from a match of its pattern;
+
+// The product of `factors` in any association (and, Mul being commutative, any order): every
+// binary Mul tree over them. Factors that are the same Pat are interchangeable. For up to 4.
+pattern::Pat product_of(const std::vector<pattern::Pat>& factors);
+// GELU as exporters write it, rooted at its last node:
+//   erf form:  0.5 * x * (1 + erf(x / sqrt(2)))   (or x * (1 / sqrt(2)))
+//   tanh form: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
+//              (x^3 as Pow(x, 3) or x * x * x; also sqrt(2 / pi) * x * (1 + 0.044715 * x * x))
+// the three factors 0.5, x and (1 + ...) multiplied in any association.
+pattern::Pat gelu_erf_pattern(const pattern::Pat& x);
+pattern::Pat gelu_tanh_pattern(const pattern::Pat& x);
+// x * sigmoid(alpha * x) with alpha a constant named "swish_alpha" (SiLU, x * sigmoid(x), is
+// a separate pattern).
+pattern::Pat swish_pattern(const pattern::Pat& x);
+// Reads the activation's parameters (alpha, Clip bounds, Swish's alpha: a Swish of alpha 1 is
+// named SiLU) from a match of its pattern;
 // nullopt with `why` set when a parameter is not a usable constant.
 std::optional<Activation> activation_from_match(const std::string& name, const pattern::Match& m,
                                                 std::string* why);

@@ -251,13 +251,50 @@ TEST(Pipeline, SwitchTurnsAPassOff) {
   FusionSwitches sw;
   sw.set("ConvBatchnormFusionPass", false);
   auto f = fuse(conv_bn_graph(none), &sw);
-  EXPECT_EQ(count_op(*f.graph, "BatchNormalization"), 1u);
+  EXPECT_EQ(count_op(*f.graph, "ScaleShift"), 1u);  // the lone BN is a scale and shift then
   EXPECT_EQ(record(f.report, "ConvBatchnormFusionPass"), nullptr);
+  sw.set("BatchNormScaleShiftPass", false);
+  f = fuse(conv_bn_graph(none), &sw);
+  EXPECT_EQ(count_op(*f.graph, "BatchNormalization"), 1u);
   sw.set_all(false);
   sw.set("ConvBatchnormFusionPass", true);
   f = fuse(conv_bn_graph(activations()[0].tail), &sw);
   EXPECT_EQ(count_op(*f.graph, "Relu"), 1u);
   EXPECT_EQ(count_op(*f.graph, "BatchNormalization"), 0u);
+}
+
+// x -> BN (no conv before it), plain or behind a Relu.
+std::unique_ptr<Graph> lone_bn_graph(int64_t training = 0, bool stats_out = false) {
+  B b;
+  Value* x = b.in("x", {2, 4, 3, 5});
+  Value* r = b.n("Relu", {x}, {2, 4, 3, 5}, {}, "relu");
+  std::vector<Value*> outs = {b.g->add_value("y", DType::kFloat32, Shape::of({2, 4, 3, 5}))};
+  if (stats_out) outs.push_back(b.g->add_value("mean_out", DType::kFloat32, Shape::of({4})));
+  Node* bn = b.g->add_node("BatchNormalization", "bn",
+                           {r, b.c(rand_tensor({4}, 13, 0.5, 1.5)), b.c(rand_tensor({4}, 14)),
+                            b.c(rand_tensor({4}, 15)), b.c(rand_tensor({4}, 16, 0.5, 2))},
+                           outs);
+  bn->set_attr("epsilon", attr_float(1e-3f));
+  if (training) bn->set_attr("training_mode", attr_int(1));
+  for (Value* o : outs) b.out(o);
+  return std::move(b.g);
+}
+
+TEST(BatchNormScaleShift, LoneBatchNormBecomesScaleAndShift) {
+  auto f = fuse(lone_bn_graph());
+  EXPECT_EQ(count_op(*f.graph, "BatchNormalization"), 0u);
+  ASSERT_EQ(count_op(*f.graph, "ScaleShift"), 1u) << graph_to_text(*f.graph);
+  EXPECT_EQ(record(f.report, "BatchNormScaleShiftPass")->effect_times, 1);
+  expect_same_numbers(std::move(f.graph), lone_bn_graph());
+}
+
+TEST(BatchNormScaleShift, GuardsRejectTrainingModeAndUsedStatistics) {
+  auto f = fuse(lone_bn_graph(/*training=*/0, /*stats_out=*/true));
+  EXPECT_EQ(count_op(*f.graph, "BatchNormalization"), 1u);
+  const PassRecord* r = record(f.report, "BatchNormScaleShiftPass");
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->rejected.size(), 1u);
+  EXPECT_NE(r->rejected[0].reason.find("running statistics"), std::string::npos);
 }
 
 TEST(Canonicalize, IdentityAndShapeSubgraphsFold) {

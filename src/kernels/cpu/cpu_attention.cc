@@ -1,0 +1,541 @@
+// MultiHeadAttention (domain ai.nnfuse, float32, plain, static shapes): the op's contract is in
+// kernels/ref/attention.cc. Flash-attention style: one task per (batch, head, block of kQBlock
+// query rows), parallel over the runtime's threads; it walks the keys in blocks of kKBlock with
+// an online softmax (running max m and sum l per query row, the accumulator rescaled by
+// e^(m_old - m_new) when the max grows), so the Sq x Sk score matrix is never made: per thread,
+// scratch is O(kQBlock * (D + kKBlock)).
+//
+// The query rows are the vector lanes: the block of Q is scaled and transposed once per task
+// into qt [D, kQBlock], so S^T = K Q^T runs with a register tile of kKeys keys (read in place,
+// broadcast) by up to 64 query lanes; the mask, the causal limit and the online softmax then run
+// across lanes with no horizontal reductions; and PV runs over D with a tile of kRows query rows,
+// reading V's rows in place (a zero-padded copy when D is not a multiple of the vector width).
+// Key blocks past every row's causal limit are skipped.
+//
+// The loops are written once with GCC vector extensions over a vector of W floats and compiled
+// for AVX-512 (W = 16), AVX2 + FMA (8) and baseline SSE2 (4), picked when the kernel is made.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/cpu/cpu_internal.h"
+#include "kernels/cpu/cpu_math.h"
+#include "kernels/cpu/cpu_util.h"
+#include "kernels/ref/ref_kernels.h"
+
+namespace nnfuse::cpu {
+namespace {
+
+constexpr int64_t kQBlock = 64;  // query rows per task
+constexpr int64_t kKBlock = 64;  // keys per step (a multiple of every W)
+constexpr int kRows = 4;         // query rows per PV register tile
+constexpr int kKeys = 4;         // keys per QK^T register tile
+
+// ---- Geometry (plan time)
+
+struct Problem {
+  int64_t batch = 0, sq = 0, sk = 0, heads = 0, head_size = 0;
+  int64_t q_stride = 0, kv_stride = 0;  // row strides of Q's and K/V's tensors
+  int64_t k_col = 0, v_col = 0;         // first column of K and V in their tensors
+  float scale = 1.0f;
+  bool packed = false, causal = false;
+  Dims q_shape, kv_shape, mask_shape;  // kv_shape empty when packed, mask_shape when no mask
+  int64_t ms_b = 0, ms_h = 0, ms_q = 0, ms_k = 0;  // mask strides (0 on broadcast dims)
+};
+
+// The node's geometry when this kernel can run it (attributes valid, static shapes that fit);
+// else nullopt, and the reference kernel runs (and reports) it.
+std::optional<Problem> plan(const NodeInfo& info) {
+  const Node& node = info.node;
+  Problem p;
+  try {
+    p.heads = node.attr_int("num_heads", 0);
+    const int64_t packed = node.attr_int("qkv_packed", 0), causal = node.attr_int("causal", 0);
+    if (p.heads < 1 || (packed != 0 && packed != 1) || (causal != 0 && causal != 1)) return {};
+    p.packed = packed == 1;
+    p.causal = causal == 1;
+    node.attr_float("scale", 1.0f);
+  } catch (const Error&) {
+    return {};
+  }
+  const std::optional<Dims> q = info.input_shape(0);
+  if (!q || q->size() != 3) return {};
+  p.q_shape = *q;
+  p.batch = (*q)[0];
+  p.sq = (*q)[1];
+  int64_t hidden = (*q)[2];
+  if (p.packed) {
+    if (info.has_input(1) || info.has_input(2) || hidden % 3 != 0) return {};
+    hidden /= 3;
+    p.sk = p.sq;
+    p.q_stride = p.kv_stride = 3 * hidden;
+    p.k_col = hidden;
+    p.v_col = 2 * hidden;
+  } else {
+    const std::optional<Dims> k = info.input_shape(1), v = info.input_shape(2);
+    if (!k || !v || *k != *v || k->size() != 3 || (*k)[0] != p.batch || (*k)[2] != hidden) {
+      return {};
+    }
+    p.kv_shape = *k;
+    p.sk = (*k)[1];
+    p.q_stride = p.kv_stride = hidden;
+  }
+  if (hidden % p.heads != 0) return {};
+  p.head_size = hidden / p.heads;
+  p.scale = node.has_attr("scale") ? node.attr_float("scale", 1.0f)
+            : p.head_size > 0
+                ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.head_size)))
+                : 1.0f;
+  if (info.has_input(3)) {
+    const std::optional<Dims> m = info.input_shape(3);
+    if (!m || m->size() > 4) return {};
+    const Dims full = {p.batch, p.heads, p.sq, p.sk};
+    Dims m4(4 - m->size(), 1);
+    m4.insert(m4.end(), m->begin(), m->end());
+    for (size_t i = 0; i < 4; ++i) {
+      if (m4[i] != 1 && m4[i] != full[i]) return {};
+    }
+    p.mask_shape = *m;
+    const Dims st = contiguous_strides(m4);
+    p.ms_b = m4[0] == 1 ? 0 : st[0];
+    p.ms_h = m4[1] == 1 ? 0 : st[1];
+    p.ms_q = m4[2] == 1 ? 0 : st[2];
+    p.ms_k = m4[3] == 1 ? 0 : st[3];
+  }
+  const Dims out = {p.batch, p.sq, hidden};
+  if (std::optional<Dims> o = info.output_shape(0); o && *o != out) return {};
+  return p;
+}
+
+// ---- Loops
+
+// Unaligned, aliasing vector types, as the intrinsics headers define __m512_u and friends.
+template <int W>
+struct VecOf;
+template <>
+struct VecOf<16> {
+  typedef float type __attribute__((vector_size(64), aligned(4), may_alias));
+};
+template <>
+struct VecOf<8> {
+  typedef float type __attribute__((vector_size(32), aligned(4), may_alias));
+};
+template <>
+struct VecOf<4> {
+  typedef float type __attribute__((vector_size(16), aligned(4), may_alias));
+};
+
+// Vectors per register tile row: 16 accumulators with AVX-512's 32 registers, 8 otherwise.
+template <int W>
+constexpr int kMaxC = W == 16 ? 4 : 2;
+
+// Run-time arguments of one kernel run.
+struct Args {
+  const Problem* p;
+  const float *q, *k, *v, *mask;
+  float* out;
+};
+
+// Per-thread scratch, in floats. Query rows are the lanes of qt and st.
+struct Scratch {
+  std::vector<float> buf;
+  float* qt;     // [D, kQBlock]: the query block, scaled and transposed
+  float* st;     // [kKBlock, kQBlock]: scores, then probabilities, of a key block
+  float* acc;    // [kQBlock, Dp]: the output accumulator
+  float* vb;     // [kKBlock, Dp]: V's block padded to Dp columns (when D % W != 0)
+  float* m;      // [kQBlock] running max
+  float* l;      // [kQBlock] running sum
+  float* alpha;  // [kQBlock] this block's rescale factor
+  float* mx;     // [kQBlock] this block's max
+
+  Scratch(int64_t d, int64_t dp) {
+    const int64_t sizes[] = {d * kQBlock, kKBlock * kQBlock, kQBlock * dp, kKBlock * dp,
+                             kQBlock,     kQBlock,           kQBlock,      kQBlock};
+    float** slots[] = {&qt, &st, &acc, &vb, &m, &l, &alpha, &mx};
+    int64_t total = 0;
+    for (int64_t s : sizes) total += s;
+    buf.assign(static_cast<size_t>(total), 0.0f);
+    float* p = buf.data();
+    for (size_t i = 0; i < 8; ++i) {
+      *slots[i] = p;
+      p += sizes[i];
+    }
+  }
+};
+
+// st[j][0, C*W) = sum_t k[j][t] * qt[t][0, C*W) for R keys j (rows `ks` apart in K).
+template <int W, int R, int C>
+NNFUSE_INLINE void qk_tile(const float* qt, const float* k, int64_t ks, float* st, int64_t d) {
+  using V = typename VecOf<W>::type;
+  V acc[R][C];
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) acc[r][c] = V{};
+  }
+  for (int64_t t = 0; t < d; ++t) {
+    V qv[C];
+    for (int c = 0; c < C; ++c) qv[c] = *reinterpret_cast<const V*>(qt + t * kQBlock + c * W);
+    for (int r = 0; r < R; ++r) {
+      const float kv = k[r * ks + t];
+      for (int c = 0; c < C; ++c) acc[r][c] += kv * qv[c];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) *reinterpret_cast<V*>(st + r * kQBlock + c * W) = acc[r][c];
+  }
+}
+
+template <int W, int R>
+NNFUSE_INLINE void qk_keys(const float* qt, const float* k, int64_t ks, float* st, int64_t d,
+                           int64_t nqv) {
+  for (int64_t c0 = 0; c0 < nqv; c0 += kMaxC<W>) {
+    const int64_t cn = std::min<int64_t>(kMaxC<W>, nqv - c0), o = c0 * W;
+    if (cn == kMaxC<W>) {
+      qk_tile<W, R, kMaxC<W>>(qt + o, k, ks, st + o, d);
+    } else if (cn == 1) {
+      qk_tile<W, R, 1>(qt + o, k, ks, st + o, d);
+    } else if (cn == 2) {
+      qk_tile<W, R, 2>(qt + o, k, ks, st + o, d);
+    } else {
+      qk_tile<W, R, 3>(qt + o, k, ks, st + o, d);
+    }
+  }
+}
+
+// Scores of keys [0, n) of the block (K rows `ks` apart) for the nqv * W query lanes.
+template <int W>
+NNFUSE_INLINE void qk_block(const float* qt, const float* k, int64_t ks, float* st, int64_t d,
+                            int64_t n, int64_t nqv) {
+  int64_t j = 0;
+  for (; j + kKeys <= n; j += kKeys)
+    qk_keys<W, kKeys>(qt, k + j * ks, ks, st + j * kQBlock, d, nqv);
+  const float* kj = k + j * ks;
+  float* sj = st + j * kQBlock;
+  switch (n - j) {
+    case 1:
+      return qk_keys<W, 1>(qt, kj, ks, sj, d, nqv);
+    case 2:
+      return qk_keys<W, 2>(qt, kj, ks, sj, d, nqv);
+    case 3:
+      return qk_keys<W, 3>(qt, kj, ks, sj, d, nqv);
+    default:
+      return;
+  }
+}
+
+// acc[r][0, C*W) = acc[r] * alpha[r] + sum_{j < n} st[j][r] * v[j][0, C*W) for kRows query rows
+// r (acc rows dp apart, V rows vs apart).
+template <int W, int C>
+NNFUSE_INLINE void pv_tile(const float* st, const float* v, int64_t vs, int64_t n, float* acc,
+                           int64_t dp, const float* alpha) {
+  using V = typename VecOf<W>::type;
+  V a[kRows][C];
+  for (int r = 0; r < kRows; ++r) {
+    for (int c = 0; c < C; ++c) {
+      a[r][c] = *reinterpret_cast<const V*>(acc + r * dp + c * W) * alpha[r];
+    }
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    V vv[C];
+    for (int c = 0; c < C; ++c) vv[c] = *reinterpret_cast<const V*>(v + j * vs + c * W);
+    for (int r = 0; r < kRows; ++r) {
+      const float pr = st[j * kQBlock + r];
+      for (int c = 0; c < C; ++c) a[r][c] += pr * vv[c];
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    for (int c = 0; c < C; ++c) *reinterpret_cast<V*>(acc + r * dp + c * W) = a[r][c];
+  }
+}
+
+template <int W>
+NNFUSE_INLINE void pv_rows(const float* st, const float* v, int64_t vs, int64_t n, float* acc,
+                           int64_t dp, const float* alpha) {
+  const int64_t nv = dp / W;
+  for (int64_t c0 = 0; c0 < nv; c0 += kMaxC<W>) {
+    const int64_t cn = std::min<int64_t>(kMaxC<W>, nv - c0), o = c0 * W;
+    if (cn == kMaxC<W>) {
+      pv_tile<W, kMaxC<W>>(st, v + o, vs, n, acc + o, dp, alpha);
+    } else if (cn == 1) {
+      pv_tile<W, 1>(st, v + o, vs, n, acc + o, dp, alpha);
+    } else if (cn == 2) {
+      pv_tile<W, 2>(st, v + o, vs, n, acc + o, dp, alpha);
+    } else {
+      pv_tile<W, 3>(st, v + o, vs, n, acc + o, dp, alpha);
+    }
+  }
+}
+
+// dst[t][r] = src[r][t] * scale for a W x W tile (src rows `ss` apart, dst rows kQBlock apart):
+// log2(W) rounds swapping the off-diagonal halves of ever smaller blocks, in registers.
+template <int W, typename Seq = std::make_integer_sequence<int, W>>
+struct Transpose;
+template <int W, int... K>
+struct Transpose<W, std::integer_sequence<int, K...>> {
+  using V = typename VecOf<W>::type;
+  typedef int I __attribute__((vector_size(4 * W)));
+
+  template <int S>
+  NNFUSE_INLINE static void round(V* a) {
+    for (int i = 0; i < W; ++i) {
+      if (i & S) continue;
+      const V x = a[i], y = a[i + S];
+      a[i] = __builtin_shuffle(x, y, I{((K & S) ? W + K - S : K)...});
+      a[i + S] = __builtin_shuffle(x, y, I{((K & S) ? W + K : K + S)...});
+    }
+  }
+
+  NNFUSE_INLINE static void tile(const float* src, int64_t ss, float scale, float* dst) {
+    V a[W];
+    for (int i = 0; i < W; ++i) a[i] = *reinterpret_cast<const V*>(src + i * ss) * scale;
+    if constexpr (W >= 16) round<8>(a);
+    if constexpr (W >= 8) round<4>(a);
+    round<2>(a);
+    round<1>(a);
+    for (int i = 0; i < W; ++i) *reinterpret_cast<V*>(dst + i * kQBlock) = a[i];
+  }
+};
+
+template <int W>
+NNFUSE_INLINE void transpose_tile(const float* src, int64_t ss, float scale, float* dst) {
+  Transpose<W>::tile(src, ss, scale, dst);
+}
+
+// e^x for x <= 0 (a score minus the running max) or NaN, flushed to 0 below e^-87 (FLT_MIN):
+// weights there are negligible next to the max's (1), and denormals would be slow. So 2^n is
+// a normal float and one scaling does (exp_f splits it in two for the full range).
+NNFUSE_INLINE float weight(float x) {
+  const ExpParts e = exp_parts(x);
+  const float y = (1.0f + e.q) * pow2_i(e.n);
+  return x < -87.0f ? 0.0f : y;
+}
+
+// One task: batch b, head h, query rows [i0, i0 + rows) as lanes [0, rows) of the blocks.
+template <int W>
+NNFUSE_INLINE void attend(const Args& a, Scratch& s, int64_t b, int64_t h, int64_t i0,
+                          int64_t rows) {
+  const Problem& p = *a.p;
+  const int64_t d = p.head_size, dp = (d + W - 1) / W * W;
+  const int64_t hidden = p.heads * d, col = h * d;
+  const int64_t nqv = (rows + W - 1) / W, lanes = nqv * W;   // rows padded to whole vectors
+  const int64_t tiled = (rows + kRows - 1) / kRows * kRows;  // rows padded to whole PV tiles
+  const int64_t off = p.sk - p.sq;  // causal: query i sees keys j <= i + off
+  const float scale = p.scale;
+  // Q block, scaled, transposed (W x W tiles in registers, then the edges); padding lanes zero.
+  const float* qb = a.q + (b * p.sq + i0) * p.q_stride + col;
+  const int64_t rw = rows / W * W, dw = d / W * W;
+  for (int64_t r0 = 0; r0 < rw; r0 += W) {
+    for (int64_t t0 = 0; t0 < dw; t0 += W) {
+      transpose_tile<W>(qb + r0 * p.q_stride + t0, p.q_stride, scale, s.qt + t0 * kQBlock + r0);
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* src = qb + r * p.q_stride;
+    for (int64_t t = r < rw ? dw : 0; t < d; ++t) s.qt[t * kQBlock + r] = src[t] * scale;
+  }
+  for (int64_t t = 0; rows < lanes && t < d; ++t) {
+    std::fill(s.qt + t * kQBlock + rows, s.qt + t * kQBlock + lanes, 0.0f);
+  }
+  std::fill(s.acc, s.acc + tiled * dp, 0.0f);
+  std::fill(s.m, s.m + lanes, -kInf);
+  std::fill(s.l, s.l + lanes, 0.0f);
+  const float* mbase = a.mask ? a.mask + b * p.ms_b + h * p.ms_h + i0 * p.ms_q : nullptr;
+  const int64_t kend = p.causal ? std::min(p.sk, i0 + rows + off) : p.sk;
+  const bool copy_v = d % W != 0;
+  float* const m = s.m;
+  float* const l = s.l;
+  float* const alpha = s.alpha;
+  float* const mx = s.mx;
+  for (int64_t k0 = 0; k0 < kend; k0 += kKBlock) {
+    const int64_t n = std::min(kKBlock, kend - k0);
+    qk_block<W>(s.qt, a.k + (b * p.sk + k0) * p.kv_stride + p.k_col + col, p.kv_stride, s.st, d, n,
+                nqv);
+    // Mask, causal limit and padding lanes; the block's max per lane.
+    std::fill(mx, mx + lanes, -kInf);
+    for (int64_t j = 0; j < n; ++j) {
+      float* x = s.st + j * kQBlock;
+      const int64_t jg = k0 + j;
+      if (mbase && p.ms_q == 0) {
+        const float add = mbase[jg * p.ms_k];
+#pragma omp simd
+        for (int64_t r = 0; r < rows; ++r) x[r] += add;
+      } else if (mbase) {
+        const float* mj = mbase + jg * p.ms_k;
+        const int64_t mq = p.ms_q;
+        for (int64_t r = 0; r < rows; ++r) x[r] += mj[r * mq];
+      }
+      // Lanes r < first (causal) and r >= rows (padding) are masked.
+      const int64_t first = p.causal ? jg - off - i0 : 0;
+#pragma omp simd
+      for (int64_t r = 0; r < lanes; ++r) {
+        const float v = r >= first && r < rows ? x[r] : -kInf;
+        x[r] = v;
+        mx[r] = v > mx[r] ? v : mx[r];
+      }
+    }
+    // Online softmax: while every key so far is masked, m stays -inf and the shift is 0, so
+    // e^-inf = 0 rather than e^(-inf - -inf) = NaN. A NaN score reaches l and the output.
+#pragma omp simd
+    for (int64_t r = 0; r < lanes; ++r) {
+      const float m_new = mx[r] > m[r] ? mx[r] : m[r];
+      const float shift = m_new == -kInf ? 0.0f : m_new;
+      alpha[r] = weight(m[r] - shift);
+      l[r] *= alpha[r];
+      m[r] = m_new;
+      mx[r] = shift;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      float* x = s.st + j * kQBlock;
+#pragma omp simd
+      for (int64_t r = 0; r < lanes; ++r) {
+        const float e = weight(x[r] - mx[r]);
+        x[r] = e;
+        l[r] += e;
+      }
+    }
+    const float* vb = a.v + (b * p.sk + k0) * p.kv_stride + p.v_col + col;
+    int64_t vs = p.kv_stride;
+    if (copy_v) {
+      for (int64_t j = 0; j < n; ++j) {
+        std::memcpy(s.vb + j * dp, vb + j * p.kv_stride, static_cast<size_t>(d) * sizeof(float));
+        std::fill(s.vb + j * dp + d, s.vb + (j + 1) * dp, 0.0f);
+      }
+      vb = s.vb;
+      vs = dp;
+    }
+    for (int64_t r0 = 0; r0 < tiled; r0 += kRows) {
+      pv_rows<W>(s.st + r0, vb, vs, n, s.acc + r0 * dp, dp, alpha + r0);
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float* o = a.out + (b * p.sq + i0 + r) * hidden + col;
+    if (m[r] == -kInf) {  // every key masked: NaN, as Softmax over all -inf
+      std::fill(o, o + d, kNaN);
+      continue;
+    }
+    const float* acc = s.acc + r * dp;
+    const float inv = 1.0f / l[r];
+#pragma omp simd
+    for (int64_t t = 0; t < d; ++t) o[t] = acc[t] * inv;
+  }
+}
+
+// Tasks [t0, t1) of (batch, head, query block), in that order.
+template <int W>
+NNFUSE_INLINE void attend_range(const Args& a, int64_t t0, int64_t t1) {
+  const Problem& p = *a.p;
+  const int64_t dp = (p.head_size + W - 1) / W * W;
+  Scratch s(p.head_size, dp);
+  const int64_t qblocks = (p.sq + kQBlock - 1) / kQBlock;
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t qb = t % qblocks, bh = t / qblocks;
+    const int64_t i0 = qb * kQBlock;
+    attend<W>(a, s, bh / p.heads, bh % p.heads, i0, std::min(kQBlock, p.sq - i0));
+  }
+}
+
+using RangeFn = void (*)(const Args&, int64_t, int64_t);
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f,avx2,fma"))) void range_avx512(const Args& a, int64_t t0,
+                                                              int64_t t1) {
+  attend_range<16>(a, t0, t1);
+}
+__attribute__((target("avx2,fma"))) void range_avx2(const Args& a, int64_t t0, int64_t t1) {
+  attend_range<8>(a, t0, t1);
+}
+#endif
+void range_base(const Args& a, int64_t t0, int64_t t1) { attend_range<4>(a, t0, t1); }
+
+// The widest ISA the CPU has; NNFUSE_ATTENTION_ISA=avx2|sse2 caps it (the tests run every path).
+RangeFn pick_range() {
+  const char* env = std::getenv("NNFUSE_ATTENTION_ISA");
+  const std::string cap = env ? env : "";
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (cap != "avx2" && cap != "sse2" && __builtin_cpu_supports("avx512f")) return range_avx512;
+  if (cap != "sse2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    return range_avx2;
+  }
+#endif
+  return range_base;
+}
+
+// ---- The kernel
+
+class AttentionKernel : public Kernel {
+ public:
+  AttentionKernel(const NodeInfo& info, const Problem& p)
+      : who_(info.node.describe()), p_(p), range_(pick_range()) {}
+
+  void run(KernelIO& io) override {
+    check(io, 0, p_.q_shape);
+    if (!p_.packed) {
+      check(io, 1, p_.kv_shape);
+      check(io, 2, p_.kv_shape);
+    }
+    if (!p_.mask_shape.empty() || io.has_input(3)) check(io, 3, p_.mask_shape);
+    Tensor& y = io.output(0, DType::kFloat32, {p_.batch, p_.sq, p_.heads * p_.head_size});
+    float* out = y.data<float>();
+    if (y.numel() == 0) return;
+    if (p_.sk == 0) {  // no keys: the products over an empty axis are 0
+      std::fill(out, out + y.numel(), 0.0f);
+      return;
+    }
+    const float* q = io.in(0).data<float>();
+    const Args a{&p_,
+                 q,
+                 p_.packed ? q : io.in(1).data<float>(),
+                 p_.packed ? q : io.in(2).data<float>(),
+                 io.has_input(3) ? io.in(3).data<float>() : nullptr,
+                 out};
+    const int64_t tasks = p_.batch * p_.heads * ((p_.sq + kQBlock - 1) / kQBlock);
+    const int64_t work = p_.batch * p_.heads * p_.sq * p_.sk * p_.head_size;
+    const RangeFn range = range_;
+    parallel_blocks(tasks, work, [&](int64_t t0, int64_t t1) { range(a, t0, t1); });
+  }
+
+ private:
+  void check(const KernelIO& io, size_t i, const Dims& want) const {
+    if (!io.has_input(i)) fail(ErrorKind::kRuntime, who_, ": input ", i, " is missing");
+    const Tensor& t = io.in(i);
+    require_float(t, who_);
+    if (t.shape() != want || t.layout() != Layout::kPlain) {
+      fail(ErrorKind::kRuntime, who_, ": input ", i, " has shape ", dims_str(t.shape()),
+           ", planned for ", dims_str(want));
+    }
+  }
+
+  std::string who_;
+  Problem p_;
+  RangeFn range_;
+};
+
+bool attention_accepts(const NodeInfo& info) {
+  const Node& n = info.node;
+  if (n.domain() != kFusedDomain || n.num_inputs() > 4 || !single_output(n) ||
+      !float_inputs(info) || !info.all_inputs_in(Layout::kPlain)) {
+    return false;
+  }
+  return plan(info).has_value();
+}
+
+std::unique_ptr<Kernel> attention_create(const NodeInfo& info) {
+  std::optional<Problem> p = plan(info);
+  if (!p) fail(ErrorKind::kInternal, info.node.describe(), ": cpu.attention cannot run it");
+  return std::make_unique<AttentionKernel>(info, *p);
+}
+
+}  // namespace
+
+void append_attention_kernels(FactoryTable& t) {
+  t.emplace_back("MultiHeadAttention", KernelFactory{"cpu.attention", attention_accepts, nullptr,
+                                                     attention_create, nullptr});
+}
+
+}  // namespace nnfuse::cpu

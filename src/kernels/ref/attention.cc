@@ -1,0 +1,199 @@
+// MultiHeadAttention (domain ai.nnfuse): scaled dot-product attention over H heads, heads split
+// from and merged back into the hidden axis, as BERT's Reshape/Transpose/MatMul/Softmax chain:
+//   out[b, i, h] = sum_j softmax_j(scale * q[b, i, h] . k[b, j, h] + mask[b, h, i, j]) v[b, j, h]
+// where x[b, i, h] is columns [h * D, (h + 1) * D) of row i and key j is -inf for query i when
+// causal and j > i + (Sk - Sq).
+//   inputs:  Q [B, Sq, H*D], K [B, Sk, H*D], V [B, Sk, H*D], mask? (additive, broadcastable to
+//            [B, H, Sq, Sk], rank <= 4); with qkv_packed = 1, input 0 is [B, S, 3*H*D] holding
+//            [Q | K | V] and inputs 1 and 2 are omitted.
+//   attrs:   num_heads (required), scale (default 1 / sqrt(D)), causal (0), qkv_packed (0).
+// A row whose keys are all masked gives NaN, as Softmax over all -inf does; with no keys at all
+// (Sk = 0) the output is 0, as MatMul over an empty axis gives.
+//
+// The reference kernel: plain loops, scores and sums in double.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/ref/nn_internal.h"
+#include "kernels/ref/util.h"
+
+namespace nnfuse::ref {
+namespace {
+
+struct AttnAttrs {
+  int64_t heads = 0;
+  bool packed = false, causal = false;
+};
+
+// Throws (naming the node) on a missing or bad attribute.
+AttnAttrs read_attn_attrs(const Node& node) {
+  AttnAttrs a;
+  a.heads = node.attr_int("num_heads", 0);
+  NNFUSE_CHECK(a.heads >= 1, node.describe(), ": num_heads must be given and at least 1, got ",
+               a.heads);
+  const int64_t packed = node.attr_int("qkv_packed", 0);
+  const int64_t causal = node.attr_int("causal", 0);
+  NNFUSE_CHECK(packed == 0 || packed == 1, node.describe(), ": qkv_packed must be 0 or 1");
+  NNFUSE_CHECK(causal == 0 || causal == 1, node.describe(), ": causal must be 0 or 1");
+  node.attr_float("scale", 1.0f);  // kind check
+  a.packed = packed == 1;
+  a.causal = causal == 1;
+  return a;
+}
+
+// The geometry of one node's run, from the input shapes; throws on shapes that do not fit.
+struct AttnShape {
+  int64_t batch = 0, sq = 0, sk = 0, heads = 0, head_size = 0;
+  int64_t q_stride = 0, kv_stride = 0;  // row strides of Q's and K/V's tensors, in elements
+  int64_t k_col = 0, v_col = 0;         // first column of head 0 of K and V in their tensors
+  Dims mask_strides;                    // [B, H, Sq, Sk] strides of the mask, 0 on broadcast
+  double scale = 0.0;
+  bool causal = false;
+};
+
+AttnShape attn_shape(const KernelContext& ctx) {
+  const Node& node = ctx.node;
+  const std::string who = node.describe();
+  const AttnAttrs a = read_attn_attrs(node);
+  AttnShape s;
+  s.heads = a.heads;
+  s.causal = a.causal;
+  const Tensor& q = ctx.in(0);
+  NNFUSE_CHECK(q.rank() == 3, who, ": input 0 must have rank 3, got shape ", dims_str(q.shape()));
+  s.batch = q.dim(0);
+  s.sq = q.dim(1);
+  int64_t hidden = q.dim(2);
+  if (a.packed) {
+    NNFUSE_CHECK(!ctx.has_input(1) && !ctx.has_input(2), who,
+                 ": with qkv_packed = 1, inputs 1 and 2 must be omitted");
+    NNFUSE_CHECK(hidden % 3 == 0, who, ": packed input of shape ", dims_str(q.shape()),
+                 " does not split into Q, K and V");
+    hidden /= 3;
+    s.sk = s.sq;
+    s.q_stride = s.kv_stride = 3 * hidden;
+    s.k_col = hidden;
+    s.v_col = 2 * hidden;
+  } else {
+    const Tensor& k = ctx.in(1);
+    const Tensor& v = ctx.in(2);
+    NNFUSE_CHECK(k.rank() == 3 && v.rank() == 3 && k.shape() == v.shape() && k.dim(0) == s.batch &&
+                     k.dim(2) == hidden,
+                 who, ": K ", dims_str(k.shape()), " and V ", dims_str(v.shape()),
+                 " must both be [", s.batch, ", Sk, ", hidden, "] for Q ", dims_str(q.shape()));
+    s.sk = k.dim(1);
+    s.q_stride = s.kv_stride = hidden;
+  }
+  NNFUSE_CHECK(hidden % s.heads == 0, who, ": num_heads ", s.heads,
+               " does not divide the hidden size ", hidden);
+  s.head_size = hidden / s.heads;
+  const double dflt = s.head_size > 0 ? 1.0 / std::sqrt(static_cast<double>(s.head_size)) : 1.0;
+  s.scale = node.has_attr("scale") ? static_cast<double>(node.attr_float("scale", 1.0f)) : dflt;
+  if (ctx.has_input(3)) {
+    const Tensor& m = ctx.in(3);
+    const Dims full = {s.batch, s.heads, s.sq, s.sk};
+    bool ok = m.rank() <= 4;
+    for (int64_t i = 0; ok && i < m.rank(); ++i) {
+      const int64_t want = full[static_cast<size_t>(4 - m.rank() + i)];
+      ok = m.dim(i) == 1 || m.dim(i) == want;
+    }
+    NNFUSE_CHECK(ok, who, ": mask of shape ", dims_str(m.shape()), " does not broadcast to ",
+                 dims_str(full));
+    s.mask_strides = broadcast_strides(m.shape(), full);
+  }
+  return s;
+}
+
+template <typename T>
+void attention(const AttnShape& s, const T* q, const T* k, const T* v, const T* mask, T* out) {
+  const int64_t hidden = s.heads * s.head_size;
+  const double ninf = -std::numeric_limits<double>::infinity();
+  std::vector<double> scores(static_cast<size_t>(s.sk));
+  std::vector<double> acc(static_cast<size_t>(s.head_size));
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t h = 0; h < s.heads; ++h) {
+      const int64_t col = h * s.head_size;
+      for (int64_t i = 0; i < s.sq; ++i) {
+        const T* qi = q + (b * s.sq + i) * s.q_stride + col;
+        double mx = ninf;
+        for (int64_t j = 0; j < s.sk; ++j) {
+          const T* kj = k + (b * s.sk + j) * s.kv_stride + s.k_col + col;
+          double dot = 0.0;
+          for (int64_t d = 0; d < s.head_size; ++d) {
+            dot += static_cast<double>(qi[d]) * static_cast<double>(kj[d]);
+          }
+          double x = s.scale * dot;
+          if (mask) {
+            const Dims& ms = s.mask_strides;
+            x += static_cast<double>(mask[b * ms[0] + h * ms[1] + i * ms[2] + j * ms[3]]);
+          }
+          if (s.causal && j > i + (s.sk - s.sq)) x = ninf;
+          scores[static_cast<size_t>(j)] = x;
+          mx = std::fmax(mx, x);
+        }
+        // Softmax as the ONNX op: exp(x - max) / sum. All -inf gives (-inf) - (-inf) = NaN.
+        double sum = 0.0;
+        for (double& x : scores) {
+          x = std::exp(x - mx);
+          sum += x;
+        }
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j = 0; j < s.sk; ++j) {
+          const double p = scores[static_cast<size_t>(j)] / sum;
+          const T* vj = v + (b * s.sk + j) * s.kv_stride + s.v_col + col;
+          for (int64_t d = 0; d < s.head_size; ++d) {
+            acc[static_cast<size_t>(d)] += p * static_cast<double>(vj[d]);
+          }
+        }
+        T* oi = out + (b * s.sq + i) * hidden + col;
+        for (int64_t d = 0; d < s.head_size; ++d)
+          oi[d] = static_cast<T>(acc[static_cast<size_t>(d)]);
+      }
+    }
+  }
+}
+
+void run_attention(KernelContext& ctx) {
+  const AttnShape s = attn_shape(ctx);
+  const Tensor& q = ctx.in(0);
+  for (size_t i = 1; i < 4; ++i) check_input_dtype(ctx, i, q.dtype());
+  const bool packed = !ctx.has_input(1);
+  dispatch_float(q.dtype(), ctx.node.describe(), [&](auto tag) {
+    using T = decltype(tag);
+    Tensor y(q.dtype(), {s.batch, s.sq, s.heads * s.head_size});
+    const T* pq = q.data<T>();
+    const T* pk = packed ? pq : ctx.in(1).data<T>();
+    const T* pv = packed ? pq : ctx.in(2).data<T>();
+    const T* pm = ctx.has_input(3) ? ctx.in(3).data<T>() : nullptr;
+    attention<T>(s, pq, pk, pv, pm, y.data<T>());
+    ctx.outputs[0] = std::move(y);
+  });
+}
+
+std::string support_attention(const Node& node, int64_t /*opset*/) {
+  std::string why = float_inputs_reason(node);
+  if (!why.empty()) return why;
+  if (node.num_inputs() < 1 || node.num_inputs() > 4 || !node.input(0)) {
+    return "expects inputs Q, K, V and an optional mask";
+  }
+  try {
+    const AttnAttrs a = read_attn_attrs(node);
+    const bool kv = node.input(1) || node.input(2);
+    if (a.packed && kv) return "with qkv_packed = 1, inputs 1 and 2 must be omitted";
+    if (!a.packed && !(node.input(1) && node.input(2))) return "inputs K and V are required";
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+}  // namespace nnfuse::ref
+
+namespace nnfuse {
+
+void append_attention_kernels(std::vector<RefKernelEntry>& t) {
+  t.push_back({"MultiHeadAttention", ref::run_attention, ref::support_attention});
+}
+
+}  // namespace nnfuse

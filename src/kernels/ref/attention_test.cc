@@ -1,0 +1,251 @@
+// MultiHeadAttention's reference kernel: by hand on tiny cases, and against the ONNX ops it
+// replaces (Reshape, Transpose, MatMul, Mul, Add, Softmax), each run by its own reference
+// kernel as the unfused graph would run them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "kernels/ref/test_util.h"
+
+namespace nnfuse {
+namespace {
+
+using testing::attr_f;
+using testing::attr_i;
+using testing::attr_ints;
+using testing::expect_close;
+using testing::run_ref;
+using testing::run_ref1;
+using testing::values;
+
+using Attrs = std::map<std::string, Attribute>;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+Tensor random_tensor(const Dims& shape, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  Tensor t(DType::kFloat32, shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(gen);
+  return t;
+}
+
+Tensor f32(const Dims& shape, const std::vector<float>& v) {
+  return Tensor::from_vector<float>(shape, v);
+}
+
+Tensor i64(const std::vector<int64_t>& v) {
+  return Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v);
+}
+
+Attrs mha_attrs(int64_t heads, bool causal = false, bool packed = false) {
+  Attrs a = {{"num_heads", attr_i(heads)}};
+  if (causal) a["causal"] = attr_i(1);
+  if (packed) a["qkv_packed"] = attr_i(1);
+  return a;
+}
+
+// [B, S, H*D] -> [B, H, S, D] (or [B, H, D, S] for K).
+Tensor split_heads(const Tensor& x, int64_t heads, bool transpose_k) {
+  const int64_t b = x.dim(0), s = x.dim(1), d = x.dim(2) / heads;
+  const Tensor r = run_ref1("Reshape", {x, i64({b, s, heads, d})});
+  const std::vector<int64_t> perm =
+      transpose_k ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3};
+  return run_ref1("Transpose", {r}, {{"perm", attr_ints(perm)}});
+}
+
+// The unfused graph: BERT's attention chain, with the causal mask as an additive [Sq, Sk]
+// tensor of 0 and -inf.
+Tensor composed(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                int64_t heads, float scale, bool causal) {
+  const int64_t b = q.dim(0), sq = q.dim(1), sk = k.dim(1), hidden = q.dim(2);
+  Tensor s = run_ref1("MatMul", {split_heads(q, heads, false), split_heads(k, heads, true)});
+  s = run_ref1("Mul", {s, Tensor::scalar<float>(scale)});
+  if (mask.defined()) s = run_ref1("Add", {s, mask});
+  if (causal) {
+    Tensor c(DType::kFloat32, {sq, sk});
+    for (int64_t i = 0; i < sq; ++i) {
+      for (int64_t j = 0; j < sk; ++j) c.data<float>()[i * sk + j] = j > i + sk - sq ? -kInf : 0;
+    }
+    s = run_ref1("Add", {s, c});
+  }
+  const Tensor p = run_ref1("Softmax", {s}, {{"axis", attr_i(-1)}});
+  const Tensor o = run_ref1("MatMul", {p, split_heads(v, heads, false)});
+  const Tensor t = run_ref1("Transpose", {o}, {{"perm", attr_ints({0, 2, 1, 3})}});
+  return run_ref1("Reshape", {t, i64({b, sq, hidden})});
+}
+
+TEST(RefAttention, ByHand) {
+  // One query, two keys, D = 2, two heads with different data. Head 0: q = [1, 0] against keys
+  // [1, 0] and [0, 1] with scale 1 gives scores [1, 0]; head 1: q = [0, 2], keys [0, 1] and
+  // [0, 0], scores [2, 0].
+  const Tensor q = f32({1, 1, 4}, {1, 0, 0, 2});
+  const Tensor k = f32({1, 2, 4}, {1, 0, 0, 1, 0, 1, 0, 0});
+  const Tensor v = f32({1, 2, 4}, {1, 2, 10, 20, 3, 4, 30, 40});
+  Attrs a = mha_attrs(2);
+  a["scale"] = attr_f(1.0f);
+  const std::vector<float> got = values<float>(run_ref1("MultiHeadAttention", {q, k, v}, a));
+  const double p0 = std::exp(1.0) / (std::exp(1.0) + 1), p1 = std::exp(2.0) / (std::exp(2.0) + 1);
+  const std::vector<double> want = {p0 * 1 + (1 - p0) * 3, p0 * 2 + (1 - p0) * 4,
+                                    p1 * 10 + (1 - p1) * 30, p1 * 20 + (1 - p1) * 40};
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+
+  // Default scale 1 / sqrt(2) and an additive mask [H, 1, Sk] hiding key 0 of head 0 only.
+  const Tensor mask = f32({2, 1, 2}, {-kInf, 0, 0, 0});
+  const std::vector<float> masked =
+      values<float>(run_ref1("MultiHeadAttention", {q, k, v, mask}, mha_attrs(2)));
+  const double s = 1 / std::sqrt(2.0), p2 = std::exp(2 * s) / (std::exp(2 * s) + 1);
+  EXPECT_NEAR(masked[0], 3, 1e-6);
+  EXPECT_NEAR(masked[1], 4, 1e-6);
+  EXPECT_NEAR(masked[2], p2 * 10 + (1 - p2) * 30, 1e-5);
+  EXPECT_NEAR(masked[3], p2 * 20 + (1 - p2) * 40, 1e-5);
+
+  // Packed [Q | K | V], one head of size 1, causal: query 0 sees only key 0.
+  const Tensor packed = f32({1, 2, 3}, {1, 1, 5, 1, 2, 7});
+  const std::vector<float> c =
+      values<float>(run_ref1("MultiHeadAttention", {packed}, mha_attrs(1, true, true)));
+  const double w = std::exp(1.0) / (std::exp(1.0) + std::exp(2.0));  // query 1: scores [1, 2]
+  EXPECT_NEAR(c[0], 5, 1e-6);
+  EXPECT_NEAR(c[1], w * 5 + (1 - w) * 7, 1e-5);
+}
+
+struct Case {
+  int64_t batch, heads, head_size, sq, sk;
+  Dims mask;  // empty: no mask
+  bool causal = false;
+  bool packed = false;
+};
+
+void check_composed(const Case& c, uint32_t seed) {
+  std::ostringstream what;
+  what << "B" << c.batch << " H" << c.heads << " D" << c.head_size << " Sq" << c.sq << " Sk" << c.sk
+       << " mask" << dims_str(c.mask) << (c.causal ? " causal" : "") << (c.packed ? " packed" : "");
+  SCOPED_TRACE(what.str());
+  const int64_t hidden = c.heads * c.head_size;
+  Tensor q, k, v, mask;
+  std::vector<Tensor> inputs;
+  if (c.packed) {
+    const Tensor x = random_tensor({c.batch, c.sq, 3 * hidden}, seed, 2.0f);
+    const std::vector<Tensor> qkv = run_ref("Split", {x}, {{"axis", attr_i(2)}}, 3);
+    q = qkv[0];
+    k = qkv[1];
+    v = qkv[2];
+    inputs = {x, Tensor(), Tensor()};
+  } else {
+    q = random_tensor({c.batch, c.sq, hidden}, seed, 2.0f);
+    k = random_tensor({c.batch, c.sk, hidden}, seed + 1, 2.0f);
+    v = random_tensor({c.batch, c.sk, hidden}, seed + 2);
+    inputs = {q, k, v};
+  }
+  if (!c.mask.empty()) {
+    mask = random_tensor(c.mask, seed + 3, 3.0f);
+    // Padding-style -10000 and -inf on a few keys, never key 0 (so no row is fully masked,
+    // causal or not).
+    const int64_t keys = c.mask.back();
+    for (int64_t i = 0; keys > 1 && i < mask.numel(); ++i) {
+      if (i % keys != 0 && i % 3 == 1) mask.data<float>()[i] = i % 2 ? -1e4f : -kInf;
+    }
+    inputs.resize(3);
+    inputs.push_back(mask);
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_size));
+  const Tensor want = composed(q, k, v, mask, c.heads, scale, c.causal);
+  const Tensor got = run_ref1("MultiHeadAttention", inputs, mha_attrs(c.heads, c.causal, c.packed));
+  expect_close(got, want, 1e-5f, 1e-4f);
+}
+
+TEST(RefAttention, MatchesComposedOps) {
+  const std::vector<Case> cases = {
+      {1, 1, 4, 3, 3, {}},
+      {2, 2, 3, 4, 5, {}},
+      {1, 4, 8, 6, 9, {1, 1, 1, 9}},
+      {2, 2, 5, 3, 7, {2, 1, 1, 7}},  // BERT padding mask [B, 1, 1, Sk]
+      {2, 3, 4, 5, 5, {2, 1, 5, 5}},
+      {2, 3, 4, 5, 6, {1, 3, 5, 6}},
+      {1, 2, 4, 4, 4, {4, 4}},        // rank 2: [Sq, Sk]
+      {2, 2, 4, 3, 3, {2, 1, 3, 1}},  // broadcast over keys
+      {1, 2, 6, 5, 5, {}, true},
+      {1, 2, 6, 3, 7, {}, true},  // causal with Sk > Sq
+      {2, 2, 6, 4, 4, {2, 1, 1, 4}, true},
+      {2, 3, 2, 4, 4, {}, false, true},
+      {1, 2, 8, 6, 6, {1, 1, 1, 6}, true, true},
+      {1, 1, 1, 1, 1, {}},
+  };
+  uint32_t seed = 10;
+  for (const Case& c : cases) check_composed(c, seed += 5);
+}
+
+TEST(RefAttention, FullyMaskedRowsAreNaN) {
+  // Causal with Sq > Sk: query 0 of 3 sees no key of 2. Padding -inf over every key of batch 1.
+  const Tensor q = random_tensor({2, 3, 4}, 1), k = random_tensor({2, 2, 4}, 2);
+  const Tensor v = random_tensor({2, 2, 4}, 3);
+  const Tensor c = run_ref1("MultiHeadAttention", {q, k, v}, mha_attrs(2, true));
+  for (int64_t i = 0; i < c.numel(); ++i) {
+    const int64_t row = i / 4 % 3;
+    EXPECT_EQ(std::isnan(c.data<float>()[i]), row == 0) << i;
+  }
+  const Tensor mask = f32({2, 1, 1, 2}, {0, -kInf, -kInf, -kInf});
+  const Tensor m = run_ref1("MultiHeadAttention", {q, k, v, mask}, mha_attrs(2));
+  for (int64_t i = 0; i < m.numel(); ++i) EXPECT_EQ(std::isnan(m.data<float>()[i]), i >= 12) << i;
+  // The unfused graph agrees where it is finite, and is NaN where the fused one is.
+  const Tensor want = composed(q, k, v, mask, 2, 0.5f, false);
+  for (int64_t i = 0; i < m.numel(); ++i) {
+    EXPECT_EQ(std::isnan(want.data<float>()[i]), i >= 12) << i;
+  }
+}
+
+TEST(RefAttention, NoKeysGivesZeros) {
+  const Tensor q = random_tensor({1, 2, 4}, 1), kv(DType::kFloat32, {1, 0, 4});
+  const Tensor y = run_ref1("MultiHeadAttention", {q, kv, kv}, mha_attrs(2));
+  ASSERT_EQ(y.shape(), (Dims{1, 2, 4}));
+  for (float x : values<float>(y)) EXPECT_EQ(x, 0.0f);
+}
+
+TEST(RefAttention, Float64) {
+  Tensor q(DType::kFloat64, {1, 2, 2}), k(DType::kFloat64, {1, 2, 2});
+  for (int64_t i = 0; i < 4; ++i) {
+    q.data<double>()[i] = 0.1 * static_cast<double>(i);
+    k.data<double>()[i] = 1.0 - 0.2 * static_cast<double>(i);
+  }
+  const Tensor y = run_ref1("MultiHeadAttention", {q, k, k}, mha_attrs(1));
+  EXPECT_EQ(y.dtype(), DType::kFloat64);
+  EXPECT_EQ(y.shape(), (Dims{1, 2, 2}));
+}
+
+void expect_error(const std::vector<Tensor>& inputs, const Attrs& attrs, const std::string& what) {
+  try {
+    run_ref1("MultiHeadAttention", inputs, attrs);
+    ADD_FAILURE() << "no error for " << what;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
+}
+
+TEST(RefAttention, Errors) {
+  const Tensor q = random_tensor({2, 3, 8}, 1), k = random_tensor({2, 5, 8}, 2);
+  const Tensor v = random_tensor({2, 5, 8}, 3);
+  expect_error({q, k, v}, {}, "num_heads");
+  expect_error({q, k, v}, mha_attrs(0), "num_heads");
+  expect_error({q, k, v}, mha_attrs(3), "does not divide the hidden size 8");
+  expect_error({random_tensor({3, 8}, 1), k, v}, mha_attrs(2), "'node': input 0 must have rank 3");
+  expect_error({q, random_tensor({2, 5, 4}, 2), v}, mha_attrs(2), "must both be");
+  expect_error({q, k, random_tensor({2, 4, 8}, 2)}, mha_attrs(2), "must both be");
+  expect_error({q, random_tensor({1, 5, 8}, 2), random_tensor({1, 5, 8}, 2)}, mha_attrs(2),
+               "must both be");
+  expect_error({q, k, v, random_tensor({2, 1, 3, 4}, 4)}, mha_attrs(2), "does not broadcast");
+  expect_error({q, k, v, random_tensor({3, 1, 1, 5}, 4)}, mha_attrs(2), "does not broadcast");
+  expect_error({q, k, v, random_tensor({1, 2, 1, 3, 5}, 4)}, mha_attrs(2), "does not broadcast");
+  expect_error({q, k, v}, {{"num_heads", attr_i(2)}, {"causal", attr_i(2)}}, "causal");
+  expect_error({random_tensor({2, 3, 10}, 1)}, mha_attrs(1, false, true), "does not split");
+  expect_error({q, k, v}, mha_attrs(2, false, true), "must be omitted");
+  expect_error({q}, mha_attrs(2), "K and V are required");
+  Tensor half(DType::kFloat16, {2, 3, 8});
+  expect_error({half, half, half}, mha_attrs(2), "float16");
+}
+
+}  // namespace
+}  // namespace nnfuse

@@ -1,0 +1,182 @@
+// AttentionFusionPass and QKVProjectionFusionPass on hand-built attention graphs in the
+// spellings exporters use: BERT (Div by sqrt(d), additive mask), Mul by 1/sqrt(d), no mask,
+// scaled_dot_product_attention (scale on Q and on K), GPT-2 (one QKV projection Split in
+// three, causal Where); guards; fused == unfused on random inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "passes/fusions/fusion_test_util.h"
+
+namespace nnfuse {
+namespace {
+
+using namespace fusion_test;
+
+enum class Scale { kDiv, kMul, kQandK };
+enum class Mask { kNone, kAdditive, kCausal, kBoth };
+
+struct AttnOptions {
+  int64_t s = 7, heads = 2, dim = 4;
+  Scale scale = Scale::kDiv;
+  Mask mask = Mask::kAdditive;
+  bool packed = false;            // one projection, Split in three (GPT-2)
+  bool k_two_transposes = false;  // K^T as Transpose<0,1,3,2>(Transpose<0,2,1,3>(k4))
+  int64_t softmax_axis = -1;
+  bool scores_escape = false;  // the scores are also a graph output
+  Dims mask_shape = {};        // default [1, 1, 1, S]
+  bool merge_without_transpose = false;
+};
+
+Tensor shape_tensor(const Dims& d) {
+  Tensor t(DType::kInt64, {static_cast<int64_t>(d.size())});
+  for (size_t i = 0; i < d.size(); ++i) t.data<int64_t>()[i] = d[i];
+  return t;
+}
+
+Value* transpose(B& b, Value* v, const Dims& perm, const Dims& out) {
+  return b.n("Transpose", {v}, out, {{"perm", ints(perm)}});
+}
+
+std::unique_ptr<Graph> attention_graph(const AttnOptions& o) {
+  B b;
+  const int64_t s = o.s, h = o.heads, d = o.dim, e = h * d;
+  Value* x = b.in("x", {1, s, e});
+  auto proj = [&](const std::string& name, int64_t n, uint32_t seed) {
+    Value* m = b.n("MatMul", {x, b.c(rand_tensor({e, n}, seed))}, {1, s, n}, {}, name);
+    return b.n("Add", {m, b.c(rand_tensor({n}, seed + 1))}, {1, s, n}, {}, name + "_bias");
+  };
+  Value *q, *k, *v;
+  if (o.packed) {
+    Value* qkv = proj("qkv", 3 * e, 10);
+    std::vector<Value*> outs;
+    for (const char* n : {"q", "k", "v"}) {
+      outs.push_back(b.g->add_value(n, DType::kFloat32, Shape::of({1, s, e})));
+    }
+    Node* split = b.g->add_node("Split", "split", {qkv, b.c(shape_tensor({e, e, e}))}, outs);
+    split->set_attr("axis", attr_int(2));
+    q = outs[0], k = outs[1], v = outs[2];
+  } else {
+    q = proj("q", e, 10), k = proj("k", e, 20), v = proj("v", e, 30);
+  }
+  auto heads = [&](Value* t) {
+    return b.n("Reshape", {t, b.c(shape_tensor({1, s, h, d}))}, {1, s, h, d});
+  };
+  Value* q4 = transpose(b, heads(q), {0, 2, 1, 3}, {1, h, s, d});
+  Value* kt = o.k_two_transposes ? transpose(b, transpose(b, heads(k), {0, 2, 1, 3}, {1, h, s, d}),
+                                             {0, 1, 3, 2}, {1, h, d, s})
+                                 : transpose(b, heads(k), {0, 2, 3, 1}, {1, h, d, s});
+  Value* v4 = transpose(b, heads(v), {0, 2, 1, 3}, {1, h, s, d});
+  const float root = std::sqrt(static_cast<float>(d));
+  if (o.scale == Scale::kQandK) {
+    const float c = 1.0f / std::sqrt(root);
+    q4 = b.n("Mul", {q4, b.c(Tensor::scalar<float>(c))}, {1, h, s, d});
+    kt = b.n("Mul", {kt, b.c(Tensor::scalar<float>(c))}, {1, h, d, s});
+  }
+  Value* sc = b.n("MatMul", {q4, kt}, {1, h, s, s}, {}, "scores");
+  if (o.scores_escape) b.out(sc);
+  if (o.scale == Scale::kDiv) {
+    sc = b.n("Div", {sc, b.c(Tensor::scalar<float>(root))}, {1, h, s, s});
+  } else if (o.scale == Scale::kMul) {
+    sc = b.n("Mul", {b.c(Tensor::scalar<float>(1.0f / root)), sc}, {1, h, s, s});
+  }
+  if (o.mask == Mask::kCausal || o.mask == Mask::kBoth) {
+    Tensor keep(DType::kBool, {1, 1, s, s});
+    for (int64_t i = 0; i < s; ++i) {
+      for (int64_t j = 0; j < s; ++j) static_cast<uint8_t*>(keep.raw())[i * s + j] = j <= i;
+    }
+    sc = b.n("Where", {b.c(keep), sc, b.c(Tensor::scalar<float>(-3.4e38f))}, {1, h, s, s});
+  }
+  if (o.mask == Mask::kAdditive || o.mask == Mask::kBoth) {
+    Value* m = b.in("mask", o.mask_shape.empty() ? Dims{1, 1, 1, s} : o.mask_shape);
+    sc = b.n("Add", {sc, m}, {1, h, s, s});
+  }
+  Value* p = b.n("Softmax", {sc}, {1, h, s, s}, {{"axis", attr_int(o.softmax_axis)}}, "softmax");
+  Value* ctx = b.n("MatMul", {p, v4}, {1, h, s, d});
+  if (!o.merge_without_transpose) ctx = transpose(b, ctx, {0, 2, 1, 3}, {1, s, h, d});
+  b.out(b.n("Reshape", {ctx, b.c(shape_tensor({1, s, e}))}, {1, s, e}, {}, "merge"));
+  return std::move(b.g);
+}
+
+const Node* only(const Graph& g, const std::string& op) {
+  const Node* r = nullptr;
+  for (const Node* n : g.nodes()) {
+    if (n->op_type() == op) {
+      EXPECT_EQ(r, nullptr) << "more than one " << op;
+      r = n;
+    }
+  }
+  return r;
+}
+
+void expect_fused(const AttnOptions& o, bool causal, bool mask) {
+  auto f = fuse(attention_graph(o));
+  ASSERT_EQ(count_op(*f.graph, "MultiHeadAttention"), 1u) << graph_to_text(*f.graph);
+  EXPECT_EQ(count_op(*f.graph, "Softmax"), 0u);
+  EXPECT_EQ(count_op(*f.graph, "Transpose"), 0u);
+  EXPECT_EQ(count_op(*f.graph, "MatMul"), 0u);  // the projections are one FusedMatMul
+  EXPECT_EQ(count_op(*f.graph, "FusedMatMul"), 1u);
+  const Node* a = only(*f.graph, "MultiHeadAttention");
+  EXPECT_EQ(a->fused_by(), "AttentionFusionPass");
+  EXPECT_EQ(a->attr_int("num_heads", 0), o.heads);
+  EXPECT_NEAR(a->attr_float("scale", 0), 1.0 / std::sqrt(static_cast<double>(o.dim)), 1e-6);
+  EXPECT_EQ(a->attr_int("causal", 0), causal ? 1 : 0);
+  EXPECT_EQ(a->attr_int("qkv_packed", 0), 1);
+  EXPECT_EQ(a->num_inputs() > 3 && a->input(3) != nullptr, mask);
+  EXPECT_EQ(record(f.report, "AttentionFusionPass")->effect_times, 1);
+  expect_same_numbers(std::move(f.graph), attention_graph(o));
+}
+
+TEST(AttentionFusion, BertStyleDivAndAdditiveMask) { expect_fused({}, false, true); }
+
+TEST(AttentionFusion, ScaleSpellingsAndMaskKinds) {
+  AttnOptions mul;
+  mul.scale = Scale::kMul;
+  expect_fused(mul, false, true);
+  AttnOptions sdpa;  // scale applied to Q and to K
+  sdpa.scale = Scale::kQandK;
+  sdpa.mask = Mask::kNone;
+  expect_fused(sdpa, false, false);
+  AttnOptions two;  // K^T by two transposes
+  two.k_two_transposes = true;
+  expect_fused(two, false, true);
+  AttnOptions full;  // a per-query mask [1, 1, S, S]
+  full.mask_shape = {1, 1, 7, 7};
+  expect_fused(full, false, true);
+}
+
+TEST(AttentionFusion, Gpt2PackedQkvWithCausalWhere) {
+  AttnOptions gpt;
+  gpt.packed = true;
+  gpt.mask = Mask::kCausal;
+  expect_fused(gpt, true, false);
+  gpt.mask = Mask::kBoth;
+  gpt.s = 9;
+  gpt.heads = 3;
+  expect_fused(gpt, true, true);
+}
+
+void expect_declined(const AttnOptions& o, const std::string& reason) {
+  auto f = fuse(attention_graph(o));
+  EXPECT_EQ(count_op(*f.graph, "MultiHeadAttention"), 0u);
+  const PassRecord* r = record(f.report, "AttentionFusionPass");
+  ASSERT_NE(r, nullptr);
+  ASSERT_FALSE(r->rejected.empty());
+  EXPECT_NE(r->rejected[0].reason.find(reason), std::string::npos) << r->rejected[0].reason;
+  expect_same_numbers(std::move(f.graph), attention_graph(o));
+}
+
+TEST(AttentionFusion, GuardsDeclineWithReasons) {
+  AttnOptions axis;
+  axis.softmax_axis = 2;
+  expect_declined(axis, "last axis");
+  AttnOptions escape;
+  escape.scores_escape = true;
+  expect_declined(escape, "graph output");
+  AttnOptions merge;  // heads reshaped away without the transpose: not attention's merge
+  merge.merge_without_transpose = true;
+  expect_declined(merge, "merged back");
+}
+
+}  // namespace
+}  // namespace nnfuse

@@ -1,0 +1,93 @@
+// GeluFusionPass: the exported forms of GELU and Swish that no dense layer took as its
+// epilogue (MatMulBiasAddFusionPass runs first) become one node each:
+//   0.5 * x * (1 + erf(x / sqrt(2)))                        == Gelu(x, approximate="none")
+//   0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) == Gelu(x, approximate="tanh")
+//   x * sigmoid(alpha * x), x * sigmoid(x)                  == Swish(x, alpha)
+// in domain ai.nnfuse (Gelu has the semantics of ONNX's opset-20 Gelu). The factors of each
+// product may come in any order and association (see fusion_util.h).
+#include <cmath>
+
+#include "passes/fusions/fusions.h"
+
+namespace nnfuse {
+
+namespace {
+
+using pattern::Match;
+using pattern::Pat;
+
+// "" when the matched activation keeps x's shape (no constant of the pattern broadcasts it to
+// a larger one), else the reason.
+std::string keeps_shape(const Value& x, const Value& y, const Match& m) {
+  const Shape& a = x.shape();
+  const Shape& b = y.shape();
+  if (a.has_rank && b.has_rank) {
+    bool same = a.dims.size() == b.dims.size();
+    for (size_t i = 0; same && i < a.dims.size(); ++i) {
+      same = !a.dims[i].known() || !b.dims[i].known() || a.dims[i].value == b.dims[i].value;
+    }
+    if (same) return "";
+    return "the output " + b.str() + " is not of the input's shape " + a.str() +
+           " (a constant broadcasts it)";
+  }
+  // Ranks unknown: only constants of rank 0 cannot grow the shape.
+  for (const Node* n : m.nodes()) {
+    for (const Value* in : n->inputs()) {
+      const Tensor* t = in ? pattern::constant_value(in) : nullptr;
+      if (t && t->rank() > 0) {
+        return "the shapes are unknown and constant '" + in->name() + "' may broadcast x";
+      }
+    }
+  }
+  return "";
+}
+
+class GeluFusion : public Pass {
+ public:
+  const PassInfo& info() const override {
+    static const PassInfo i{"GeluFusionPass",
+                            "Fuses GELU (erf and tanh forms) and x * sigmoid(alpha * x) into one "
+                            "Gelu or Swish node",
+                            true, true};
+    return i;
+  }
+  void run(Graph& g, PassContext& ctx) override {
+    using namespace pattern;
+    Pat x = any("x");
+    std::vector<ActivationPattern> pats = {
+        {"Gelu", gelu_erf_pattern(x)},
+        {"GeluTanh", gelu_tanh_pattern(x)},
+        {"SiLU", x * sigmoid(x)},
+        {"Swish", swish_pattern(x)},
+    };
+    const std::string pass = info().name;
+    rewrite_all(g, ctx, pass, pats, [&](const std::string& name, const Match& m) -> std::string {
+      Value* in = m.value("x");
+      Value* out = m.root()->output(0);
+      const DType t = out->dtype();
+      if ((t != DType::kFloat32 && t != DType::kFloat64) || in->dtype() != t) {
+        return std::string("the activation is ") + dtype_name(t) +
+               ", not float32 or float64 (input " + dtype_name(in->dtype()) + ")";
+      }
+      if (std::string why = keeps_shape(*in, *out, m); !why.empty()) return why;
+      std::string why;
+      auto a = activation_from_match(name, m, &why);
+      if (!a) return why;
+      std::map<std::string, Attribute> attrs;
+      std::string op = "Gelu";
+      if (a->name == "Gelu" || a->name == "GeluTanh") {
+        attrs["approximate"] = attr_string(a->name == "Gelu" ? "none" : "tanh");
+      } else {
+        op = "Swish";
+        attrs["alpha"] = attr_float(a->name == "SiLU" ? 1.0f : a->alpha);
+      }
+      return apply_fusion(g, ctx, pass, m.nodes(), op, kFusedDomain, {in}, {out}, attrs);
+    });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_gelu_pass() { return std::make_unique<GeluFusion>(); }
+
+}  // namespace nnfuse

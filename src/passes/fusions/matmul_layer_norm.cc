@@ -1,0 +1,118 @@
+// MatMulSkipLayerNormFusionPass: a transformer's output projection, residual and LayerNorm
+//   SkipLayerNorm(FusedMatMul(a, W, b), r, gamma, beta, bias2)   (either input order)
+//   == FusedMatMulLayerNorm(a, W, b + bias2, r, gamma, beta; epsilon)
+// The product runs with the residual as a sum post-op and each row is normalized right after,
+// in the same kernel. Only an activation-free FusedMatMul of a constant 2-D weight qualifies,
+// with a residual of exactly the product's shape and the normalized sum not needed elsewhere.
+#include "passes/fusions/fusions.h"
+#include "pattern/rewriter.h"
+
+namespace nnfuse {
+
+namespace {
+
+using pattern::constant_value;
+
+// A constant per-feature vector of n floats ([n] or [1, ..., n]) as a [n] tensor.
+std::optional<Tensor> feature_vector(const Value* v, int64_t n) {
+  const Tensor* t = constant_value(v);
+  if (!t || t->dtype() != DType::kFloat32 || t->numel() != n || t->rank() < 1) return std::nullopt;
+  return t->reshaped({n});
+}
+
+class MatMulSkipLayerNormFusion : public Pass {
+ public:
+  const PassInfo& info() const override {
+    static const PassInfo i{"MatMulSkipLayerNormFusionPass",
+                            "Fuses a dense layer with the residual Add and LayerNorm after it",
+                            true, true};
+    return i;
+  }
+
+  void run(Graph& g, PassContext& ctx) override {
+    const std::string pass = info().name;
+    std::set<std::string> declined;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (Node* ln : g.nodes()) {
+        if (ln->op_type() != "SkipLayerNorm" || ln->domain() != kFusedDomain ||
+            declined.count(ln->name())) {
+          continue;
+        }
+        int side = -1;
+        for (int i = 0; i < 2 && side < 0; ++i) {
+          Node* p = ln->input(static_cast<size_t>(i))->producer();
+          if (p && p->op_type() == "FusedMatMul" && p->domain() == kFusedDomain) side = i;
+        }
+        if (side < 0) continue;
+        ctx.matched(pass);
+        Node* mm = ln->input(static_cast<size_t>(side))->producer();
+        const std::string why = fuse(g, ctx, ln, mm, ln->input(static_cast<size_t>(1 - side)));
+        if (why.empty()) {
+          changed = true;
+          break;
+        }
+        ctx.rejected(pass, original_names({mm, ln}), why);
+        declined.insert(ln->name());
+      }
+    }
+  }
+
+ private:
+  std::string fuse(Graph& g, PassContext& ctx, Node* ln, Node* mm, Value* res) {
+    if (ln->num_outputs() > 1 && ln->output(1) && !ln->output(1)->uses().empty()) {
+      return "the residual sum is used elsewhere (pre-LayerNorm block)";
+    }
+    if (ln->num_outputs() > 1 && ln->output(1) && ln->output(1)->is_graph_output()) {
+      return "the residual sum is a graph output";
+    }
+    if (!mm->attr_string("activation", "").empty()) return "the MatMul has an activation";
+    const Value* y = mm->output(0);
+    const Tensor* w = constant_value(mm->input(1));
+    if (!w || w->rank() != 2 || w->dtype() != DType::kFloat32) {
+      return "the MatMul's weight is not a constant float32 matrix";
+    }
+    if (!y->shape().fully_known() || res->shape() != y->shape() ||
+        res->dtype() != DType::kFloat32) {
+      return "the residual " + res->shape().str() + " is not of the product's shape " +
+             y->shape().str();
+    }
+    const int64_t n = w->dim(1);
+    std::optional<Tensor> bias = Tensor(DType::kFloat32, {n});
+    for (int64_t j = 0; j < n; ++j) bias->data<float>()[j] = 0.0f;
+    if (mm->num_inputs() > 2 && mm->input(2)) bias = feature_vector(mm->input(2), n);
+    std::optional<Tensor> gamma = feature_vector(ln->input(2), n);
+    std::optional<Tensor> beta;
+    if (ln->num_inputs() > 3 && ln->input(3)) {
+      beta = feature_vector(ln->input(3), n);
+      if (!beta) return std::string("beta is not a constant of [N]");
+    }
+    if (!bias || !gamma) return std::string("the bias or gamma is not a constant of [N]");
+    if (ln->num_inputs() > 4 && ln->input(4)) {
+      std::optional<Tensor> b2 = feature_vector(ln->input(4), n);
+      if (!b2) return std::string("the LayerNorm's bias is not a constant of [N]");
+      Tensor sum = bias->clone();
+      for (int64_t j = 0; j < n; ++j) sum.data<float>()[j] += b2->data<float>()[j];
+      bias = sum;
+    }
+    std::map<std::string, Attribute> attrs;
+    attrs["epsilon"] = attr_float(ln->attr_float("epsilon", 1e-5f));
+    Value* bv = pattern::add_constant(g, mm->name() + "_bias", *bias);
+    Value* gv = pattern::add_constant(g, ln->name() + "_gamma", *gamma);
+    Value* betav = beta ? pattern::add_constant(g, ln->name() + "_beta", *beta) : nullptr;
+    std::vector<Value*> ins = {mm->input(0), mm->input(1), bv, res, gv};
+    if (betav) ins.push_back(betav);
+    const std::string why = apply_fusion(g, ctx, info().name, {mm, ln}, "FusedMatMulLayerNorm",
+                                         kFusedDomain, ins, {ln->output(0)}, attrs);
+    g.remove_dead_values();
+    return why;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_matmul_layer_norm_pass() {
+  return std::make_unique<MatMulSkipLayerNormFusion>();
+}
+
+}  // namespace nnfuse

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""The normalization fusions on graphs exported by PyTorch: every LayerNorm spelling the
+exporter produces, an RMSNorm, and post-LN and pre-LN residual blocks. For each model:
+`nnfuse compile` must apply the expected pass (effect_times >= 1 in fusion_result.json) and
+write the fused op into a checker-valid model; `nnfuse run` on that fused model must give
+PyTorch's outputs; and `nnfuse verify` (fused against unfused) must pass.
+
+Usage: /usr/bin/python3 norm_variants.py NNFUSE
+"""
+import os, subprocess, sys, tempfile, json, warnings
+import numpy as np
+import onnx
+import torch, torch.nn as nn
+
+warnings.filterwarnings("ignore")
+torch.manual_seed(0)
+E = 32
+
+
+def randomize(m):
+    """nn.LayerNorm starts at gamma 1, beta 0: random values catch a swapped or lost one."""
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if name.endswith("weight") and p.dim() == 1:
+                p.uniform_(0.5, 1.5)
+            elif p.dim() == 1:
+                p.uniform_(-0.5, 0.5)
+    return m
+
+
+class HandLayerNorm(nn.Module):
+    """LayerNorm written out with (x - mean) * (x - mean) for the variance."""
+
+    def __init__(s, e, eps=1e-5):
+        super().__init__()
+        s.w, s.b, s.eps = nn.Parameter(torch.ones(e)), nn.Parameter(torch.zeros(e)), eps
+
+    def forward(s, x):
+        mu = x.mean(-1, keepdim=True)
+        d = x - mu
+        var = (d * d).mean(-1, keepdim=True)
+        return d / torch.sqrt(var + s.eps) * s.w + s.b
+
+
+class DoubleLayerNorm(nn.Module):
+    """LayerNorm computed in double and cast back, as mixed-precision code writes it."""
+
+    def __init__(s, e, eps=1e-5):
+        super().__init__()
+        s.w, s.b, s.eps = nn.Parameter(torch.ones(e)), nn.Parameter(torch.zeros(e)), eps
+
+    def forward(s, x):
+        xd = x.double()
+        d = xd - xd.mean(-1, keepdim=True)
+        y = d / torch.sqrt(d.pow(2).mean(-1, keepdim=True) + s.eps)
+        return y.float() * s.w + s.b
+
+
+class RMSNorm(nn.Module):
+    """LLaMA's RMSNorm."""
+
+    def __init__(s, e, eps=1e-6):
+        super().__init__()
+        s.weight, s.eps = nn.Parameter(torch.ones(e)), eps
+
+    def forward(s, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + s.eps) * s.weight
+
+
+class PostLN(nn.Module):
+    """BERT's output block: LayerNorm(x + Linear(x))."""
+
+    def __init__(s, e):
+        super().__init__()
+        s.dense, s.ln = nn.Linear(e, e), nn.LayerNorm(e, eps=1e-12)
+
+    def forward(s, x):
+        return s.ln(x + s.dense(x))
+
+
+class PreLN(nn.Module):
+    """GPT-2's blocks: x = x + f(LN(x)), twice; the first sum feeds the second LN and the
+    second residual Add, so the fused node must hand it on as output 1."""
+
+    def __init__(s, e):
+        super().__init__()
+        s.ln1, s.f1, s.ln2, s.f2 = nn.LayerNorm(e), nn.Linear(e, e), nn.LayerNorm(e), nn.Linear(e, e)
+        s.ln_f = nn.LayerNorm(e)
+
+    def forward(s, x):
+        x = x + s.f1(s.ln1(x))
+        x = x + s.f2(s.ln2(x))
+        return s.ln_f(x)
+
+
+# name, module, opset, {pass: min effect_times}, [(fused op, domain)], extra check
+CASES = [
+    ("layernorm_op13", nn.LayerNorm(E), 13, {"LayerNormFusionPass": 1},
+     [("LayerNormalization", "ai.nnfuse")], None),
+    ("layernorm_op17_residual", PostLN(E), 17, {"SkipLayerNormFusionPass": 1},
+     [("SkipLayerNorm", "ai.nnfuse")], None),
+    ("hand_mul_op13", HandLayerNorm(E), 13, {"LayerNormFusionPass": 1},
+     [("LayerNormalization", "ai.nnfuse")], None),
+    ("hand_mul_op17", HandLayerNorm(E), 17, {"LayerNormFusionPass": 1},
+     [("LayerNormalization", "")], None),
+    ("cast_double", DoubleLayerNorm(E), 13, {"LayerNormFusionPass": 1},
+     [("LayerNormalization", "ai.nnfuse")], "no_cast"),
+    ("rmsnorm", RMSNorm(E), 13, {"RMSNormFusionPass": 1}, [("RMSNorm", "ai.nnfuse")], None),
+    ("post_ln_op13", PostLN(E), 13, {"LayerNormFusionPass": 1, "SkipLayerNormFusionPass": 1},
+     [("SkipLayerNorm", "ai.nnfuse")], None),
+    ("pre_ln_op13", PreLN(E), 13, {"LayerNormFusionPass": 3, "SkipLayerNormFusionPass": 2},
+     [("SkipLayerNorm", "ai.nnfuse")], "sum_output"),
+    ("pre_ln_op17", PreLN(E), 17, {"SkipLayerNormFusionPass": 2},
+     [("SkipLayerNorm", "ai.nnfuse")], "sum_output"),
+]
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+def check(nnfuse, tmp, name, module, opset, passes, ops, extra):
+    errors = []
+    module = randomize(module).eval()
+    x = torch.randn(2, 7, E)
+    path = os.path.join(tmp, name + ".onnx")
+    with torch.no_grad():
+        want = module(x).numpy()
+        torch.onnx.export(module, x, path, opset_version=opset, input_names=["x"],
+                          output_names=["y"])
+    xin = os.path.join(tmp, name + "_x.npy")
+    np.save(xin, x.numpy())
+
+    out = os.path.join(tmp, name + "_fused.onnx")
+    report = os.path.join(tmp, name + "_report.json")
+    rc, log = run([nnfuse, "compile", path, "-o", out, "--report", report])
+    if rc != 0:
+        return ["compile failed (%d): %s" % (rc, log.strip())]
+    rep = json.load(open(report))
+    graph_fusion = rep["graph_fusion"]
+    for p, n in passes.items():
+        got = graph_fusion.get(p, {}).get("effect_times", 0)
+        if got < n:
+            rejected = [r["reason"] for r in graph_fusion.get(p, {}).get("rejected", [])]
+            errors.append("%s: effect_times %d, expected >= %d (rejected: %s)" %
+                          (p, got, n, rejected))
+
+    fused = onnx.load(out)
+    try:
+        onnx.checker.check_model(fused)
+    except Exception as e:  # noqa: BLE001 - any checker failure is a test failure
+        errors.append("the fused model fails the ONNX checker: %s" % str(e).splitlines()[0])
+    nodes = [(n.op_type, n.domain) for n in fused.graph.node]
+    names = {n.name for n in fused.graph.node}
+    for op in ops:
+        if op in nodes:
+            continue
+        # A later fusion may have absorbed it: the fused node's pass chain ("A+B") says so.
+        pass_of = {"SkipLayerNorm": "SkipLayerNormFusionPass", "RMSNorm": "RMSNormFusionPass",
+                   "LayerNormalization": "LayerNormFusionPass"}[op[0]]
+        absorbed = [f["node"] for f in rep["fused_nodes"]
+                    if f["node"] in names and pass_of in f["pass"].split("+")[:-1]]
+        if not absorbed:
+            errors.append("fused model has no %s node in domain '%s' (nor one absorbed by a "
+                          "later fusion); nodes: %s" % (op[0], op[1], nodes))
+    if extra == "no_cast" and any(op == "Cast" for op, _ in nodes):
+        errors.append("the Casts to double and back were not absorbed: %s" % nodes)
+    if extra == "sum_output" and not any(
+            n.op_type == "SkipLayerNorm" and len(n.output) == 2 for n in fused.graph.node):
+        errors.append("no SkipLayerNorm hands its sum on as output 1: %s" % nodes)
+
+    # The fused model reloads and runs, and gives PyTorch's numbers.
+    with tempfile.TemporaryDirectory() as res:
+        rc, log = run([nnfuse, "run", out, "--input", "x=" + xin, "--output-dir", res])
+        if rc != 0:
+            errors.append("running the fused model failed (%d): %s" % (rc, log.strip()))
+        else:
+            got = np.load(os.path.join(res, "y.npy"))
+            rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-6))
+            if got.shape != want.shape or rel > 1e-4:
+                errors.append("fused model output differs from PyTorch: relative error %.3g" % rel)
+
+    rc, log = run([nnfuse, "verify", path])
+    if rc != 0:
+        errors.append("verify failed (%d): %s" % (rc, log.strip()))
+    return errors
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    nnfuse = sys.argv[1]
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in CASES:
+            errors = check(nnfuse, tmp, *case)
+            print("%s %s" % ("ok  " if not errors else "FAIL", case[0]))
+            for e in errors:
+                print("     " + e)
+            failed += bool(errors)
+    if failed:
+        print("FAIL: %d of %d normalization models" % (failed, len(CASES)))
+        return 1
+    print("all %d normalization models fuse, export, run and verify" % len(CASES))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""The GELU, Swish and embedding fusions on graphs exported by PyTorch: nn.GELU in both its
+forms, hand-written erf and tanh GELUs (Pow and x*x*x), Linear + GELU (one FusedMatMul with
+the activation), x * sigmoid(1.702 x), SiLU, and a BERT embedding block (word + position +
+token-type nn.Embedding + LayerNorm) at opset 17 (one LayerNormalization op) and at opset 13
+(the LayerNorm decomposed). For each model: `nnfuse compile` must apply the expected pass
+(effect_times >= 1 in fusion_result.json) and write the fused op into a checker-valid model;
+`nnfuse run` on that fused model must give PyTorch's outputs; and `nnfuse verify` (fused
+against unfused) must pass.
+
+Usage: /usr/bin/python3 transformer_variants.py NNFUSE
+"""
+import json, math, os, subprocess, sys, tempfile, warnings
+import numpy as np
+import onnx
+import torch, torch.nn as nn
+
+warnings.filterwarnings("ignore")
+torch.manual_seed(0)
+E, B, S, VOCAB = 32, 2, 7, 50
+
+
+class Fn(nn.Module):
+    def __init__(s, f):
+        super().__init__()
+        s.f = f
+
+    def forward(s, x):
+        return s.f(x)
+
+
+def erf_gelu(x):  # BERT's original gelu
+    return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
+
+
+def tanh_gelu_pow(x):  # HF's gelu_new
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def tanh_gelu_cube(x):  # x * x * x for the cube
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
+
+
+def quick_gelu(x):  # CLIP's
+    return x * torch.sigmoid(1.702 * x)
+
+
+class Dense(nn.Module):
+    """Linear + activation on a [B, S, E] input (exported as MatMul + Add + the activation)."""
+
+    def __init__(s, act):
+        super().__init__()
+        s.fc, s.act = nn.Linear(E, 2 * E), act
+
+    def forward(s, x):
+        return s.act(s.fc(x))
+
+
+class Embeddings(nn.Module):
+    """BERT's embedding block: the position ids are a buffer, so they export as a constant."""
+
+    def __init__(s):
+        super().__init__()
+        s.word, s.pos, s.tok = nn.Embedding(VOCAB, E), nn.Embedding(S, E), nn.Embedding(2, E)
+        s.ln = nn.LayerNorm(E, eps=1e-12)
+        s.register_buffer("position_ids", torch.arange(S).unsqueeze(0))
+        with torch.no_grad():
+            s.ln.weight.uniform_(0.5, 1.5)
+            s.ln.bias.uniform_(-0.5, 0.5)
+
+    def forward(s, input_ids, token_type_ids):
+        e = s.word(input_ids) + s.pos(s.position_ids) + s.tok(token_type_ids)
+        return s.ln(e)
+
+
+def act_inputs():
+    return {"x": torch.randn(B, S, E) * 3}
+
+
+def embed_inputs():
+    return {"input_ids": torch.randint(0, VOCAB, (B, S)),
+            "token_type_ids": torch.randint(0, 2, (B, S))}
+
+
+# name, module, inputs, opset, {pass: min effect_times}, [(fused op, domain, attrs)]
+CASES = [
+    ("gelu_module", Fn(nn.GELU()), act_inputs, 13, {"GeluFusionPass": 1},
+     [("Gelu", "ai.nnfuse", {"approximate": "none"})]),
+    ("gelu_module_tanh", Fn(nn.GELU(approximate="tanh")), act_inputs, 13, {"GeluFusionPass": 1},
+     [("Gelu", "ai.nnfuse", {"approximate": "tanh"})]),
+    ("gelu_erf_hand", Fn(erf_gelu), act_inputs, 13, {"GeluFusionPass": 1},
+     [("Gelu", "ai.nnfuse", {"approximate": "none"})]),
+    ("gelu_tanh_pow", Fn(tanh_gelu_pow), act_inputs, 13, {"GeluFusionPass": 1},
+     [("Gelu", "ai.nnfuse", {"approximate": "tanh"})]),
+    ("gelu_tanh_cube", Fn(tanh_gelu_cube), act_inputs, 13, {"GeluFusionPass": 1},
+     [("Gelu", "ai.nnfuse", {"approximate": "tanh"})]),
+    ("quick_gelu", Fn(quick_gelu), act_inputs, 13, {"GeluFusionPass": 1},
+     [("Swish", "ai.nnfuse", {"alpha": 1.702})]),
+    ("silu", Fn(nn.SiLU()), act_inputs, 13, {"GeluFusionPass": 1},
+     [("Swish", "ai.nnfuse", {"alpha": 1.0})]),
+    ("linear_gelu", Dense(nn.GELU()), act_inputs, 13, {"MatMulBiasAddFusionPass": 1},
+     [("FusedMatMul", "ai.nnfuse", {"activation": "Gelu"})]),
+    ("linear_gelu_tanh", Dense(Fn(tanh_gelu_pow)), act_inputs, 13,
+     {"MatMulBiasAddFusionPass": 1}, [("FusedMatMul", "ai.nnfuse", {"activation": "GeluTanh"})]),
+    ("linear_quick_gelu", Dense(Fn(quick_gelu)), act_inputs, 13, {"MatMulBiasAddFusionPass": 1},
+     [("FusedMatMul", "ai.nnfuse", {"activation": "Swish", "activation_alpha": 1.702})]),
+    ("embeddings_op17", Embeddings(), embed_inputs, 17, {"EmbedLayerNormFusionPass": 1},
+     [("EmbedLayerNorm", "ai.nnfuse", {})]),
+    ("embeddings_op13", Embeddings(), embed_inputs, 13, {"EmbedLayerNormFusionPass": 1},
+     [("EmbedLayerNorm", "ai.nnfuse", {})]),
+]
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+def attr_matches(node, want):
+    got = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    for k, v in want.items():
+        g = got.get(k)
+        if isinstance(g, bytes):
+            g = g.decode()
+        if isinstance(v, float):
+            if not isinstance(g, float) or abs(g - v) > 1e-5:
+                return False
+        elif g != v:
+            return False
+    return True
+
+
+def check(nnfuse, tmp, name, module, make_inputs, opset, passes, ops):
+    errors = []
+    module = module.eval()
+    inputs = make_inputs()
+    names = list(inputs)
+    path = os.path.join(tmp, name + ".onnx")
+    with torch.no_grad():
+        want = module(*inputs.values()).numpy()
+        torch.onnx.export(module, tuple(inputs.values()), path, opset_version=opset,
+                          input_names=names, output_names=["y"])
+    feeds = []
+    for k, v in inputs.items():
+        f = os.path.join(tmp, "%s_%s.npy" % (name, k))
+        np.save(f, v.numpy())
+        feeds += ["--input", "%s=%s" % (k, f)]
+
+    out = os.path.join(tmp, name + "_fused.onnx")
+    report = os.path.join(tmp, name + "_report.json")
+    rc, log = run([nnfuse, "compile", path, "-o", out, "--report", report])
+    if rc != 0:
+        return ["compile failed (%d): %s" % (rc, log.strip())]
+    graph_fusion = json.load(open(report))["graph_fusion"]
+    for p, n in passes.items():
+        got = graph_fusion.get(p, {}).get("effect_times", 0)
+        if got < n:
+            rejected = [r["reason"] for r in graph_fusion.get(p, {}).get("rejected", [])]
+            errors.append("%s: effect_times %d, expected >= %d (rejected: %s)" %
+                          (p, got, n, rejected))
+
+    fused = onnx.load(out)
+    try:
+        onnx.checker.check_model(fused)
+    except Exception as e:  # noqa: BLE001 - any checker failure is a test failure
+        errors.append("the fused model fails the ONNX checker: %s" % str(e).splitlines()[0])
+    nodes = [(n.op_type, n.domain) for n in fused.graph.node]
+    for op, domain, attrs in ops:
+        hits = [n for n in fused.graph.node if n.op_type == op and n.domain == domain]
+        if len(hits) != 1:
+            errors.append("expected one %s node in domain '%s', got %d; nodes: %s" %
+                          (op, domain, len(hits), nodes))
+        elif not attr_matches(hits[0], attrs):
+            errors.append("%s has attributes %s, expected %s" %
+                          (op, {a.name: onnx.helper.get_attribute_value(a)
+                                for a in hits[0].attribute}, attrs))
+    # The whole activation (or embedding block) is one node: nothing else is left over.
+    if len(fused.graph.node) != len(ops):
+        errors.append("expected %d node(s) in the fused model, got %s" % (len(ops), nodes))
+
+    # The fused model reloads and runs, and gives PyTorch's numbers.
+    with tempfile.TemporaryDirectory() as res:
+        rc, log = run([nnfuse, "run", out, "--output-dir", res] + feeds)
+        if rc != 0:
+            errors.append("running the fused model failed (%d): %s" % (rc, log.strip()))
+        else:
+            got = np.load(os.path.join(res, "y.npy"))
+            rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-6))
+            if got.shape != want.shape or rel > 1e-4:
+                errors.append("fused model output differs from PyTorch: relative error %.3g" % rel)
+
+    rc, log = run([nnfuse, "verify", path])
+    if rc != 0:
+        errors.append("verify failed (%d): %s" % (rc, log.strip()))
+    return errors
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    nnfuse = sys.argv[1]
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in CASES:
+            try:
+                errors = check(nnfuse, tmp, *case)
+            except Exception as e:  # noqa: BLE001 - report and go on with the other models
+                errors = ["%s: %s" % (type(e).__name__, e)]
+            print("%s %s" % ("ok  " if not errors else "FAIL", case[0]))
+            for e in errors:
+                print("     " + e)
+            failed += bool(errors)
+    if failed:
+        print("FAIL: %d of %d transformer models" % (failed, len(CASES)))
+        return 1
+    print("all %d transformer models fuse, export, run and verify" % len(CASES))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
