@@ -425,13 +425,21 @@ class ConvKernel : public Kernel {
       user_sum_ = memory(f32_desc(s_.y_shape, s_.sum_layout), engine(), DNNL_MEMORY_NONE);
       sum_to_dst_ = dnnl::reorder(user_sum_, dst_);
     }
+    // oneDNN's fast pooling kernels keep the source's format: pool in the conv's format, then
+    // reorder the (4x smaller) result into Y's layout.
     const PoolSpec& p = s_.pool_spec;
-    const memory::desc pool_dst = f32_desc(p.y_shape, s_.pool_out_layout);
+    const memory::desc user_dst = f32_desc(p.y_shape, s_.pool_out_layout);
     dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, p.alg, pd.dst_desc(0),
-                                     pool_dst, to_dims(p.strides), to_dims(p.kernel),
-                                     to_dims(p.dilations), to_dims(p.pad_l), to_dims(p.pad_r));
-    pool_ = dnnl::pooling_v2_forward(dnnl::pooling_v2_forward::primitive_desc(d, engine()));
-    user_dst_ = memory(pool_dst, engine(), DNNL_MEMORY_NONE);
+                                     f32_desc(p.y_shape, Tag::any), to_dims(p.strides),
+                                     to_dims(p.kernel), to_dims(p.dilations), to_dims(p.pad_l),
+                                     to_dims(p.pad_r));
+    dnnl::pooling_v2_forward::primitive_desc ppd(d, engine());
+    pool_ = dnnl::pooling_v2_forward(ppd);
+    user_dst_ = memory(user_dst, engine(), DNNL_MEMORY_NONE);
+    if (ppd.dst_desc() != user_dst) {
+      pooled_ = memory(ppd.dst_desc(), engine());
+      from_dst_ = dnnl::reorder(pooled_, user_dst_);
+    }
   }
 
   void run_pooled(KernelIO& io, const Tensor& x) {
@@ -450,7 +458,12 @@ class ConvKernel : public Kernel {
       }
       execute(prim_, args_);
       user_dst_.set_data_handle(y.raw());
-      execute(pool_, {{DNNL_ARG_SRC, dst_}, {DNNL_ARG_DST, user_dst_}});
+      if (pooled_) {
+        execute(pool_, {{DNNL_ARG_SRC, dst_}, {DNNL_ARG_DST, pooled_}});
+        execute(from_dst_, {{DNNL_ARG_FROM, pooled_}, {DNNL_ARG_TO, user_dst_}});
+      } else {
+        execute(pool_, {{DNNL_ARG_SRC, dst_}, {DNNL_ARG_DST, user_dst_}});
+      }
     });
   }
 
@@ -497,7 +510,7 @@ class ConvKernel : public Kernel {
   std::string what_;
   ConvSpec s_;
   dnnl::primitive prim_, to_nhwc_, sum_to_dst_, from_dst_, pool_;
-  memory src_, dst_, weights_, user_src_, user_sum_, user_dst_;
+  memory src_, dst_, weights_, user_src_, user_sum_, user_dst_, pooled_;
   std::unordered_map<int, memory> args_;
   std::mutex mu_;  // the memory objects are rebound on every run
 };

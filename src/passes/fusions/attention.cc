@@ -14,10 +14,12 @@
 //   QKVProjectionFusionPass: the Q, K and V projections of one attention, three FusedMatMul
 //   (or MatMul) of the same input with constant weights, become one FusedMatMul with the
 //   weights (and biases) concatenated, feeding the attention in packed form.
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <set>
 
+#include "ir/error.h"
 #include "passes/fusions/fusions.h"
 #include "pattern/rewriter.h"
 
@@ -26,6 +28,20 @@ namespace nnfuse {
 namespace {
 
 using pattern::constant_value;
+
+std::string unique_node_name(const Graph& g, const std::string& stem) {
+  std::set<std::string> taken;
+  for (const Node* n : g.nodes()) taken.insert(n->name());
+  std::string name = stem;
+  for (int i = 1; taken.count(name); ++i) name = stem + "_" + std::to_string(i);
+  return name;
+}
+
+Tensor shape_tensor(const Dims& d) {
+  Tensor t(DType::kInt64, {static_cast<int64_t>(d.size())});
+  for (size_t i = 0; i < d.size(); ++i) t.data<int64_t>()[i] = d[i];
+  return t;
+}
 
 // The producer of v when it is a default-domain `op`, else nullptr.
 Node* producer_of(const Value* v, const char* op) {
@@ -52,42 +68,145 @@ std::optional<double> scalar_value(const Value* v) {
   return t->double_at(0);
 }
 
-// One of Q, K, V split into heads: src [B, S, H*D] -> Reshape [B, S, H, D] -> Transpose(s).
+// A Slice with constant starts/ends (steps 1) on one axis of a static-shape input: what
+// chunk() exports; the importer leaves its output shape unknown when the bounds came from Shape.
+struct SliceRange {
+  Value* src = nullptr;
+  int64_t axis = 0, start = 0, end = 0;
+};
+
+std::optional<SliceRange> slice_range(const Node* n) {
+  if (!n || n->op_type() != "Slice" || !n->domain().empty() || n->num_inputs() < 3) {
+    return std::nullopt;
+  }
+  std::optional<Dims> in = static_shape(n->input(0));
+  const Tensor *st = constant_value(n->input(1)), *en = constant_value(n->input(2));
+  const Tensor* ax = n->num_inputs() > 3 && n->input(3) ? constant_value(n->input(3)) : nullptr;
+  const Tensor* sp = n->num_inputs() > 4 && n->input(4) ? constant_value(n->input(4)) : nullptr;
+  if (!in || !st || !en || st->numel() != 1 || en->numel() != 1 || !dtype_is_integer(st->dtype()) ||
+      !dtype_is_integer(en->dtype())) {
+    return std::nullopt;
+  }
+  if (n->num_inputs() > 3 && n->input(3) && (!ax || ax->numel() != 1)) return std::nullopt;
+  if (n->num_inputs() > 4 && n->input(4) && (!sp || sp->numel() != 1 || sp->int_at(0) != 1)) {
+    return std::nullopt;
+  }
+  const auto rank = static_cast<int64_t>(in->size());
+  int64_t axis = ax ? ax->int_at(0) : 0;
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return std::nullopt;
+  const int64_t d = (*in)[static_cast<size_t>(axis)];
+  auto clamp = [d](int64_t x) { return std::clamp(x < 0 ? x + d : x, int64_t{0}, d); };
+  return SliceRange{n->input(0), axis, clamp(st->int_at(0)), clamp(en->int_at(0))};
+}
+
+// v's static shape, or for a Slice output of unknown shape, the one its constant bounds give.
+std::optional<Dims> known_shape(const Value* v) {
+  if (std::optional<Dims> d = static_shape(v)) return d;
+  std::optional<SliceRange> r = slice_range(v ? v->producer() : nullptr);
+  if (!r) return std::nullopt;
+  Dims d = *static_shape(r->src);
+  d[static_cast<size_t>(r->axis)] = std::max<int64_t>(0, r->end - r->start);
+  return d;
+}
+
+// One of Q, K, V split into heads: src [B, S, H*D] -> Reshape [B, S, H, D] -> Transpose(s);
+// or, as nn.MultiheadAttention writes it, sequence-first src [S, B, H*D] -> Reshape
+// [S, B*H, D] -> Transpose(s) (`seq_first`).
 struct HeadSplit {
   Value* src = nullptr;
   int64_t batch = 0, seq = 0, heads = 0, dim = 0;
+  bool seq_first = false;
 };
 
-// Walks back from `v` through Transposes whose composition is `want` (applied to the
-// [B, S, H, D] reshape) to the Reshape; collects the nodes.
-std::optional<HeadSplit> split_heads(Value* v, const std::vector<int64_t>& want,
-                                     std::vector<Node*>& nodes, std::string& why) {
-  std::vector<int64_t> perm = {0, 1, 2, 3};  // v's dims as dims of the reshape output
+// Walks back from `v` through Transposes to the Reshape; their composition must give Q or V
+// as [B, H, S, D] (or [B*H, S, D]), K (`key`) as [B, H, D, S] (or [B*H, D, S]). Collects the
+// nodes.
+std::optional<HeadSplit> split_heads(Value* v, bool key, std::vector<Node*>& nodes,
+                                     std::string& why) {
+  std::vector<int64_t> perm;  // v's dims as dims of the reshape output
   std::vector<Node*> seen;
   while (Node* t = producer_of(v, "Transpose")) {
     const std::vector<int64_t> p = t->attr_ints("perm");
-    if (p.size() != 4) break;
+    if (perm.empty()) {
+      for (int64_t i = 0; i < static_cast<int64_t>(p.size()); ++i) perm.push_back(i);
+    }
+    if (p.size() != perm.size() || std::any_of(p.begin(), p.end(), [&](int64_t x) {
+          return x < 0 || x >= static_cast<int64_t>(p.size());
+        })) {
+      break;
+    }
     // v dim i is t's input dim p[i]: compose from the output side.
-    std::vector<int64_t> next(4);
-    for (size_t i = 0; i < 4; ++i) next[i] = p[static_cast<size_t>(perm[i])];
+    std::vector<int64_t> next(p.size());
+    for (size_t i = 0; i < p.size(); ++i) next[i] = p[static_cast<size_t>(perm[i])];
     perm = next;
     seen.push_back(t);
     v = t->input(0);
   }
+  const std::vector<int64_t> want4 =
+      key ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3};
+  const std::vector<int64_t> want3 =
+      key ? std::vector<int64_t>{1, 2, 0} : std::vector<int64_t>{1, 0, 2};
   Node* r = producer_of(v, "Reshape");
-  if (!r || perm != want) {
+  if (!r || (perm != want4 && perm != want3)) {
     why = "a head split is not Reshape [B, S, H, D] then Transpose";
     return std::nullopt;
   }
-  std::optional<Dims> in = static_shape(r->input(0)), out = static_shape(r->output(0));
-  if (!in || !out || in->size() != 3 || out->size() != 4 || (*out)[0] != (*in)[0] ||
-      (*out)[1] != (*in)[1] || (*out)[2] * (*out)[3] != (*in)[2]) {
-    why = "a head split's Reshape is not [B, S, H*D] -> [B, S, H, D] with static shapes";
-    return std::nullopt;
+  std::optional<Dims> in = known_shape(r->input(0)), out = static_shape(r->output(0));
+  HeadSplit h{r->input(0)};
+  if (perm == want4) {
+    if (!in || !out || in->size() != 3 || out->size() != 4 || (*out)[0] != (*in)[0] ||
+        (*out)[1] != (*in)[1] || (*out)[2] * (*out)[3] != (*in)[2]) {
+      why = "a head split's Reshape is not [B, S, H*D] -> [B, S, H, D] with static shapes";
+      return std::nullopt;
+    }
+    h.batch = (*out)[0], h.seq = (*out)[1], h.heads = (*out)[2], h.dim = (*out)[3];
+  } else {
+    if (!in || !out || in->size() != 3 || out->size() != 3 || (*out)[0] != (*in)[0] ||
+        (*in)[1] <= 0 || (*out)[1] % (*in)[1] != 0 ||
+        (*out)[1] / (*in)[1] * (*out)[2] != (*in)[2]) {
+      why = "a head split's Reshape is not [S, B, H*D] -> [S, B*H, D] with static shapes";
+      return std::nullopt;
+    }
+    h.batch = (*in)[1], h.seq = (*in)[0], h.heads = (*out)[1] / (*in)[1], h.dim = (*out)[2];
+    h.seq_first = true;
   }
   seen.push_back(r);
   nodes.insert(nodes.end(), seen.begin(), seen.end());
-  return HeadSplit{r->input(0), (*out)[0], (*out)[1], (*out)[2], (*out)[3]};
+  return h;
+}
+
+// Q, K, V as the three equal parts of one tensor along its last axis: the outputs of one
+// Split, or three Slices (chunk()). The tensor, and the nodes to absorb; nullopt otherwise.
+std::optional<std::pair<Value*, std::vector<Node*>>> packed_source(Value* q, Value* k, Value* v,
+                                                                   int64_t e) {
+  Node* split = q->producer();
+  if (!split) return std::nullopt;
+  if (split->op_type() == "Split" && split->num_outputs() == 3 && split->output(0) == q &&
+      split->output(1) == k && split->output(2) == v) {
+    std::optional<Dims> whole = static_shape(split->input(0));
+    const int64_t ax = split->attr_int("axis", 0);
+    if (whole && whole->size() == 3 && (ax == 2 || ax == -1) && (*whole)[2] == 3 * e) {
+      return std::make_pair(split->input(0), std::vector<Node*>{split});
+    }
+    return std::nullopt;
+  }
+  std::vector<Node*> slices;
+  Value* whole = nullptr;
+  int64_t at = 0;
+  for (Value* part : {q, k, v}) {
+    Node* n = part->producer();
+    std::optional<SliceRange> r = slice_range(n);
+    if (!r || (whole && r->src != whole) || r->start != at || r->end != at + e) {
+      return std::nullopt;
+    }
+    whole = r->src;
+    std::optional<Dims> d = static_shape(whole);
+    if (d->size() != 3 || r->axis != 2 || (*d)[2] != 3 * e) return std::nullopt;
+    slices.push_back(n);
+    at += e;
+  }
+  return std::make_pair(whole, slices);
 }
 
 // A constant bool [.., Sq, Sk] mask that keeps exactly key j <= i + (Sk - Sq) (`keep` true)
@@ -101,6 +220,21 @@ bool is_causal(const Tensor& m, bool keep) {
     for (int64_t j = 0; j < sk; ++j) {
       const bool kept = j <= i + (sk - sq);
       if ((p[i * sk + j] != 0) != (keep ? kept : !kept)) return false;
+    }
+  }
+  return true;
+}
+
+// A constant float [.., Sq, Sk] bias (leading dims 1) that is 0 for key j <= i + (Sk - Sq) and
+// large negative (-inf or <= -1e4) for every other key.
+bool is_causal_bias(const Tensor& m) {
+  if (!dtype_is_float(m.dtype()) || m.rank() < 2) return false;
+  const int64_t sq = m.dim(m.rank() - 2), sk = m.dim(m.rank() - 1);
+  if (m.numel() != sq * sk) return false;
+  for (int64_t i = 0; i < sq; ++i) {
+    for (int64_t j = 0; j < sk; ++j) {
+      const double x = m.double_at(i * sk + j);
+      if (j <= i + (sk - sq) ? x != 0.0 : !(x <= -1e4)) return false;
     }
   }
   return true;
@@ -130,7 +264,18 @@ std::optional<Scores> walk_scores(Value* s, std::vector<Node*>& nodes, std::stri
       r.q = n->input(0);
       r.k = n->input(1);
       // Scale applied to Q and to K before the product (scaled_dot_product_attention).
+      // nn.MultiheadAttention divides Q alone.
       for (Value** side : {&r.q, &r.k}) {
+        if (Node* d = producer_of(*side, "Div")) {
+          auto c = scalar_value(d->input(1));
+          if (c && *c != 0) {
+            r.scale /= *c;
+            r.scaled = true;
+            *side = d->input(0);
+            nodes.push_back(d);
+          }
+          continue;
+        }
         Node* m = producer_of(*side, "Mul");
         if (!m) continue;
         for (int c = 0; c < 2; ++c) {
@@ -177,6 +322,11 @@ std::optional<Scores> walk_scores(Value* s, std::vector<Node*>& nodes, std::stri
       const int side = leads_to_matmul(n->input(0)) ? 0 : leads_to_matmul(n->input(1)) ? 1 : -1;
       if (side < 0) break;
       r.mask = n->input(static_cast<size_t>(1 - side));
+      // A constant 0 / -big lower-triangular bias is the causal mask (torch 2's SDPA).
+      if (const Tensor* c = constant_value(r.mask); c && !r.causal && is_causal_bias(*c)) {
+        r.mask = nullptr;
+        r.causal = true;
+      }
       nodes.push_back(n);
       s = n->input(static_cast<size_t>(side));
       continue;
@@ -268,37 +418,53 @@ class AttentionFusion : public Pass {
     nodes.insert(nodes.end(), score_nodes.begin(), score_nodes.end());
     const int64_t rank = static_shape(p) ? static_cast<int64_t>(static_shape(p)->size()) : 0;
     const int64_t axis = sm->attr_int("axis", -1);
-    if (rank != 4 || (axis != -1 && axis != 3)) {
-      why = "the Softmax is not over the last axis of [B, H, Sq, Sk]";
+    if ((rank != 4 && rank != 3) || (axis != -1 && axis != rank - 1)) {
+      why = "the Softmax is not over the last axis of [B, H, Sq, Sk] (or [B*H, Sq, Sk])";
       return true;
     }
-    std::optional<HeadSplit> q = split_heads(sc->q, {0, 2, 1, 3}, nodes, why);
+    std::optional<HeadSplit> q = split_heads(sc->q, false, nodes, why);
     if (!q) return true;
-    std::optional<HeadSplit> k = split_heads(sc->k, {0, 2, 3, 1}, nodes, why);
+    std::optional<HeadSplit> k = split_heads(sc->k, true, nodes, why);
     if (!k) return true;
-    std::optional<HeadSplit> v = split_heads(pv->input(1), {0, 2, 1, 3}, nodes, why);
+    std::optional<HeadSplit> v = split_heads(pv->input(1), false, nodes, why);
     if (!v) return true;
+    const bool seq_first = q->seq_first;
     if (q->heads != k->heads || q->heads != v->heads || q->dim != k->dim || q->dim != v->dim ||
-        q->batch != k->batch || q->batch != v->batch || k->seq != v->seq) {
+        q->batch != k->batch || q->batch != v->batch || k->seq != v->seq ||
+        seq_first != k->seq_first || seq_first != v->seq_first || rank != (seq_first ? 3 : 4)) {
       why = "Q, K and V do not split into the same heads";
       return true;
     }
-    // The merge: Transpose<0,2,1,3> then Reshape [B, Sq, H*D].
+    const int64_t e = q->heads * q->dim;
+    // The merge: Transpose<0,2,1,3> then Reshape [B, Sq, H*D]; sequence-first, Transpose<1,0,2>
+    // then Reshape [Sq, B, H*D] or [Sq*B, H*D].
     Value* o = pv->output(0);
     Node* t = o->uses().size() == 1 ? o->uses()[0].node : nullptr;
-    if (!has_perm(t, {0, 2, 1, 3}) || t->output(0)->uses().size() != 1) {
-      why = "the attention output is not merged back by Transpose<0,2,1,3>";
+    const std::vector<int64_t> merge_perm =
+        seq_first ? std::vector<int64_t>{1, 0, 2} : std::vector<int64_t>{0, 2, 1, 3};
+    if (!has_perm(t, merge_perm) || t->output(0)->uses().size() != 1) {
+      why = seq_first ? "the attention output is not merged back by Transpose<1,0,2>"
+                      : "the attention output is not merged back by Transpose<0,2,1,3>";
       return true;
     }
     Node* r = t->output(0)->uses()[0].node;
     std::optional<Dims> out = static_shape(r->output(0));
-    if (r->op_type() != "Reshape" || !out || *out != Dims{q->batch, q->seq, q->heads * q->dim}) {
-      why = "the merged heads are not reshaped to [B, Sq, H*D]";
+    const bool merged =
+        r->op_type() == "Reshape" && out &&
+        (seq_first ? (*out == Dims{q->seq, q->batch, e} || *out == Dims{q->seq * q->batch, e})
+                   : *out == Dims{q->batch, q->seq, e});
+    if (!merged) {
+      why = seq_first ? "the merged heads are not reshaped to [Sq, B, H*D] or [Sq*B, H*D]"
+                      : "the merged heads are not reshaped to [B, Sq, H*D]";
       return true;
     }
     nodes.push_back(t);
     nodes.push_back(r);
     const Dims scores = {q->batch, q->heads, q->seq, k->seq};
+    if (sc->mask && seq_first) {
+      why = "a sequence-first attention has a mask on its [B*H, Sq, Sk] scores";
+      return true;
+    }
     if (sc->mask && !mask_fits(sc->mask, scores)) {
       why = "the mask is not a float32 tensor broadcasting to [B, H, Sq, Sk] " + dims_str(scores);
       return true;
@@ -312,23 +478,67 @@ class AttentionFusion : public Pass {
     attrs["scale"] = attr_float(static_cast<float>(sc->scaled ? sc->scale : 1.0));
     if (sc->causal) attrs["causal"] = attr_int(1);
     std::vector<Value*> ins = {q->src, k->src, v->src, sc->mask};
-    // Q, K, V as the three parts of one Split along the last axis: the packed form.
-    Node* split = q->src->producer();
-    if (split && split->op_type() == "Split" && split->num_outputs() == 3 &&
-        split->output(0) == q->src && split->output(1) == k->src && split->output(2) == v->src) {
-      std::optional<Dims> whole = static_shape(split->input(0));
-      const int64_t ax = split->attr_int("axis", 0);
-      if (whole && whole->size() == 3 && (ax == 2 || ax == -1) &&
-          (*whole)[2] == 3 * q->heads * q->dim) {
-        nodes.push_back(split);
-        ins = {split->input(0), nullptr, nullptr, sc->mask};
-        attrs["qkv_packed"] = attr_int(1);
-      }
+    // Q, K, V as the three parts of one tensor along the last axis: the packed form.
+    if (auto packed = packed_source(q->src, k->src, v->src, e)) {
+      nodes.insert(nodes.end(), packed->second.begin(), packed->second.end());
+      ins = {packed->first, nullptr, nullptr, sc->mask};
+      attrs["qkv_packed"] = attr_int(1);
     }
     if (!sc->mask) ins.pop_back();
-    why = apply_fusion(g, ctx, pass, nodes, "MultiHeadAttention", kFusedDomain, ins, {r->output(0)},
-                       attrs);
+    if (!seq_first) {
+      why = apply_fusion(g, ctx, pass, nodes, "MultiHeadAttention", kFusedDomain, ins,
+                         {r->output(0)}, attrs);
+      return true;
+    }
+    why = pattern::check_replaceable(g, nodes, {r->output(0)});
+    if (!why.empty()) return true;
+    fuse_seq_first(g, ctx, nodes, ins, r->output(0), attrs, {q->seq, q->batch, e});
     return true;
+  }
+
+  // The sequence-first form: the fused node reads its inputs transposed from [S, B, N] to
+  // [B, S, N], and its output [B, Sq, E] is transposed back and reshaped into `out`.
+  void fuse_seq_first(Graph& g, PassContext& ctx, const std::vector<Node*>& nodes,
+                      std::vector<Value*> ins, Value* out, std::map<std::string, Attribute> attrs,
+                      const Dims& sbe) {
+    const std::string pass = info().name;
+    const std::vector<std::string> from = original_names(nodes);
+    auto transpose = [&](Value* x, const Dims& d, const std::string& stem) {
+      Value* y =
+          g.add_value(g.unique_value_name(stem), DType::kFloat32, Shape::of({d[1], d[0], d[2]}));
+      Node* n = g.add_node("Transpose", unique_node_name(g, stem), {x}, {y});
+      Attribute perm;
+      perm.kind = Attribute::Kind::kInts;
+      perm.ints = {1, 0, 2};
+      n->set_attr("perm", perm);
+      n->set_provenance(from, pass);
+      return y;
+    };
+    for (Value*& in : ins) {
+      if (in) in = transpose(in, *known_shape(in), in->name() + "_batch_first");
+    }
+    const std::string err =
+        apply_fusion(g, ctx, pass, nodes, "MultiHeadAttention", kFusedDomain, ins, {out}, attrs);
+    NNFUSE_CHECK(err.empty(), err);
+    // Rewire: the fused node writes [B, Sq, E]; Transpose and Reshape write `out`.
+    Node* f = out->producer();
+    const std::string name = f->name();
+    const std::vector<Value*> f_ins = f->inputs();
+    const std::map<std::string, Attribute> f_attrs = f->attrs();
+    const std::vector<std::string> f_from = f->fused_from();
+    g.remove_node(f);
+    Value* y = g.add_value(g.unique_value_name(out->name() + "_batch_first"), DType::kFloat32,
+                           Shape::of({sbe[1], sbe[0], sbe[2]}));
+    Node* mha = g.add_node("MultiHeadAttention", name, f_ins, {y}, kFusedDomain);
+    for (const auto& [k, a] : f_attrs) mha->set_attr(k, a);
+    mha->set_provenance(f_from, pass);
+    Value* s = transpose(y, {sbe[1], sbe[0], sbe[2]}, out->name() + "_seq_first");
+    Value* shape =
+        pattern::add_constant(g, out->name() + "_shape", shape_tensor(*static_shape(out)));
+    Node* rs =
+        g.add_node("Reshape", unique_node_name(g, out->name() + "_merge"), {s, shape}, {out});
+    rs->set_provenance(f_from, pass);
+    g.topological_sort();
   }
 };
 
@@ -385,14 +595,6 @@ Tensor concat_bias(const std::vector<Projection>& ps) {
     for (int64_t j = 0; j < c; ++j) *d++ = p.b ? p.b->data<float>()[j] : 0.0f;
   }
   return r;
-}
-
-std::string unique_node_name(const Graph& g, const std::string& stem) {
-  std::set<std::string> taken;
-  for (const Node* n : g.nodes()) taken.insert(n->name());
-  std::string name = stem;
-  for (int i = 1; taken.count(name); ++i) name = stem + "_" + std::to_string(i);
-  return name;
 }
 
 class QKVProjectionFusion : public Pass {

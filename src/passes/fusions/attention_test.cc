@@ -1,7 +1,10 @@
 // AttentionFusionPass and QKVProjectionFusionPass on hand-built attention graphs in the
 // spellings exporters use: BERT (Div by sqrt(d), additive mask), Mul by 1/sqrt(d), no mask,
 // scaled_dot_product_attention (scale on Q and on K), GPT-2 (one QKV projection Split in
-// three, causal Where); guards; fused == unfused on random inputs.
+// three, causal Where); Q, K, V as three Slices (chunk()) of unknown shape; a causal Where
+// filled with -inf, and a constant 0 / -inf causal bias (torch 2's SDPA); nn.MultiheadAttention's
+// sequence-first form ([S, B*H, D] heads, Q divided alone); guards; fused == unfused on random
+// inputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,6 +29,9 @@ struct AttnOptions {
   bool scores_escape = false;  // the scores are also a graph output
   Dims mask_shape = {};        // default [1, 1, 1, S]
   bool merge_without_transpose = false;
+  bool chunked = false;      // with `packed`: three Slices (chunk()), outputs of unknown shape
+  bool causal_inf = false;   // causal as Where(masked, -inf, s)
+  bool causal_bias = false;  // causal as Add(s, constant 0 / -inf bias [S, S])
 };
 
 Tensor shape_tensor(const Dims& d) {
@@ -53,8 +59,18 @@ std::unique_ptr<Graph> attention_graph(const AttnOptions& o) {
     for (const char* n : {"q", "k", "v"}) {
       outs.push_back(b.g->add_value(n, DType::kFloat32, Shape::of({1, s, e})));
     }
-    Node* split = b.g->add_node("Split", "split", {qkv, b.c(shape_tensor({e, e, e}))}, outs);
-    split->set_attr("axis", attr_int(2));
+    if (o.chunked) {
+      for (int64_t i = 0; i < 3; ++i) {
+        outs[static_cast<size_t>(i)]->set_shape(Shape::unknown());
+        b.g->add_node("Slice", "slice" + std::to_string(i),
+                      {qkv, b.c(shape_tensor({i * e})), b.c(shape_tensor({(i + 1) * e})),
+                       b.c(shape_tensor({-1}))},
+                      {outs[static_cast<size_t>(i)]});
+      }
+    } else {
+      Node* split = b.g->add_node("Split", "split", {qkv, b.c(shape_tensor({e, e, e}))}, outs);
+      split->set_attr("axis", attr_int(2));
+    }
     q = outs[0], k = outs[1], v = outs[2];
   } else {
     q = proj("q", e, 10), k = proj("k", e, 20), v = proj("v", e, 30);
@@ -85,7 +101,21 @@ std::unique_ptr<Graph> attention_graph(const AttnOptions& o) {
     for (int64_t i = 0; i < s; ++i) {
       for (int64_t j = 0; j < s; ++j) static_cast<uint8_t*>(keep.raw())[i * s + j] = j <= i;
     }
-    sc = b.n("Where", {b.c(keep), sc, b.c(Tensor::scalar<float>(-3.4e38f))}, {1, h, s, s});
+    if (o.causal_bias) {
+      Tensor bias(DType::kFloat32, {s, s});
+      for (int64_t i = 0; i < s * s; ++i) {
+        bias.data<float>()[i] = i % s <= i / s ? 0.0f : -INFINITY;
+      }
+      sc = b.n("Add", {sc, b.c(bias)}, {1, h, s, s});
+    } else if (o.causal_inf) {
+      Tensor masked(DType::kBool, {1, 1, s, s});
+      for (int64_t i = 0; i < s * s; ++i) {
+        static_cast<uint8_t*>(masked.raw())[i] = static_cast<uint8_t>(i % s > i / s);
+      }
+      sc = b.n("Where", {b.c(masked), b.c(Tensor::scalar<float>(-INFINITY)), sc}, {1, h, s, s});
+    } else {
+      sc = b.n("Where", {b.c(keep), sc, b.c(Tensor::scalar<float>(-3.4e38f))}, {1, h, s, s});
+    }
   }
   if (o.mask == Mask::kAdditive || o.mask == Mask::kBoth) {
     Value* m = b.in("mask", o.mask_shape.empty() ? Dims{1, 1, 1, s} : o.mask_shape);
@@ -154,6 +184,98 @@ TEST(AttentionFusion, Gpt2PackedQkvWithCausalWhere) {
   gpt.s = 9;
   gpt.heads = 3;
   expect_fused(gpt, true, true);
+}
+
+TEST(AttentionFusion, ChunkedQkvAndCausalSpellings) {
+  AttnOptions sdpa;  // torch 2's SDPA: chunk(3), scale on Q and K, 0 / -inf causal bias
+  sdpa.packed = sdpa.chunked = true;
+  sdpa.scale = Scale::kQandK;
+  sdpa.mask = Mask::kCausal;
+  sdpa.causal_bias = true;
+  expect_fused(sdpa, true, false);
+  sdpa.mask = Mask::kNone;
+  expect_fused(sdpa, false, false);
+  AttnOptions inf;  // masked_fill(~tril, -inf)
+  inf.packed = true;
+  inf.mask = Mask::kCausal;
+  inf.causal_inf = true;
+  expect_fused(inf, true, false);
+}
+
+// nn.MultiheadAttention's sequence-first form: x [S, B, E], one in-projection to [S, B, 3E]
+// sliced in three (shapes unknown), heads as Reshape [S, B*H, D] + Transpose<1,0,2> (K:
+// <1,2,0>), Q / sqrt(D), scores [B*H, S, S], merge by Transpose<1,0,2> + Reshape [S*B, E] (or
+// [S, B, E]), then the out-projection.
+struct SeqFirstOptions {
+  int64_t s = 5, batch = 2, heads = 2, dim = 4;
+  bool flat_merge = true;  // Reshape [S*B, E], else [S, B, E]
+  bool mask = false;
+};
+
+std::unique_ptr<Graph> seq_first_graph(const SeqFirstOptions& o) {
+  B b;
+  const int64_t s = o.s, n = o.batch, h = o.heads, d = o.dim, e = h * d;
+  Value* x = b.in("x", {s, n, e});
+  Value* m = b.n("MatMul", {x, b.c(rand_tensor({e, 3 * e}, 10))}, {s, n, 3 * e}, {}, "in_proj");
+  Value* qkv = b.n("Add", {m, b.c(rand_tensor({3 * e}, 11))}, {s, n, 3 * e}, {}, "in_bias");
+  std::vector<Value*> parts;
+  for (int64_t i = 0; i < 3; ++i) {
+    Value* p = b.g->add_value("part" + std::to_string(i), DType::kFloat32);
+    b.g->add_node("Slice", "slice" + std::to_string(i),
+                  {qkv, b.c(shape_tensor({i * e})), b.c(shape_tensor({(i + 1) * e})),
+                   b.c(shape_tensor({-1}))},
+                  {p});
+    parts.push_back(b.n("Reshape", {p, b.c(shape_tensor({s, n * h, d}))}, {s, n * h, d}));
+  }
+  Value* q = transpose(b, parts[0], {1, 0, 2}, {n * h, s, d});
+  q = b.n("Div", {q, b.c(Tensor::scalar<float>(std::sqrt(static_cast<float>(d))))}, {n * h, s, d});
+  Value* kt = transpose(b, parts[1], {1, 2, 0}, {n * h, d, s});
+  Value* v = transpose(b, parts[2], {1, 0, 2}, {n * h, s, d});
+  Value* sc = b.n("MatMul", {q, kt}, {n * h, s, s});
+  if (o.mask) sc = b.n("Add", {sc, b.in("mask", {n * h, 1, s})}, {n * h, s, s});
+  Value* p = b.n("Softmax", {sc}, {n * h, s, s}, {{"axis", attr_int(-1)}}, "softmax");
+  Value* ctx = transpose(b, b.n("MatMul", {p, v}, {n * h, s, d}), {1, 0, 2}, {s, n * h, d});
+  const Dims merged = o.flat_merge ? Dims{s * n, e} : Dims{s, n, e};
+  ctx = b.n("Reshape", {ctx, b.c(shape_tensor(merged))}, merged, {}, "merge");
+  Dims out = merged;
+  out.back() = e;
+  b.out(b.n("MatMul", {ctx, b.c(rand_tensor({e, e}, 12))}, out, {}, "out_proj"));
+  return std::move(b.g);
+}
+
+TEST(AttentionFusion, MultiheadAttentionSequenceFirst) {
+  for (bool flat : {true, false}) {
+    SeqFirstOptions o;
+    o.flat_merge = flat;
+    o.heads = flat ? 2 : 4;
+    auto f = fuse(seq_first_graph(o));
+    ASSERT_EQ(count_op(*f.graph, "MultiHeadAttention"), 1u) << graph_to_text(*f.graph);
+    EXPECT_EQ(count_op(*f.graph, "Softmax"), 0u);
+    EXPECT_EQ(count_op(*f.graph, "Slice"), 0u);
+    // [S, B, 3E] -> [B, S, 3E] in, [B, S, E] -> [S, B, E] out.
+    EXPECT_EQ(count_op(*f.graph, "Transpose"), 2u);
+    const Node* a = only(*f.graph, "MultiHeadAttention");
+    EXPECT_EQ(a->fused_by(), "AttentionFusionPass");
+    EXPECT_EQ(a->attr_int("num_heads", 0), o.heads);
+    EXPECT_NEAR(a->attr_float("scale", 0), 0.5, 1e-6);
+    EXPECT_EQ(a->attr_int("causal", 0), 0);
+    EXPECT_EQ(a->attr_int("qkv_packed", 0), 1);
+    EXPECT_EQ(record(f.report, "AttentionFusionPass")->effect_times, 1);
+    expect_same_numbers(std::move(f.graph), seq_first_graph(o));
+  }
+}
+
+TEST(AttentionFusion, SequenceFirstWithMaskDeclines) {
+  SeqFirstOptions o;
+  o.mask = true;
+  auto f = fuse(seq_first_graph(o));
+  EXPECT_EQ(count_op(*f.graph, "MultiHeadAttention"), 0u);
+  const PassRecord* r = record(f.report, "AttentionFusionPass");
+  ASSERT_NE(r, nullptr);
+  ASSERT_FALSE(r->rejected.empty());
+  EXPECT_NE(r->rejected[0].reason.find("sequence-first"), std::string::npos)
+      << r->rejected[0].reason;
+  expect_same_numbers(std::move(f.graph), seq_first_graph(o));
 }
 
 void expect_declined(const AttnOptions& o, const std::string& reason) {
