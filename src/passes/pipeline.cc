@@ -41,6 +41,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   // Residual Add + LayerNorm, once the dense layers' bias Adds are in their MatMuls.
   p.push_back(make_skip_layer_norm_pass());
   p.push_back(make_matmul_layer_norm_pass());
+  p.push_back(make_layer_norm_matmul_pass());
   // GELU/Swish that no dense layer took as its epilogue.
   p.push_back(make_gelu_pass());
   return p;
@@ -63,6 +64,7 @@ std::map<std::string, std::vector<std::string>> pass_op_lists() {
       {"AttentionFusionPass", {"MatMul", "Div", "Add", "Softmax", "MatMul"}},
       {"QKVProjectionFusionPass", {"MatMul", "MatMul", "MatMul"}},
       {"MatMulSkipLayerNormFusionPass", {"MatMul", "Add", "Add", "LayerNormalization"}},
+      {"LayerNormMatMulFusionPass", {"LayerNormalization", "MatMul"}},
       {"MatMulBiasAddFusionPass", {"MatMul", "Add"}},
       {"GemmActivationFusionPass", {"Gemm", "Relu"}},
       {"GlobalPoolGemmFusionPass", {"GlobalAveragePool", "Flatten", "Gemm"}},

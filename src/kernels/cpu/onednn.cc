@@ -17,6 +17,7 @@ void append_onednn_kernels(std::vector<std::pair<std::string, KernelFactory>>& t
   t.emplace_back("FusedConvPool", onednn::fused_conv_pool_factory());
   t.emplace_back("FusedMatMul", onednn::fused_matmul_factory());
   t.emplace_back("FusedMatMulLayerNorm", onednn::fused_matmul_layer_norm_factory());
+  t.emplace_back("FusedLayerNormMatMul", onednn::fused_layer_norm_matmul_factory());
   t.emplace_back("FusedGemm", onednn::fused_gemm_factory());
   t.emplace_back("FusedGlobalPoolGemm", onednn::pool_gemm_factory());
 }

@@ -554,3 +554,32 @@ TEST(OnednnFusedMatMulLayerNorm, DeclinesGammaKnownOnlyAtRunTime) {
 
 }  // namespace
 }  // namespace nnfuse
+
+namespace nnfuse {
+namespace {
+
+// FusedLayerNormMatMul: LayerNorm rows of X, then the product with bias and activation.
+TEST(OnednnFusedLayerNormMatMul, MatchesTheReference) {
+  uint32_t seed = 9500;
+  for (const Dims& x : {Dims{7, 9}, Dims{1, 16, 64}, Dims{2, 5, 768}}) {
+    for (const char* act : {"", "Gelu"}) {
+      for (bool beta : {false, true}) {
+        SCOPED_TRACE(dims_str(x) + " act=" + act + (beta ? " beta" : ""));
+        seed += 6;
+        const int64_t k = x.back(), n = 48;
+        std::vector<FastInput> in = {{random_tensor(x, seed, -2.0f, 2.0f)},
+                                     {random_tensor({k, n}, seed + 1), true},
+                                     {random_tensor({n}, seed + 2), true},
+                                     {random_tensor({k}, seed + 3, 0.5f, 1.5f), true}};
+        if (beta) in.push_back({random_tensor({k}, seed + 4), true});
+        Attrs attrs = {{"epsilon", attr_f(1e-5f)}};
+        if (*act) attrs["activation"] = attr_s(act);
+        expect_matches_ref("onednn.fused_ln_matmul", "FusedLayerNormMatMul", in, attrs, 1, kTol,
+                           kTol);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nnfuse

@@ -16,6 +16,7 @@ KernelFactory fused_conv_factory();       // FusedConv: Conv + bias + residual s
 KernelFactory fused_conv_pool_factory();  // FusedConvPool: FusedConv + MaxPool
 KernelFactory fused_matmul_factory();     // FusedMatMul: MatMul + bias + activation
 KernelFactory fused_matmul_layer_norm_factory();  // FusedMatMulLayerNorm: + residual, LayerNorm
+KernelFactory fused_layer_norm_matmul_factory();  // FusedLayerNormMatMul: LayerNorm, then MatMul
 KernelFactory fused_gemm_factory();               // FusedGemm: Gemm + activation
 KernelFactory pool_gemm_factory();                // FusedGlobalPoolGemm: GlobalAveragePool + Gemm
 

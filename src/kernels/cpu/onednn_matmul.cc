@@ -29,7 +29,15 @@ using dnnl::memory;
 
 constexpr int64_t kMaxDim = int64_t{1} << 40;
 
-enum class MatMulOp { kMatMul, kGemm, kFusedMatMul, kFusedGemm, kPoolGemm, kMatMulLayerNorm };
+enum class MatMulOp {
+  kMatMul,
+  kGemm,
+  kFusedMatMul,
+  kFusedGemm,
+  kPoolGemm,
+  kMatMulLayerNorm,
+  kLayerNormMatMul
+};
 
 struct MatMulSpec {
   Dims in_shape[3];  // expected input shapes; in_shape[2] only for a run-time C or bias
@@ -53,6 +61,9 @@ struct MatMulSpec {
   // FusedMatMulLayerNorm: residual (input 3, Y's shape), then LayerNorm over the last dim
   // with gamma (input 4) and beta (input 5, optional), constants of [N].
   bool layer_norm = false;
+  // FusedLayerNormMatMul: A is LayerNorm(X) over its last dim (gamma input 3, beta input 4),
+  // normalized into a buffer of the kernel's own.
+  bool norm_a = false;
   float epsilon = 1e-5f;
   std::vector<float> ln_gamma, ln_beta;
 };
@@ -98,13 +109,48 @@ bool layer_norm_spec(const NodeInfo& info, int64_t n, MatMulSpec& s) {
   return true;
 }
 
+// FusedLayerNormMatMul's prologue: constant gamma and beta of [K].
+bool norm_a_spec(const NodeInfo& info, int64_t k, MatMulSpec& s) {
+  auto row = [&](size_t i, std::vector<float>& v) {
+    const Tensor* t = plain_constant(info, i);
+    if (!t || t->numel() != k || t->rank() < 1 || t->shape().back() != k) return false;
+    v.assign(t->data<float>(), t->data<float>() + k);
+    return true;
+  };
+  if (!row(3, s.ln_gamma) || (info.has_input(4) && !row(4, s.ln_beta))) return false;
+  try {
+    s.epsilon = info.node.attr_float("epsilon", 1e-5f);
+  } catch (const Error&) {
+    return false;
+  }
+  s.norm_a = true;
+  return true;
+}
+
+// y[r] = LayerNorm(x[r]) * gamma + beta for `rows` rows of n floats (y may be x).
+void normalize_rows(const float* x, float* y, int64_t rows, int64_t n, const float* gamma,
+                    const float* beta, double eps) {
+  cpu::parallel_range(rows, std::max<int64_t>(1, cpu::kParallelGrain / n),
+                      [&](int64_t lo, int64_t hi) {
+                        for (int64_t r = lo; r < hi; ++r) {
+                          const float* xr = x + r * n;
+                          const double mean = cpu::row_sum(xr, n) / static_cast<double>(n);
+                          const float m = static_cast<float>(mean);
+                          const double var = cpu::row_sq_dev(xr, n, m) / static_cast<double>(n);
+                          const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
+                          cpu::layer_norm_row(xr, y + r * n, n, m, inv, gamma, beta);
+                        }
+                      });
+}
+
 std::optional<MatMulSpec> matmul_spec(const NodeInfo& info, MatMulOp op) {
   const Node& node = info.node;
   const bool ln = op == MatMulOp::kMatMulLayerNorm;
-  const bool fused = op == MatMulOp::kFusedMatMul || ln;
-  const size_t max_inputs = ln ? 6 : fused ? 3 : 2;
-  if (node.num_outputs() != 1 || node.num_inputs() < (ln ? 5 : 2) ||
-      node.num_inputs() > max_inputs) {
+  const bool norm_a = op == MatMulOp::kLayerNormMatMul;
+  const bool fused = op == MatMulOp::kFusedMatMul || ln || norm_a;
+  const size_t max_inputs = ln ? 6 : norm_a ? 5 : fused ? 3 : 2;
+  const size_t min_inputs = ln ? 5 : norm_a ? 4 : 2;
+  if (node.num_outputs() != 1 || node.num_inputs() < min_inputs || node.num_inputs() > max_inputs) {
     return {};
   }
   if (!static_f32_input(info, 0) || !static_f32_input(info, 1)) return {};
@@ -168,6 +214,7 @@ std::optional<MatMulSpec> matmul_spec(const NodeInfo& info, MatMulOp op) {
       s.runtime_c = s.const_c == nullptr;
     }
     if (ln && !layer_norm_spec(info, n, s)) return {};
+    if (norm_a && (a_vec || !norm_a_spec(info, k, s))) return {};
   }
   return s;
 }
@@ -334,6 +381,7 @@ class MatMulKernel : public Kernel {
         c_ = scaled(*s_.const_c, s_.beta).clone();
       }
       if (s_.pool) pooled_ = Tensor(DType::kFloat32, {s_.in_shape[0][0], s_.in_shape[0][1]});
+      if (s_.norm_a) normed_ = Tensor(DType::kFloat32, s_.in_shape[0]);
     });
     s_.const_wei = s_.const_c = nullptr;  // not needed after prepacking
   }
@@ -357,8 +405,14 @@ class MatMulKernel : public Kernel {
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (s_.pool) channel_means(io.in(0), s_.x_layout, pooled_);
+    if (s_.norm_a) {
+      const int64_t k = s_.in_shape[0].back();
+      normalize_rows(io.in(0).data<float>(), normed_.data<float>(), normed_.numel() / k, k,
+                     s_.ln_gamma.data(), s_.ln_beta.empty() ? nullptr : s_.ln_beta.data(),
+                     s_.epsilon);
+    }
     guarded(what_, [&] {
-      src_.set_data_handle(handle(s_.pool ? pooled_ : io.in(0)));
+      src_.set_data_handle(handle(s_.pool ? pooled_ : s_.norm_a ? normed_ : io.in(0)));
       if (s_.runtime_wei) wei_.set_data_handle(handle(io.in(1)));
       if (s_.runtime_c && bias_) bias_.set_data_handle(handle(io.in(2)));
       dst_.set_data_handle(y.raw());
@@ -388,22 +442,9 @@ class MatMulKernel : public Kernel {
         execute(prim_, args_);
       });
     }
-    const int64_t n = s_.y_shape.back(), rows = y.numel() / n;
-    float* p = y.data<float>();
-    const float* gamma = s_.ln_gamma.data();
-    const float* beta = s_.ln_beta.empty() ? nullptr : s_.ln_beta.data();
-    const double eps = s_.epsilon;
-    cpu::parallel_range(rows, std::max<int64_t>(1, cpu::kParallelGrain / n),
-                        [&](int64_t lo, int64_t hi) {
-                          for (int64_t r = lo; r < hi; ++r) {
-                            float* row = p + r * n;
-                            const double mean = cpu::row_sum(row, n) / static_cast<double>(n);
-                            const float m = static_cast<float>(mean);
-                            const double var = cpu::row_sq_dev(row, n, m) / static_cast<double>(n);
-                            const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
-                            cpu::layer_norm_row(row, row, n, m, inv, gamma, beta);
-                          }
-                        });
+    const int64_t n = s_.y_shape.back();
+    normalize_rows(y.data<float>(), y.data<float>(), y.numel() / n, n, s_.ln_gamma.data(),
+                   s_.ln_beta.empty() ? nullptr : s_.ln_beta.data(), s_.epsilon);
   }
 
   std::string what_;
@@ -412,6 +453,7 @@ class MatMulKernel : public Kernel {
   memory src_, wei_, bias_, dst_;
   Tensor c_;       // constant beta * C of the sum mode
   Tensor pooled_;  // FusedGlobalPoolGemm's A
+  Tensor normed_;  // FusedLayerNormMatMul's A
   std::unordered_map<int, memory> args_;
   std::mutex mu_;  // the memory objects are rebound on every run
 };
@@ -448,6 +490,10 @@ int layer_norm_in_place(const NodeInfo& info, size_t k) {
 template <auto kSpec, MatMulOp kOp>
 KernelFactory factory(const char* name) {
   return {name, accepts<kSpec, kOp>, nullptr, create<kSpec, kOp>, nullptr};
+}
+
+KernelFactory fused_layer_norm_matmul_factory() {
+  return factory<matmul_spec, MatMulOp::kLayerNormMatMul>("onednn.fused_ln_matmul");
 }
 
 KernelFactory fused_matmul_layer_norm_factory() {

@@ -1,6 +1,8 @@
-// Reference FusedMatMulLayerNorm(A, B, Bias?, Residual, Gamma, Beta?; epsilon)
-//   = LayerNormalization(FusedMatMul(A, B, Bias) + Residual, Gamma, Beta; axis -1, epsilon),
-// each part by its own reference kernel.
+// Reference kernels of the dense layers with a LayerNorm, each part by its own reference kernel:
+//   FusedMatMulLayerNorm(A, B, Bias?, Residual, Gamma, Beta?; epsilon)
+//     = LayerNormalization(FusedMatMul(A, B, Bias) + Residual, Gamma, Beta; axis -1, epsilon)
+//   FusedLayerNormMatMul(X, B, Bias?, Gamma, Beta?; epsilon, activation)
+//     = FusedMatMul(LayerNormalization(X, Gamma, Beta; axis -1, epsilon), B, Bias; activation)
 #include "kernels/ref/ref_kernels.h"
 
 namespace nnfuse {
@@ -15,6 +17,19 @@ Tensor run_op(const Node& node, const char* op, std::vector<const Tensor*> input
   return std::move(c.outputs[0]);
 }
 
+// LayerNormalization over the last axis with the fused node's epsilon (a one-node graph with
+// just that attribute, since the reference kernel reads it from its node).
+Tensor layer_norm(const Node& fused, const Tensor& x, const Tensor& gamma, const Tensor* beta) {
+  Graph g;
+  Value* xv = g.add_value("x", x.dtype(), Shape::of(x.shape()));
+  Node* ln = g.add_node("LayerNormalization", fused.name(), {xv}, {g.add_value("y")});
+  Attribute eps;
+  eps.kind = Attribute::Kind::kFloat;
+  eps.f = fused.attr_float("epsilon", 1e-5f);
+  ln->set_attr("epsilon", eps);
+  return run_op(*ln, "LayerNormalization", {&x, &gamma, beta});
+}
+
 void run_matmul_layer_norm(KernelContext& ctx) {
   const Node& node = ctx.node;
   Tensor y = run_op(node, "FusedMatMul",
@@ -24,16 +39,22 @@ void run_matmul_layer_norm(KernelContext& ctx) {
                ": the residual ", dims_str(res.shape()), " is not of the product's shape ",
                dims_str(y.shape()));
   y = run_op(node, "Add", {&y, &res});
-  // LayerNormalization reads axis and epsilon from the node: a one-node graph with just those.
-  Graph g;
-  Value* x = g.add_value("x", y.dtype(), Shape::of(y.shape()));
-  Node* ln = g.add_node("LayerNormalization", node.name(), {x}, {g.add_value("y")});
-  Attribute eps;
-  eps.kind = Attribute::Kind::kFloat;
-  eps.f = node.attr_float("epsilon", 1e-5f);
-  ln->set_attr("epsilon", eps);
-  ctx.outputs[0] = run_op(*ln, "LayerNormalization",
-                          {&y, &ctx.in(4), ctx.has_input(5) ? ctx.inputs[5] : nullptr});
+  ctx.outputs[0] = layer_norm(node, y, ctx.in(4), ctx.has_input(5) ? ctx.inputs[5] : nullptr);
+}
+
+void run_layer_norm_matmul(KernelContext& ctx) {
+  const Node& node = ctx.node;
+  const Tensor a =
+      layer_norm(node, ctx.in(0), ctx.in(3), ctx.has_input(4) ? ctx.inputs[4] : nullptr);
+  ctx.outputs[0] =
+      run_op(node, "FusedMatMul", {&a, &ctx.in(1), ctx.has_input(2) ? ctx.inputs[2] : nullptr});
+}
+
+std::string support_layer_norm_matmul(const Node& node, int64_t /*opset*/) {
+  if (node.num_inputs() < 4 || node.num_outputs() != 1) {
+    return "FusedLayerNormMatMul takes X, B, Bias, Gamma (and Beta) and has one output";
+  }
+  return "";
 }
 
 std::string support_matmul_layer_norm(const Node& node, int64_t /*opset*/) {
@@ -48,6 +69,7 @@ std::string support_matmul_layer_norm(const Node& node, int64_t /*opset*/) {
 
 void append_matmul_layer_norm_kernels(std::vector<RefKernelEntry>& t) {
   t.push_back({"FusedMatMulLayerNorm", run_matmul_layer_norm, support_matmul_layer_norm});
+  t.push_back({"FusedLayerNormMatMul", run_layer_norm_matmul, support_layer_norm_matmul});
 }
 
 }  // namespace nnfuse

@@ -4,6 +4,16 @@
 // The product runs with the residual as a sum post-op and each row is normalized right after,
 // in the same kernel. Only an activation-free FusedMatMul of a constant 2-D weight qualifies,
 // with a residual of exactly the product's shape and the normalized sum not needed elsewhere.
+//
+// LayerNormMatMulFusionPass (CANN's LayerNormMatMul), a pre-LN block's LayerNorm into the
+// dense layer that reads it:
+//   FusedMatMul(LayerNormalization(x, gamma, beta), W, b, act)
+//   == FusedLayerNormMatMul(x, W, b, gamma, beta; epsilon, act)
+// It pays only where the dense layer is the LayerNorm's sole reader: then the normalized rows
+// never go through the activation arena. In a post-LN block (BERT) the LayerNorm's output is
+// also the next residual, so it must be written anyway and the match is declined.
+#include <set>
+
 #include "passes/fusions/fusions.h"
 #include "pattern/rewriter.h"
 
@@ -109,7 +119,91 @@ class MatMulSkipLayerNormFusion : public Pass {
   }
 };
 
+class LayerNormMatMulFusion : public Pass {
+ public:
+  const PassInfo& info() const override {
+    static const PassInfo i{"LayerNormMatMulFusionPass",
+                            "Fuses a LayerNorm into the dense layer that is its only reader", true,
+                            true};
+    return i;
+  }
+
+  void run(Graph& g, PassContext& ctx) override {
+    const std::string pass = info().name;
+    std::set<std::string> declined;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (Node* ln : g.nodes()) {
+        if (ln->op_type() != "LayerNormalization" || declined.count(ln->name())) continue;
+        Value* y = ln->output(0);
+        Node* mm = nullptr;
+        for (const Use& u : y->uses()) {
+          if (u.input_index == 0 && u.node->op_type() == "FusedMatMul" &&
+              u.node->domain() == kFusedDomain) {
+            mm = u.node;
+          }
+        }
+        if (!mm) continue;
+        ctx.matched(pass);
+        const std::string why = fuse(g, ctx, ln, mm);
+        if (why.empty()) {
+          changed = true;
+          break;
+        }
+        ctx.rejected(pass, original_names({ln, mm}), why);
+        declined.insert(ln->name());
+      }
+    }
+  }
+
+ private:
+  std::string fuse(Graph& g, PassContext& ctx, Node* ln, Node* mm) {
+    Value* y = ln->output(0);
+    if (y->uses().size() != 1 || y->is_graph_output()) {
+      return std::string(
+          "does not pay: the LayerNorm's output is also read elsewhere (a post-LN residual), so "
+          "it is written anyway");
+    }
+    for (size_t k = 1; k < ln->num_outputs(); ++k) {
+      if (ln->output(k) && !ln->output(k)->uses().empty()) {
+        return std::string("the LayerNorm's mean or inverse deviation is used");
+      }
+    }
+    const Value* x = ln->input(0);
+    const int64_t rank = x->shape().has_rank ? static_cast<int64_t>(x->shape().dims.size()) : 0;
+    const int64_t axis = ln->attr_int("axis", -1);
+    if (rank < 2 || (axis != -1 && axis != rank - 1) || ln->attr_int("stash_type", 1) != 1) {
+      return std::string("the LayerNorm is not over the last axis of a matrix");
+    }
+    if (x->dtype() != DType::kFloat32 || !x->shape().dims.back().known()) {
+      return std::string("the LayerNorm's input is not float32 with a known last dim");
+    }
+    const int64_t k = x->shape().dims.back().value;
+    std::optional<Tensor> gamma = feature_vector(ln->input(1), k);
+    std::optional<Tensor> beta;
+    if (ln->num_inputs() > 2 && ln->input(2)) beta = feature_vector(ln->input(2), k);
+    if (!gamma || (ln->num_inputs() > 2 && ln->input(2) && !beta)) {
+      return std::string("gamma or beta is not a constant of [K]");
+    }
+    std::map<std::string, Attribute> attrs = mm->attrs();
+    attrs["epsilon"] = attr_float(ln->attr_float("epsilon", 1e-5f));
+    Value* gv = pattern::add_constant(g, ln->name() + "_gamma", *gamma);
+    Value* bv = beta ? pattern::add_constant(g, ln->name() + "_beta", *beta) : nullptr;
+    Value* bias = mm->num_inputs() > 2 ? mm->input(2) : nullptr;
+    std::vector<Value*> ins = {ln->input(0), mm->input(1), bias, gv};
+    if (bv) ins.push_back(bv);
+    const std::string why = apply_fusion(g, ctx, info().name, {ln, mm}, "FusedLayerNormMatMul",
+                                         kFusedDomain, ins, {mm->output(0)}, attrs);
+    g.remove_dead_values();
+    return why;
+  }
+};
+
 }  // namespace
+
+std::unique_ptr<Pass> make_layer_norm_matmul_pass() {
+  return std::make_unique<LayerNormMatMulFusion>();
+}
 
 std::unique_ptr<Pass> make_matmul_layer_norm_pass() {
   return std::make_unique<MatMulSkipLayerNormFusion>();

@@ -68,5 +68,43 @@ TEST(MatMulSkipLayerNormFusion, DeclinedWithReasons) {
   expect_declined(pre_ln, "used elsewhere");
 }
 
+// Pre-LN: LayerNorm -> dense layer (+ GELU), the LayerNorm's output read by the dense layer
+// alone; with `residual`, also added back (post-LN style), which the fusion declines.
+std::unique_ptr<Graph> pre_ln(bool residual) {
+  B b;
+  const int64_t s = 5, e = 16;
+  Value* x = b.in("x", {1, s, e});
+  Value* ln =
+      b.n("LayerNormalization", {x, b.c(rand_tensor({e}, 3, 0.5f, 1.5f)), b.c(rand_tensor({e}, 4))},
+          {1, s, e}, {{"axis", attr_int(-1)}, {"epsilon", attr_float(1e-5f)}}, "ln");
+  Value* y = b.n("MatMul", {ln, b.c(rand_tensor({e, 2 * e}, 1))}, {1, s, 2 * e}, {}, "fc");
+  y = b.n("Add", {y, b.c(rand_tensor({2 * e}, 2))}, {1, s, 2 * e}, {}, "fc_bias");
+  y = b.n("Relu", {y}, {1, s, 2 * e}, {}, "act");
+  b.out(y);
+  if (residual) b.out(b.n("Add", {ln, x}, {1, s, e}, {}, "residual"));
+  return std::move(b.g);
+}
+
+TEST(LayerNormMatMulFusion, PreLnLayerNormJoinsTheDenseLayer) {
+  auto f = fuse(pre_ln(false));
+  ASSERT_EQ(f.graph->num_nodes(), 1u) << graph_to_text(*f.graph);
+  const Node* n = f.graph->nodes()[0];
+  EXPECT_EQ(n->op_type(), "FusedLayerNormMatMul");
+  EXPECT_EQ(n->attr_string("activation", ""), "Relu");
+  EXPECT_EQ(n->fused_from(), (std::vector<std::string>{"ln", "fc", "fc_bias", "act"}));
+  EXPECT_EQ(record(f.report, "LayerNormMatMulFusionPass")->effect_times, 1);
+  expect_same_numbers(std::move(f.graph), pre_ln(false));
+}
+
+TEST(LayerNormMatMulFusion, DeclinedWhereTheLayerNormIsReadElsewhere) {
+  auto f = fuse(pre_ln(true));
+  EXPECT_EQ(count_op(*f.graph, "FusedLayerNormMatMul"), 0u);
+  const PassRecord* r = record(f.report, "LayerNormMatMulFusionPass");
+  ASSERT_NE(r, nullptr);
+  ASSERT_FALSE(r->rejected.empty());
+  EXPECT_NE(r->rejected[0].reason.find("does not pay"), std::string::npos);
+  expect_same_numbers(std::move(f.graph), pre_ln(true));
+}
+
 }  // namespace
 }  // namespace nnfuse
