@@ -347,35 +347,17 @@ class ConvKernel : public Kernel {
       }
       if (s_.winograd) {
         // Blocked buffers of our own, with reorders from X and Sum and into Y.
-        user_src_ = memory(f32_desc(s_.x_shape, s_.in_layout), engine(), DNNL_MEMORY_NONE);
-        src_ = memory(pd.src_desc(0), engine());
-        to_nhwc_ = dnnl::reorder(user_src_, src_);
-        args_[DNNL_ARG_SRC] = src_;
-        dst_ = memory(pd.dst_desc(0), engine());
-        args_[DNNL_ARG_DST] = dst_;
+        bind_src(pd, /*reorder=*/true);
+        bind_own_dst(pd);
         user_dst_ = memory(f32_desc(s_.y_shape, s_.out_layout), engine(), DNNL_MEMORY_NONE);
         from_dst_ = dnnl::reorder(dst_, user_dst_);
-        if (s_.sum) {
-          user_sum_ = memory(f32_desc(s_.y_shape, s_.sum_layout), engine(), DNNL_MEMORY_NONE);
-          sum_to_dst_ = dnnl::reorder(user_sum_, dst_);
-        }
         return;
       }
       dst_ = memory(pd.dst_desc(0), engine(), DNNL_MEMORY_NONE);
       args_[DNNL_ARG_DST] = dst_;
-      if ((s_.in_layout == Layout::kPlain && s_.x_shape.size() == 4) || s_.subsample) {
-        // NCHW input, or a subsampled one: reorder into an NHWC buffer of our own.
-        user_src_ = memory(input_view(s_), engine(), DNNL_MEMORY_NONE);
-        src_ = memory(pd.src_desc(0), engine());
-        to_nhwc_ = dnnl::reorder(user_src_, src_);
-      } else {
-        src_ = memory(pd.src_desc(0), engine(), DNNL_MEMORY_NONE);
-      }
-      args_[DNNL_ARG_SRC] = src_;
-      if (s_.sum && s_.sum_layout != s_.out_layout) {
-        user_sum_ = memory(f32_desc(s_.y_shape, s_.sum_layout), engine(), DNNL_MEMORY_NONE);
-        sum_to_dst_ = dnnl::reorder(user_sum_, dst_);
-      }
+      // NCHW input, or a subsampled one: reorder into an NHWC buffer of our own.
+      bind_src(pd, (s_.in_layout == Layout::kPlain && s_.x_shape.size() == 4) || s_.subsample);
+      if (s_.sum && s_.sum_layout != s_.out_layout) bind_sum();
     });
   }
 
@@ -407,11 +389,9 @@ class ConvKernel : public Kernel {
   }
 
  private:
-  // FusedConvPool: X (reordered when the conv wants another layout) -> conv into a buffer of
-  // our own (Sum reordered into it first) -> MaxPool from that buffer into Y.
-  void init_pooled(const dnnl::primitive_desc& pd) {
-    const bool reorder_src = s_.winograd || s_.in_layout == Layout::kPlain || s_.subsample;
-    if (reorder_src) {
+  // The primitive's src: X itself, or (`reorder`) a buffer of our own X is reordered into.
+  void bind_src(const dnnl::primitive_desc& pd, bool reorder) {
+    if (reorder) {
       user_src_ = memory(input_view(s_), engine(), DNNL_MEMORY_NONE);
       src_ = memory(pd.src_desc(0), engine());
       to_nhwc_ = dnnl::reorder(user_src_, src_);
@@ -419,12 +399,25 @@ class ConvKernel : public Kernel {
       src_ = memory(pd.src_desc(0), engine(), DNNL_MEMORY_NONE);
     }
     args_[DNNL_ARG_SRC] = src_;
+  }
+
+  // The primitive's dst as a buffer of our own, with Sum (if any) reordered into it.
+  void bind_own_dst(const dnnl::primitive_desc& pd) {
     dst_ = memory(pd.dst_desc(0), engine());
     args_[DNNL_ARG_DST] = dst_;
-    if (s_.sum) {
-      user_sum_ = memory(f32_desc(s_.y_shape, s_.sum_layout), engine(), DNNL_MEMORY_NONE);
-      sum_to_dst_ = dnnl::reorder(user_sum_, dst_);
-    }
+    if (s_.sum) bind_sum();
+  }
+
+  void bind_sum() {
+    user_sum_ = memory(f32_desc(s_.y_shape, s_.sum_layout), engine(), DNNL_MEMORY_NONE);
+    sum_to_dst_ = dnnl::reorder(user_sum_, dst_);
+  }
+
+  // FusedConvPool: X (reordered when the conv wants another layout) -> conv into a buffer of
+  // our own (Sum reordered into it first) -> MaxPool from that buffer into Y.
+  void init_pooled(const dnnl::primitive_desc& pd) {
+    bind_src(pd, s_.winograd || s_.in_layout == Layout::kPlain || s_.subsample);
+    bind_own_dst(pd);
     // oneDNN's fast pooling kernels keep the source's format: pool in the conv's format, then
     // reorder the (4x smaller) result into Y's layout.
     const PoolSpec& p = s_.pool_spec;

@@ -259,4 +259,27 @@ void rewrite_all(
   }
 }
 
+void rewrite_each(Graph& g, PassContext& ctx, const std::string& pass,
+                  const std::function<std::vector<Node*>(Node*)>& select,
+                  const std::function<std::string(const std::vector<Node*>&)>& rewrite) {
+  std::set<std::string> declined;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Node* n : g.nodes()) {
+      if (declined.count(n->name())) continue;
+      const std::vector<Node*> nodes = select(n);
+      if (nodes.empty()) continue;
+      ctx.matched(pass);
+      const std::vector<std::string> names = original_names(nodes);
+      const std::string why = rewrite(nodes);
+      if (why.empty()) {
+        changed = true;
+        break;
+      }
+      ctx.rejected(pass, names, why);
+      declined.insert(n->name());
+    }
+  }
+}
+
 }  // namespace nnfuse

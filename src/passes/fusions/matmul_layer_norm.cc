@@ -12,8 +12,6 @@
 // It pays only where the dense layer is the LayerNorm's sole reader: then the normalized rows
 // never go through the activation arena. In a post-LN block (BERT) the LayerNorm's output is
 // also the next residual, so it must be written anyway and the match is declined.
-#include <set>
-
 #include "passes/fusions/fusions.h"
 #include "pattern/rewriter.h"
 
@@ -40,32 +38,21 @@ class MatMulSkipLayerNormFusion : public Pass {
   }
 
   void run(Graph& g, PassContext& ctx) override {
-    const std::string pass = info().name;
-    std::set<std::string> declined;
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (Node* ln : g.nodes()) {
-        if (ln->op_type() != "SkipLayerNorm" || ln->domain() != kFusedDomain ||
-            declined.count(ln->name())) {
-          continue;
-        }
-        int side = -1;
-        for (int i = 0; i < 2 && side < 0; ++i) {
-          Node* p = ln->input(static_cast<size_t>(i))->producer();
-          if (p && p->op_type() == "FusedMatMul" && p->domain() == kFusedDomain) side = i;
-        }
-        if (side < 0) continue;
-        ctx.matched(pass);
-        Node* mm = ln->input(static_cast<size_t>(side))->producer();
-        const std::string why = fuse(g, ctx, ln, mm, ln->input(static_cast<size_t>(1 - side)));
-        if (why.empty()) {
-          changed = true;
-          break;
-        }
-        ctx.rejected(pass, original_names({mm, ln}), why);
-        declined.insert(ln->name());
+    // A SkipLayerNorm with a FusedMatMul on either input: [matmul, skip layer norm].
+    auto select = [](Node* ln) -> std::vector<Node*> {
+      if (ln->op_type() != "SkipLayerNorm" || ln->domain() != kFusedDomain) return {};
+      for (size_t i = 0; i < 2; ++i) {
+        Node* p = ln->input(i)->producer();
+        if (p && p->op_type() == "FusedMatMul" && p->domain() == kFusedDomain) return {p, ln};
       }
-    }
+      return {};
+    };
+    rewrite_each(g, ctx, info().name, select, [&](const std::vector<Node*>& n) {
+      Node* mm = n[0];
+      Node* ln = n[1];
+      Value* res = ln->input(ln->input(0)->producer() == mm ? 1 : 0);
+      return fuse(g, ctx, ln, mm, res);
+    });
   }
 
  private:
@@ -129,31 +116,19 @@ class LayerNormMatMulFusion : public Pass {
   }
 
   void run(Graph& g, PassContext& ctx) override {
-    const std::string pass = info().name;
-    std::set<std::string> declined;
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (Node* ln : g.nodes()) {
-        if (ln->op_type() != "LayerNormalization" || declined.count(ln->name())) continue;
-        Value* y = ln->output(0);
-        Node* mm = nullptr;
-        for (const Use& u : y->uses()) {
-          if (u.input_index == 0 && u.node->op_type() == "FusedMatMul" &&
-              u.node->domain() == kFusedDomain) {
-            mm = u.node;
-          }
+    // A LayerNormalization read by a FusedMatMul as its A: [layer norm, matmul].
+    auto select = [](Node* ln) -> std::vector<Node*> {
+      if (ln->op_type() != "LayerNormalization") return {};
+      for (const Use& u : ln->output(0)->uses()) {
+        if (u.input_index == 0 && u.node->op_type() == "FusedMatMul" &&
+            u.node->domain() == kFusedDomain) {
+          return {ln, u.node};
         }
-        if (!mm) continue;
-        ctx.matched(pass);
-        const std::string why = fuse(g, ctx, ln, mm);
-        if (why.empty()) {
-          changed = true;
-          break;
-        }
-        ctx.rejected(pass, original_names({ln, mm}), why);
-        declined.insert(ln->name());
       }
-    }
+      return {};
+    };
+    rewrite_each(g, ctx, info().name, select,
+                 [&](const std::vector<Node*>& n) { return fuse(g, ctx, n[0], n[1]); });
   }
 
  private:
