@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""The attention fusion on graphs exported by PyTorch: BERT's self-attention (separate Q, K, V
+Linears, Div by sqrt(d), additive mask from attention_mask), GPT-2's (one c_attn Linear split
+in three, causal mask by torch.where over a tril bool buffer, or by masked_fill(~tril, -inf)),
+nn.MultiheadAttention (batch_first and sequence-first, with and without key_padding_mask), and
+scaled_dot_product_attention as torch 2 exports it (the scale applied to Q and to K, sqrt of
+it each; no mask and causal), at opsets 13 and 14. For each model: `nnfuse compile` must apply
+the expected passes (effect_times >= 1 in fusion_result.json) and write MultiHeadAttention
+into a checker-valid model, or, for a form that does not fuse, report the attention it
+declined; `nnfuse run` on the fused model must give PyTorch's outputs; and `nnfuse verify`
+(fused against unfused) must pass.
+
+Usage: /usr/bin/python3 attention_variants.py NNFUSE
+"""
+import json, math, os, subprocess, sys, tempfile, warnings
+import numpy as np
+import onnx
+import torch, torch.nn as nn, torch.nn.functional as F
+
+warnings.filterwarnings("ignore")
+torch.manual_seed(0)
+B = 2
+
+
+def heads(x, h):
+    """[B, S, H*D] -> [B, H, S, D]"""
+    b, t, e = x.shape
+    return x.view(b, t, h, e // h).permute(0, 2, 1, 3)
+
+
+def merge(o):
+    """[B, H, S, D] -> [B, S, H*D]"""
+    o = o.permute(0, 2, 1, 3).contiguous()
+    return o.view(o.size(0), o.size(1), -1)
+
+
+class BertSelfAttention(nn.Module):
+    def __init__(s, e, h):
+        super().__init__()
+        s.h, s.d = h, e // h
+        s.query, s.key, s.value = nn.Linear(e, e), nn.Linear(e, e), nn.Linear(e, e)
+
+    def forward(s, x, attention_mask):
+        q, k, v = heads(s.query(x), s.h), heads(s.key(x), s.h), heads(s.value(x), s.h)
+        w = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(s.d)
+        w = w + (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * -10000.0
+        return merge(torch.matmul(F.softmax(w, dim=-1), v))
+
+
+class GPT2Attention(nn.Module):
+    def __init__(s, e, h, masked_fill, max_positions=32):
+        super().__init__()
+        s.e, s.h, s.masked_fill = e, h, masked_fill
+        s.c_attn, s.c_proj = nn.Linear(e, 3 * e), nn.Linear(e, e)
+        n = max_positions
+        s.register_buffer("bias", torch.tril(torch.ones(n, n, dtype=torch.bool)).view(1, 1, n, n))
+
+    def forward(s, x):
+        q, k, v = s.c_attn(x).split(s.e, dim=2)
+        q, k, v = heads(q, s.h), heads(k, s.h), heads(v, s.h)
+        w = torch.matmul(q, k.transpose(-1, -2)) / (float(v.size(-1)) ** 0.5)
+        t = q.size(-2)
+        causal = s.bias[:, :, :t, :t]
+        if s.masked_fill:
+            w = w.masked_fill(~causal, float("-inf"))
+        else:
+            mask_value = torch.full([], torch.finfo(w.dtype).min, dtype=w.dtype)
+            w = torch.where(causal, w, mask_value)
+        return s.c_proj(merge(torch.matmul(F.softmax(w, dim=-1), v)))
+
+
+class MHA(nn.Module):
+    def __init__(s, e, h, batch_first, key_padding):
+        super().__init__()
+        s.key_padding = key_padding
+        s.mha = nn.MultiheadAttention(e, h, batch_first=batch_first)
+
+    def forward(s, x, *mask):
+        kpm = mask[0] if s.key_padding else None
+        return s.mha(x, x, x, key_padding_mask=kpm, need_weights=False)[0]
+
+
+class SDPA(nn.Module):
+    """scaled_dot_product_attention as torch 2 exports it: sqrt(scale) on Q and on K^T; the
+    causal form adds a 0 / -inf bias built from a lower-triangular bool mask."""
+
+    def __init__(s, e, h, causal):
+        super().__init__()
+        s.h, s.causal = h, causal
+        s.qkv, s.out = nn.Linear(e, 3 * e), nn.Linear(e, e)
+
+    def forward(s, x):
+        b, t, e = x.shape
+        q, k, v = s.qkv(x).chunk(3, dim=-1)
+        q, k, v = heads(q, s.h), heads(k, s.h), heads(v, s.h)
+        sc = math.sqrt(1.0 / math.sqrt(e // s.h))
+        w = torch.matmul(q * sc, k.transpose(-2, -1) * sc)
+        if s.causal:
+            keep = torch.ones(t, t, dtype=torch.bool).tril(diagonal=0)
+            w = w + torch.zeros(t, t).masked_fill(~keep, float("-inf"))
+        p = torch.softmax(w, dim=-1)
+        return s.out(merge(torch.matmul(p, v)))
+
+
+def x_in(e, t, seq_first=False):
+    def make():
+        x = torch.randn(B, t, e)
+        return {"x": x.transpose(0, 1).contiguous() if seq_first else x}
+    return make
+
+
+def bert_in(e, t):
+    def make():
+        m = torch.ones(B, t, dtype=torch.int64)
+        m[1, t - 3:] = 0
+        return {"x": torch.randn(B, t, e), "attention_mask": m}
+    return make
+
+
+def kpm_in(e, t):
+    def make():
+        m = torch.zeros(B, t, dtype=torch.bool)
+        m[1, t - 2:] = True
+        return {"x": torch.randn(B, t, e), "key_padding_mask": m}
+    return make
+
+
+ATT = "AttentionFusionPass"
+QKV = "QKVProjectionFusionPass"
+MHA_OP = {"op": "MultiHeadAttention"}
+# name, module, inputs, opset, {pass: min effect_times}, expected MultiHeadAttention attrs (None:
+# the attention is not fused; AttentionFusionPass must report it declined)
+CASES = [
+    ("bert_op13", BertSelfAttention(32, 4), bert_in(32, 7), 13, {ATT: 1, QKV: 1},
+     {"num_heads": 4, "causal": 0, "qkv_packed": 1, "scale": 1 / math.sqrt(8)}),
+    ("bert_op14", BertSelfAttention(64, 2), bert_in(64, 16), 14, {ATT: 1, QKV: 1},
+     {"num_heads": 2, "causal": 0, "qkv_packed": 1, "scale": 1 / math.sqrt(32)}),
+    ("gpt2_where_op13", GPT2Attention(48, 3, False), x_in(48, 9), 13, {ATT: 1},
+     {"num_heads": 3, "causal": 1, "qkv_packed": 1, "scale": 1 / 4.0}),
+    ("gpt2_where_op14", GPT2Attention(32, 2, False), x_in(32, 16), 14, {ATT: 1},
+     {"num_heads": 2, "causal": 1, "qkv_packed": 1, "scale": 1 / 4.0}),
+    ("gpt2_masked_fill_op14", GPT2Attention(32, 4, True), x_in(32, 11), 14, {ATT: 1},
+     {"num_heads": 4, "causal": 1, "qkv_packed": 1, "scale": 1 / math.sqrt(8)}),
+    ("mha_batch_first_op14", MHA(32, 4, True, False), x_in(32, 7), 14, {ATT: 1},
+     {"num_heads": 4, "causal": 0, "qkv_packed": 1, "scale": 1 / math.sqrt(8)}),
+    ("mha_seq_first_op13", MHA(32, 2, False, False), x_in(32, 9, True), 13, {ATT: 1},
+     {"num_heads": 2, "causal": 0, "qkv_packed": 1, "scale": 1 / 4.0}),
+    ("mha_key_padding_op14", MHA(32, 4, True, True), kpm_in(32, 7), 14, {}, None),
+    ("sdpa_op13", SDPA(32, 4, False), x_in(32, 8), 13, {ATT: 1},
+     {"num_heads": 4, "causal": 0, "qkv_packed": 1, "scale": 1 / math.sqrt(8)}),
+    # torch.tril exports from opset 14.
+    ("sdpa_causal_op14", SDPA(64, 4, True), x_in(64, 12), 14, {ATT: 1},
+     {"num_heads": 4, "causal": 1, "qkv_packed": 1, "scale": 1 / 4.0}),
+]
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+def attrs_of(node):
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def attr_errors(node, want):
+    got = attrs_of(node)
+    errors = []
+    for k, v in want.items():
+        g = got.get(k, 0)
+        if (isinstance(v, float) and abs(g - v) > 1e-5) or (not isinstance(v, float) and g != v):
+            errors.append("MultiHeadAttention %s = %s, expected %s" % (k, g, v))
+    return errors
+
+
+def check(nnfuse, tmp, name, module, make_inputs, opset, passes, attrs):
+    errors = []
+    module = module.eval()
+    inputs = make_inputs()
+    names = list(inputs)
+    path = os.path.join(tmp, name + ".onnx")
+    with torch.no_grad():
+        want = module(*inputs.values()).numpy()
+    # With grad enabled: under no_grad nn.MultiheadAttention takes a fast path that does not
+    # export.
+    torch.onnx.export(module, tuple(inputs.values()), path, opset_version=opset,
+                      input_names=names, output_names=["y"])
+    feeds = []
+    for k, v in inputs.items():
+        f = os.path.join(tmp, "%s_%s.npy" % (name, k))
+        np.save(f, v.numpy())
+        feeds += ["--input", "%s=%s" % (k, f)]
+
+    out = os.path.join(tmp, name + "_fused.onnx")
+    report = os.path.join(tmp, name + "_report.json")
+    rc, log = run([nnfuse, "compile", path, "-o", out, "--report", report])
+    if rc != 0:
+        return ["compile failed (%d): %s" % (rc, log.strip())]
+    graph_fusion = json.load(open(report))["graph_fusion"]
+    att = graph_fusion.get(ATT, {})
+    rejected = [r["reason"] for r in att.get("rejected", [])]
+    for p, n in passes.items():
+        got = graph_fusion.get(p, {}).get("effect_times", 0)
+        if got < n:
+            why = [r["reason"] for r in graph_fusion.get(p, {}).get("rejected", [])]
+            errors.append("%s: effect_times %d, expected >= %d (rejected: %s)" % (p, got, n, why))
+
+    fused = onnx.load(out)
+    try:
+        onnx.checker.check_model(fused)
+    except Exception as e:  # noqa: BLE001 - any checker failure is a test failure
+        errors.append("the fused model fails the ONNX checker: %s" % str(e).splitlines()[0])
+    ops = [n.op_type for n in fused.graph.node]
+    hits = [n for n in fused.graph.node
+            if n.op_type == "MultiHeadAttention" and n.domain == "ai.nnfuse"]
+    note = ""
+    if attrs is not None:
+        if len(hits) != 1:
+            errors.append("expected one MultiHeadAttention, got %d; nodes: %s" % (len(hits), ops))
+        else:
+            errors += attr_errors(hits[0], attrs)
+        if "Softmax" in ops:
+            errors.append("a Softmax is left over: %s" % ops)
+    else:
+        # Not fused: the attention must be matched and declined with a reason.
+        if hits or att.get("effect_times", 0) != 0:
+            errors.append("expected no MultiHeadAttention; nodes: %s" % ops)
+        if not rejected:
+            errors.append("%s did not report the attention it declined" % ATT)
+        note = " (not fused: %s)" % "; ".join(rejected)
+
+    # The fused model reloads and runs, and gives PyTorch's numbers.
+    with tempfile.TemporaryDirectory() as res:
+        rc, log = run([nnfuse, "run", out, "--output-dir", res] + feeds)
+        if rc != 0:
+            errors.append("running the fused model failed (%d): %s" % (rc, log.strip()))
+        else:
+            got = np.load(os.path.join(res, "y.npy"))
+            rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-6))
+            if got.shape != want.shape or rel > 1e-4:
+                errors.append("fused model output differs from PyTorch: shape %s vs %s, "
+                              "relative error %.3g" % (got.shape, want.shape, rel))
+
+    rc, log = run([nnfuse, "verify", path])
+    if rc != 0:
+        errors.append("verify failed (%d): %s" % (rc, log.strip()))
+    return errors, note
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    nnfuse = sys.argv[1]
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in CASES:
+            note = ""
+            try:
+                r = check(nnfuse, tmp, *case)
+                errors, note = r if isinstance(r, tuple) else (r, "")
+            except Exception as e:  # noqa: BLE001 - report and go on with the other models
+                errors = ["%s: %s" % (type(e).__name__, e)]
+            print("%s %s%s" % ("ok  " if not errors else "FAIL", case[0], note))
+            for e in errors:
+                print("     " + e)
+            failed += bool(errors)
+    if failed:
+        print("FAIL: %d of %d attention models" % (failed, len(CASES)))
+        return 1
+    print("all %d attention models export, compile, run and verify" % len(CASES))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
