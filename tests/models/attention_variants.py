@@ -12,10 +12,12 @@ declined; `nnfuse run` on the fused model must give PyTorch's outputs; and `nnfu
 
 Usage: /usr/bin/python3 attention_variants.py NNFUSE
 """
-import json, math, os, subprocess, sys, tempfile, warnings
-import numpy as np
+import math, os, sys, warnings
 import onnx
 import torch, torch.nn as nn, torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import variant_check as vc  # noqa: E402
 
 warnings.filterwarnings("ignore")
 torch.manual_seed(0)
@@ -154,11 +156,6 @@ CASES = [
 ]
 
 
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    return r.returncode, r.stdout + r.stderr
-
-
 def attrs_of(node):
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
@@ -174,7 +171,6 @@ def attr_errors(node, want):
 
 
 def check(nnfuse, tmp, name, module, make_inputs, opset, passes, attrs):
-    errors = []
     module = module.eval()
     inputs = make_inputs()
     names = list(inputs)
@@ -185,31 +181,13 @@ def check(nnfuse, tmp, name, module, make_inputs, opset, passes, attrs):
     # export.
     torch.onnx.export(module, tuple(inputs.values()), path, opset_version=opset,
                       input_names=names, output_names=["y"])
-    feeds = []
-    for k, v in inputs.items():
-        f = os.path.join(tmp, "%s_%s.npy" % (name, k))
-        np.save(f, v.numpy())
-        feeds += ["--input", "%s=%s" % (k, f)]
-
-    out = os.path.join(tmp, name + "_fused.onnx")
-    report = os.path.join(tmp, name + "_report.json")
-    rc, log = run([nnfuse, "compile", path, "-o", out, "--report", report])
-    if rc != 0:
-        return ["compile failed (%d): %s" % (rc, log.strip())]
-    graph_fusion = json.load(open(report))["graph_fusion"]
-    att = graph_fusion.get(ATT, {})
-    rejected = [r["reason"] for r in att.get("rejected", [])]
-    for p, n in passes.items():
-        got = graph_fusion.get(p, {}).get("effect_times", 0)
-        if got < n:
-            why = [r["reason"] for r in graph_fusion.get(p, {}).get("rejected", [])]
-            errors.append("%s: effect_times %d, expected >= %d (rejected: %s)" % (p, got, n, why))
-
+    feeds = vc.save_feeds(tmp, name, {k: v.numpy() for k, v in inputs.items()})
+    out, rep, errors = vc.compile_model(nnfuse, tmp, name, path, passes)
+    if rep is None:
+        return errors
+    rejected = [r["reason"] for r in rep["graph_fusion"].get(ATT, {}).get("rejected", [])]
+    att = rep["graph_fusion"].get(ATT, {})
     fused = onnx.load(out)
-    try:
-        onnx.checker.check_model(fused)
-    except Exception as e:  # noqa: BLE001 - any checker failure is a test failure
-        errors.append("the fused model fails the ONNX checker: %s" % str(e).splitlines()[0])
     ops = [n.op_type for n in fused.graph.node]
     hits = [n for n in fused.graph.node
             if n.op_type == "MultiHeadAttention" and n.domain == "ai.nnfuse"]
@@ -229,48 +207,8 @@ def check(nnfuse, tmp, name, module, make_inputs, opset, passes, attrs):
             errors.append("%s did not report the attention it declined" % ATT)
         note = " (not fused: %s)" % "; ".join(rejected)
 
-    # The fused model reloads and runs, and gives PyTorch's numbers.
-    with tempfile.TemporaryDirectory() as res:
-        rc, log = run([nnfuse, "run", out, "--output-dir", res] + feeds)
-        if rc != 0:
-            errors.append("running the fused model failed (%d): %s" % (rc, log.strip()))
-        else:
-            got = np.load(os.path.join(res, "y.npy"))
-            rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-6))
-            if got.shape != want.shape or rel > 1e-4:
-                errors.append("fused model output differs from PyTorch: shape %s vs %s, "
-                              "relative error %.3g" % (got.shape, want.shape, rel))
-
-    rc, log = run([nnfuse, "verify", path])
-    if rc != 0:
-        errors.append("verify failed (%d): %s" % (rc, log.strip()))
-    return errors, note
-
-
-def main():
-    if len(sys.argv) != 2:
-        print(__doc__)
-        return 2
-    nnfuse = sys.argv[1]
-    failed = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        for case in CASES:
-            note = ""
-            try:
-                r = check(nnfuse, tmp, *case)
-                errors, note = r if isinstance(r, tuple) else (r, "")
-            except Exception as e:  # noqa: BLE001 - report and go on with the other models
-                errors = ["%s: %s" % (type(e).__name__, e)]
-            print("%s %s%s" % ("ok  " if not errors else "FAIL", case[0], note))
-            for e in errors:
-                print("     " + e)
-            failed += bool(errors)
-    if failed:
-        print("FAIL: %d of %d attention models" % (failed, len(CASES)))
-        return 1
-    print("all %d attention models export, compile, run and verify" % len(CASES))
-    return 0
+    return errors + vc.run_and_verify(nnfuse, path, out, feeds, want), note
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(vc.main(__doc__, CASES, check, "attention models"))

@@ -7,10 +7,12 @@ PyTorch's outputs; and `nnfuse verify` (fused against unfused) must pass.
 
 Usage: /usr/bin/python3 norm_variants.py NNFUSE
 """
-import os, subprocess, sys, tempfile, json, warnings
-import numpy as np
+import os, sys, warnings
 import onnx
 import torch, torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import variant_check as vc  # noqa: E402
 
 warnings.filterwarnings("ignore")
 torch.manual_seed(0)
@@ -115,13 +117,7 @@ CASES = [
 ]
 
 
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    return r.returncode, r.stdout + r.stderr
-
-
 def check(nnfuse, tmp, name, module, opset, passes, ops, extra):
-    errors = []
     module = randomize(module).eval()
     x = torch.randn(2, 7, E)
     path = os.path.join(tmp, name + ".onnx")
@@ -129,28 +125,11 @@ def check(nnfuse, tmp, name, module, opset, passes, ops, extra):
         want = module(x).numpy()
         torch.onnx.export(module, x, path, opset_version=opset, input_names=["x"],
                           output_names=["y"])
-    xin = os.path.join(tmp, name + "_x.npy")
-    np.save(xin, x.numpy())
-
-    out = os.path.join(tmp, name + "_fused.onnx")
-    report = os.path.join(tmp, name + "_report.json")
-    rc, log = run([nnfuse, "compile", path, "-o", out, "--report", report])
-    if rc != 0:
-        return ["compile failed (%d): %s" % (rc, log.strip())]
-    rep = json.load(open(report))
-    graph_fusion = rep["graph_fusion"]
-    for p, n in passes.items():
-        got = graph_fusion.get(p, {}).get("effect_times", 0)
-        if got < n:
-            rejected = [r["reason"] for r in graph_fusion.get(p, {}).get("rejected", [])]
-            errors.append("%s: effect_times %d, expected >= %d (rejected: %s)" %
-                          (p, got, n, rejected))
-
+    feeds = vc.save_feeds(tmp, name, {"x": x.numpy()})
+    out, rep, errors = vc.compile_model(nnfuse, tmp, name, path, passes)
+    if rep is None:
+        return errors
     fused = onnx.load(out)
-    try:
-        onnx.checker.check_model(fused)
-    except Exception as e:  # noqa: BLE001 - any checker failure is a test failure
-        errors.append("the fused model fails the ONNX checker: %s" % str(e).splitlines()[0])
     nodes = [(n.op_type, n.domain) for n in fused.graph.node]
     names = {n.name for n in fused.graph.node}
     for op in ops:
@@ -170,42 +149,8 @@ def check(nnfuse, tmp, name, module, opset, passes, ops, extra):
             n.op_type == "SkipLayerNorm" and len(n.output) == 2 for n in fused.graph.node):
         errors.append("no SkipLayerNorm hands its sum on as output 1: %s" % nodes)
 
-    # The fused model reloads and runs, and gives PyTorch's numbers.
-    with tempfile.TemporaryDirectory() as res:
-        rc, log = run([nnfuse, "run", out, "--input", "x=" + xin, "--output-dir", res])
-        if rc != 0:
-            errors.append("running the fused model failed (%d): %s" % (rc, log.strip()))
-        else:
-            got = np.load(os.path.join(res, "y.npy"))
-            rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-6))
-            if got.shape != want.shape or rel > 1e-4:
-                errors.append("fused model output differs from PyTorch: relative error %.3g" % rel)
-
-    rc, log = run([nnfuse, "verify", path])
-    if rc != 0:
-        errors.append("verify failed (%d): %s" % (rc, log.strip()))
-    return errors
-
-
-def main():
-    if len(sys.argv) != 2:
-        print(__doc__)
-        return 2
-    nnfuse = sys.argv[1]
-    failed = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        for case in CASES:
-            errors = check(nnfuse, tmp, *case)
-            print("%s %s" % ("ok  " if not errors else "FAIL", case[0]))
-            for e in errors:
-                print("     " + e)
-            failed += bool(errors)
-    if failed:
-        print("FAIL: %d of %d normalization models" % (failed, len(CASES)))
-        return 1
-    print("all %d normalization models fuse, export, run and verify" % len(CASES))
-    return 0
+    return errors + vc.run_and_verify(nnfuse, path, out, feeds, want)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(vc.main(__doc__, CASES, check, "normalization models"))

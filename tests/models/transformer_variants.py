@@ -10,10 +10,12 @@ against unfused) must pass.
 
 Usage: /usr/bin/python3 transformer_variants.py NNFUSE
 """
-import json, math, os, subprocess, sys, tempfile, warnings
-import numpy as np
+import math, os, sys, warnings
 import onnx
 import torch, torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import variant_check as vc  # noqa: E402
 
 warnings.filterwarnings("ignore")
 torch.manual_seed(0)
@@ -111,11 +113,6 @@ CASES = [
 ]
 
 
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    return r.returncode, r.stdout + r.stderr
-
-
 def attr_matches(node, want):
     got = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
     for k, v in want.items():
@@ -131,7 +128,6 @@ def attr_matches(node, want):
 
 
 def check(nnfuse, tmp, name, module, make_inputs, opset, passes, ops):
-    errors = []
     module = module.eval()
     inputs = make_inputs()
     names = list(inputs)
@@ -140,30 +136,11 @@ def check(nnfuse, tmp, name, module, make_inputs, opset, passes, ops):
         want = module(*inputs.values()).numpy()
         torch.onnx.export(module, tuple(inputs.values()), path, opset_version=opset,
                           input_names=names, output_names=["y"])
-    feeds = []
-    for k, v in inputs.items():
-        f = os.path.join(tmp, "%s_%s.npy" % (name, k))
-        np.save(f, v.numpy())
-        feeds += ["--input", "%s=%s" % (k, f)]
-
-    out = os.path.join(tmp, name + "_fused.onnx")
-    report = os.path.join(tmp, name + "_report.json")
-    rc, log = run([nnfuse, "compile", path, "-o", out, "--report", report])
-    if rc != 0:
-        return ["compile failed (%d): %s" % (rc, log.strip())]
-    graph_fusion = json.load(open(report))["graph_fusion"]
-    for p, n in passes.items():
-        got = graph_fusion.get(p, {}).get("effect_times", 0)
-        if got < n:
-            rejected = [r["reason"] for r in graph_fusion.get(p, {}).get("rejected", [])]
-            errors.append("%s: effect_times %d, expected >= %d (rejected: %s)" %
-                          (p, got, n, rejected))
-
+    feeds = vc.save_feeds(tmp, name, {k: v.numpy() for k, v in inputs.items()})
+    out, rep, errors = vc.compile_model(nnfuse, tmp, name, path, passes)
+    if rep is None:
+        return errors
     fused = onnx.load(out)
-    try:
-        onnx.checker.check_model(fused)
-    except Exception as e:  # noqa: BLE001 - any checker failure is a test failure
-        errors.append("the fused model fails the ONNX checker: %s" % str(e).splitlines()[0])
     nodes = [(n.op_type, n.domain) for n in fused.graph.node]
     for op, domain, attrs in ops:
         hits = [n for n in fused.graph.node if n.op_type == op and n.domain == domain]
@@ -178,45 +155,8 @@ def check(nnfuse, tmp, name, module, make_inputs, opset, passes, ops):
     if len(fused.graph.node) != len(ops):
         errors.append("expected %d node(s) in the fused model, got %s" % (len(ops), nodes))
 
-    # The fused model reloads and runs, and gives PyTorch's numbers.
-    with tempfile.TemporaryDirectory() as res:
-        rc, log = run([nnfuse, "run", out, "--output-dir", res] + feeds)
-        if rc != 0:
-            errors.append("running the fused model failed (%d): %s" % (rc, log.strip()))
-        else:
-            got = np.load(os.path.join(res, "y.npy"))
-            rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-6))
-            if got.shape != want.shape or rel > 1e-4:
-                errors.append("fused model output differs from PyTorch: relative error %.3g" % rel)
-
-    rc, log = run([nnfuse, "verify", path])
-    if rc != 0:
-        errors.append("verify failed (%d): %s" % (rc, log.strip()))
-    return errors
-
-
-def main():
-    if len(sys.argv) != 2:
-        print(__doc__)
-        return 2
-    nnfuse = sys.argv[1]
-    failed = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        for case in CASES:
-            try:
-                errors = check(nnfuse, tmp, *case)
-            except Exception as e:  # noqa: BLE001 - report and go on with the other models
-                errors = ["%s: %s" % (type(e).__name__, e)]
-            print("%s %s" % ("ok  " if not errors else "FAIL", case[0]))
-            for e in errors:
-                print("     " + e)
-            failed += bool(errors)
-    if failed:
-        print("FAIL: %d of %d transformer models" % (failed, len(CASES)))
-        return 1
-    print("all %d transformer models fuse, export, run and verify" % len(CASES))
-    return 0
+    return errors + vc.run_and_verify(nnfuse, path, out, feeds, want)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(vc.main(__doc__, CASES, check, "activation and embedding models"))
