@@ -15,6 +15,9 @@
 
 namespace nnfuse {
 
+// The domain of nnfuse's own (fused) ops.
+inline constexpr char kFusedDomain[] = "ai.nnfuse";
+
 class Node;
 
 // One dimension: a known size, or unknown (value < 0) with an optional symbolic name.

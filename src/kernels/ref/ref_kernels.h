@@ -12,9 +12,6 @@
 
 namespace nnfuse {
 
-// The domain of nnfuse's fused ops (FusedConv, FusedMatMul, FusedGemm, FusedGlobalPoolGemm).
-inline constexpr char kFusedDomain[] = "ai.nnfuse";
-
 struct KernelContext {
   const Node& node;
   int64_t opset = 0;

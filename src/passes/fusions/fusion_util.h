@@ -14,8 +14,6 @@
 
 namespace nnfuse {
 
-inline constexpr char kFusedDomain[] = "ai.nnfuse";
-
 // Replaces `nodes` by one node when the guards allow it and records the fused node's benefit
 // (intermediates no longer written and read back, kernels saved); returns "" then, or the
 // guard's reason. The new node's provenance lists the original nodes, including those an
