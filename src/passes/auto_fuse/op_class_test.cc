@@ -1,0 +1,159 @@
+#include "passes/auto_fuse/op_class.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+// Not fusion_test_util.h: its fusion_util.h defines kFusedDomain a second time.
+#include "kernels/ref/ref_kernels.h"
+
+namespace nnfuse {
+namespace {
+
+// A tiny graph builder (as fusion_test::B).
+struct B {
+  std::unique_ptr<Graph> g = std::make_unique<Graph>();
+  Value* in(const std::string& name, const Dims& d) {
+    Value* v = g->add_value(name, DType::kFloat32, Shape::of(d));
+    g->add_input(v);
+    return v;
+  }
+  Value* c(Tensor t) {
+    Value* v = g->add_value(g->unique_value_name("const"));
+    v->set_constant(std::move(t));
+    return v;
+  }
+  Value* n(const std::string& op, std::vector<Value*> ins, const Dims& out,
+           std::map<std::string, Attribute> attrs = {}) {
+    const std::string nm = g->unique_value_name(op);
+    Value* o = g->add_value(nm, DType::kFloat32, Shape::of(out));
+    Node* node = g->add_node(op, nm, ins, {o});
+    for (auto& [a, v] : attrs) node->set_attr(a, v);
+    return o;
+  }
+};
+
+Attribute ints(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+
+Node* unary(Graph& g, const std::string& op, const std::string& domain = "") {
+  Value* x = g.add_value(g.unique_value_name("x"), DType::kFloat32, Shape::of({2, 3}));
+  Value* y = g.add_value(g.unique_value_name("y"), DType::kFloat32, Shape::of({2, 3}));
+  return g.add_node(op, g.unique_value_name("n"), {x}, {y}, domain);
+}
+
+TEST(OpClass, EveryReferenceOpIsListed) {
+  Graph g;
+  for (const std::string& op : ref_supported_ops()) {
+    const std::string domain = ref_op_domain(op);
+    EXPECT_TRUE(op_class_listed(op, domain)) << op << " in '" << domain << "'";
+    const OpClass c = op_class(*unary(g, op, domain));
+    EXPECT_NE(std::string(op_class_name(c)), "?") << op;
+  }
+}
+
+TEST(OpClass, UnknownOpsAreOpaque) {
+  Graph g;
+  EXPECT_FALSE(op_class_listed("FooBar", ""));
+  EXPECT_EQ(op_class(*unary(g, "FooBar")), OpClass::kOpaque);
+  // A known op type in another domain, or an ONNX op written in nnfuse's domain.
+  EXPECT_EQ(op_class(*unary(g, "Relu", "com.microsoft")), OpClass::kOpaque);
+  EXPECT_EQ(op_class(*unary(g, "Relu", kFusedDomain)), OpClass::kOpaque);
+  EXPECT_EQ(op_class(*unary(g, "FusedConv", "")), OpClass::kOpaque);
+  EXPECT_EQ(op_class(*unary(g, "Relu", "ai.onnx")), OpClass::kElementwise);
+}
+
+TEST(OpClass, ClassesOfRepresentativeOps) {
+  Graph g;
+  const std::pair<const char*, OpClass> onnx[] = {
+      {"Relu", OpClass::kElementwise},
+      {"Exp", OpClass::kElementwise},
+      {"Erf", OpClass::kElementwise},
+      {"Clip", OpClass::kElementwise},
+      {"Cast", OpClass::kInjective},
+      {"Reshape", OpClass::kInjective},
+      {"Transpose", OpClass::kInjective},
+      {"Slice", OpClass::kInjective},
+      {"Concat", OpClass::kInjective},
+      {"Gather", OpClass::kInjective},
+      {"Expand", OpClass::kInjective},
+      {"Squeeze", OpClass::kInjective},
+      {"Unsqueeze", OpClass::kInjective},
+      {"ReduceSum", OpClass::kReduction},
+      {"ReduceMean", OpClass::kReduction},
+      {"ReduceMax", OpClass::kReduction},
+      {"Softmax", OpClass::kReduction},
+      {"LogSoftmax", OpClass::kReduction},
+      {"Conv", OpClass::kOutEltwiseFusable},
+      {"ConvTranspose", OpClass::kOutEltwiseFusable},
+      {"MatMul", OpClass::kOutEltwiseFusable},
+      {"Gemm", OpClass::kOutEltwiseFusable},
+      {"NonMaxSuppression", OpClass::kOpaque},
+      {"Loop", OpClass::kOpaque},
+      {"TopK", OpClass::kOpaque},
+      {"Resize", OpClass::kOpaque},
+      {"LayerNormalization", OpClass::kOpaque},
+  };
+  for (auto [op, c] : onnx) EXPECT_EQ(op_class(*unary(g, op)), c) << op;
+  const std::pair<const char*, OpClass> fused[] = {
+      {"FusedConv", OpClass::kOutEltwiseFusable}, {"FusedMatMul", OpClass::kOutEltwiseFusable},
+      {"FusedGemm", OpClass::kOutEltwiseFusable}, {"Gelu", OpClass::kElementwise},
+      {"ScaleShift", OpClass::kBroadcast},        {"SkipLayerNorm", OpClass::kOpaque},
+  };
+  for (auto [op, c] : fused) EXPECT_EQ(op_class(*unary(g, op, kFusedDomain)), c) << op;
+  EXPECT_STREQ(op_class_name(OpClass::kOutEltwiseFusable), "out_eltwise_fusable");
+}
+
+TEST(OpClass, BinaryOpsAreElementwiseOnlyForEqualKnownShapes) {
+  B b;
+  Value* x = b.in("x", {2, 3});
+  Value* y = b.in("y", {2, 3});
+  Value* r = b.in("r", {3});
+  Value* u = b.g->add_value("u", DType::kFloat32, Shape::unknown());
+  b.g->add_input(u);
+  Value* s = b.c(Tensor::scalar(2.0f));
+  auto cls = [&](Value* v) { return op_class(*v->producer()); };
+  EXPECT_EQ(cls(b.n("Add", {x, y}, {2, 3})), OpClass::kElementwise);
+  EXPECT_EQ(cls(b.n("Mul", {x, r}, {2, 3})), OpClass::kBroadcast);
+  EXPECT_EQ(cls(b.n("Mul", {x, s}, {2, 3})), OpClass::kBroadcast);
+  EXPECT_EQ(cls(b.n("Sub", {x, u}, {2, 3})), OpClass::kBroadcast);
+  EXPECT_EQ(cls(b.n("Where", {x, y, x}, {2, 3})), OpClass::kElementwise);
+  EXPECT_EQ(cls(b.n("Sum", {x}, {2, 3})), OpClass::kElementwise);
+}
+
+TEST(OpClass, LastAxisReductions) {
+  B b;
+  Value* x = b.in("x", {2, 3, 4});
+  Value* v = b.in("v", {5});
+  Value* m = b.in("m", {2, 6});
+  auto last = [&](Value* out, int64_t opset = 17) {
+    return is_last_axis_reduction(*out->producer(), opset);
+  };
+  Value* minus1 = b.c(Tensor::from_vector<int64_t>({1}, {-1}));
+  Value* one = b.c(Tensor::from_vector<int64_t>({1}, {1}));
+  EXPECT_TRUE(last(b.n("ReduceSum", {x, minus1}, {2, 3, 1})));
+  EXPECT_FALSE(last(b.n("ReduceSum", {x, one}, {2, 1, 4})));
+  EXPECT_FALSE(last(b.n("ReduceSum", {x, b.in("axes", {1})}, {2, 3, 1})));  // not constant
+  EXPECT_TRUE(last(b.n("ReduceMean", {x}, {2, 3, 1}, {{"axes", ints({2})}})));
+  EXPECT_FALSE(last(b.n("ReduceMean", {x}, {2, 1, 1}, {{"axes", ints({1, 2})}})));
+  EXPECT_FALSE(last(b.n("ReduceMax", {x}, {1, 1, 1})));  // every axis
+  EXPECT_TRUE(last(b.n("ReduceMax", {v}, {1})));         // every axis of a vector
+  EXPECT_TRUE(last(b.n("Softmax", {x}, {2, 3, 4})));     // axis -1 from opset 13
+  Attribute axis1;
+  axis1.i = 1;
+  EXPECT_FALSE(last(b.n("Softmax", {x}, {2, 3, 4}, {{"axis", axis1}})));
+  EXPECT_TRUE(last(b.n("LogSoftmax", {m}, {2, 6}), 11));      // axis 1 of a matrix
+  EXPECT_FALSE(last(b.n("LogSoftmax", {x}, {2, 3, 4}), 11));  // axis 1 of rank 3
+  EXPECT_FALSE(last(b.n("ArgMax", {m}, {1, 6})));             // axis 0
+  Attribute minus;
+  minus.i = -1;
+  EXPECT_TRUE(last(b.n("ArgMax", {m}, {2, 1}, {{"axis", minus}})));
+  EXPECT_FALSE(last(b.n("Relu", {m}, {2, 6})));  // not a reduction
+}
+
+}  // namespace
+}  // namespace nnfuse
