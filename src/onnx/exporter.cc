@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "ir/error.h"
+#include "onnx/provenance.h"
 #include "onnx/tensor_proto.h"
 
 namespace nnfuse {
@@ -12,7 +13,6 @@ namespace nnfuse {
 namespace {
 
 constexpr int64_t kIrVersion = 8;
-constexpr char kProvenancePrefix[] = "nnfuse: fused by ";
 
 void set_type(const Value* v, onnx::ValueInfoProto* vi) {
   vi->set_name(v->name());
@@ -105,9 +105,7 @@ void graph_to_model(const Graph& g, onnx::ModelProto* m) {
     if (!n->fused_by().empty()) {
       // Provenance travels in the doc string (attributes would fail the schema check of
       // standard ops), so dumps of an exported model stay explainable.
-      std::string from;
-      for (const auto& f : n->fused_from()) from += (from.empty() ? "" : ",") + f;
-      np->set_doc_string(std::string(kProvenancePrefix) + n->fused_by() + " from " + from);
+      np->set_doc_string(provenance_doc(n->fused_by(), n->fused_from()));
     }
   }
   for (const Value* v : g.outputs()) set_type(v, gp->add_output());

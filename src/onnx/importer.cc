@@ -9,6 +9,7 @@
 #include <set>
 
 #include "ir/error.h"
+#include "onnx/provenance.h"
 #include "onnx/tensor_proto.h"
 
 namespace nnfuse {
@@ -26,18 +27,6 @@ struct Ctx {
 
 [[noreturn]] void bad(const Ctx& c, const std::string& what) {
   fail(ErrorKind::kInvalidModel, c.label, ": ", what);
-}
-
-std::vector<std::string> split_names(const std::string& s) {
-  std::vector<std::string> r;
-  size_t start = 0;
-  while (start <= s.size() && !s.empty()) {
-    size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    r.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return r;
 }
 
 void apply_type(const Ctx& c, const onnx::TypeProto& tp, Value* v) {
@@ -195,15 +184,9 @@ void build_graph(const Ctx& c, const onnx::ModelProto& m) {
       if (a.name().empty()) bad(c, n->describe() + " has an attribute without a name");
       n->set_attr(a.name(), convert_attribute(c, *n, a));
     }
-    // Provenance written by the exporter: "nnfuse: fused by PASS from a,b,c".
-    const std::string prefix = "nnfuse: fused by ";
-    if (np.doc_string().rfind(prefix, 0) == 0) {
-      std::string rest = np.doc_string().substr(prefix.size());
-      auto sep = rest.find(" from ");
-      if (sep != std::string::npos) {
-        n->set_provenance(split_names(rest.substr(sep + 6)), rest.substr(0, sep));
-      }
-    }
+    std::string pass;
+    std::vector<std::string> from;
+    if (parse_provenance_doc(np.doc_string(), &pass, &from)) n->set_provenance(from, pass);
   }
 
   for (const auto& out : gp.output()) {

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "onnx/exporter.h"
+#include "onnx/provenance.h"
 #include "onnx/tensor_proto.h"
 #include "onnx/test_models.h"
 
@@ -216,6 +217,24 @@ TEST(ImporterInputShapes, BadOverridesNameTheInput) {
   EXPECT_NE(message({{"nope", {1, 3}}}).find("no input 'nope'"), std::string::npos);
   EXPECT_NE(message({{"x", {1, 3, 4}}}).find("rank 2"), std::string::npos);
   EXPECT_NE(message({{"x", {0, 3}}}).find("must be positive"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nnfuse
+
+namespace nnfuse {
+namespace {
+
+TEST(Provenance, DocStringRoundTripsAndOtherDocsAreIgnored) {
+  const std::string doc = provenance_doc("ConvAddFusionPass", {"conv", "add", "relu"});
+  EXPECT_EQ(doc, "nnfuse: fused by ConvAddFusionPass from conv,add,relu");
+  std::string pass;
+  std::vector<std::string> from;
+  ASSERT_TRUE(parse_provenance_doc(doc, &pass, &from));
+  EXPECT_EQ(pass, "ConvAddFusionPass");
+  EXPECT_EQ(from, (std::vector<std::string>{"conv", "add", "relu"}));
+  EXPECT_FALSE(parse_provenance_doc("a layer written by hand", &pass, &from));
+  EXPECT_FALSE(parse_provenance_doc("nnfuse: fused by X", &pass, &from));  // no " from "
 }
 
 }  // namespace
