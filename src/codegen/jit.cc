@@ -1,0 +1,235 @@
+#include "codegen/jit.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+extern char** environ;
+
+namespace nnfuse::codegen {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::atomic<int64_t> g_compiler_runs{0};
+std::atomic<int64_t> g_unique{0};
+
+const char* env_nonempty(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && v[0] != '\0' ? v : nullptr;
+}
+
+std::vector<std::string> split_ws(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream is(s);
+  std::string w;
+  while (is >> w) out.push_back(w);
+  return out;
+}
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string first_lines(const std::string& path, int max_lines) {
+  std::ifstream f(path);
+  std::string line, out;
+  int n = 0;
+  while (n < max_lines && std::getline(f, line)) {
+    if (!out.empty()) out += '\n';
+    out += line;
+    ++n;
+  }
+  return out;
+}
+
+// Loads `so` and resolves `symbol`; on failure sets `error`.
+KernelFn load(const std::string& so, const std::string& symbol, std::string& error) {
+  dlerror();
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    const char* e = dlerror();
+    error = std::string("dlopen failed: ") + (e != nullptr ? e : so.c_str());
+    return nullptr;
+  }
+  dlerror();
+  void* sym = dlsym(h, symbol.c_str());
+  if (sym == nullptr) {
+    const char* e = dlerror();
+    error = std::string("dlsym failed for '") + symbol + "': " + (e != nullptr ? e : "not found");
+    dlclose(h);
+    return nullptr;
+  }
+  // Kept loaded for the process lifetime: callers hold the function pointer.
+  return reinterpret_cast<KernelFn>(sym);
+}
+
+// Runs `argv` with stdout and stderr to `log`; returns a failure reason or "".
+std::string run_compiler(const std::vector<std::string>& argv, const std::string& log) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 2, 1);
+  g_compiler_runs.fetch_add(1);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    return std::string("compiler '") + argv[0] + "' could not be started: " + std::strerror(rc);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      return std::string("compiler '") + argv[0] + "': waitpid failed: " + std::strerror(errno);
+    }
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+  std::string why = std::string("compiler '") + argv[0] + "' failed";
+  if (WIFEXITED(status)) {
+    const int code = WEXITSTATUS(status);
+    why += std::string(" (exit status ") + std::to_string(code) +
+           (code == 127 ? ", not found?)" : ")");
+  } else if (WIFSIGNALED(status)) {
+    why += std::string(" (signal ") + std::to_string(WTERMSIG(status)) + ")";
+  }
+  const std::string out = first_lines(log, 20);
+  if (!out.empty()) why += std::string(":\n") + out;
+  return why;
+}
+
+// The host's ISA as the kernel sees it with -march=native: the CPU feature line of
+// /proc/cpuinfo ("flags" on x86, "Features" on Arm), so a cache shared between machines
+// never hands one an object built for another's instruction set.
+const std::string& host_isa() {
+  static const std::string isa = [] {
+    std::ifstream f("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(f, line)) {
+      if (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0) return line;
+    }
+    return std::string("unknown");
+  }();
+  return isa;
+}
+
+}  // namespace
+
+uint64_t fnv1a64(const std::string& data) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : data) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+int64_t jit_compiler_invocations() { return g_compiler_runs.load(); }
+
+std::string jit_compiler() {
+  if (const char* v = env_nonempty("NNFUSE_CXX")) return v;
+  if (const char* v = env_nonempty("CXX")) return v;
+  return "c++";
+}
+
+std::string jit_cache_dir() {
+  if (const char* v = env_nonempty("NNFUSE_CACHE_DIR")) return v;
+  if (const char* v = env_nonempty("XDG_CACHE_HOME")) return std::string(v) + "/nnfuse";
+  if (const char* v = env_nonempty("HOME")) return std::string(v) + "/.cache/nnfuse";
+  return (fs::temp_directory_path() / "nnfuse-cache").string();
+}
+
+JitResult jit_build(const std::string& source, const std::string& symbol) {
+  JitResult res;
+  try {
+    const std::string compiler = jit_compiler();
+    std::vector<std::string> argv = split_ws(compiler);
+    if (argv.empty()) {
+      res.error = "no compiler configured";
+      return res;
+    }
+    const std::string key = compiler + '\n' + kJitFlags + '\n' + host_isa() + '\n' + source;
+    const std::string base = std::string("nnf_") + hex64(fnv1a64(key));
+    const fs::path dir = jit_cache_dir();
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) {
+      res.error = std::string("cannot create cache dir '") + dir.string() + "': " + ec.message();
+      return res;
+    }
+    const fs::path so = dir / (base + ".so");
+    res.so_path = so.string();
+
+    if (fs::exists(so, ec)) {
+      std::string why;
+      if (KernelFn fn = load(so.string(), symbol, why)) {
+        res.fn = fn;
+        res.cache_hit = true;
+        return res;
+      }
+      // A damaged cache entry: rebuild it below (the rename replaces it).
+    }
+
+    const std::string tag = std::string(".") + std::to_string(static_cast<long long>(getpid())) +
+                            "." + std::to_string(g_unique.fetch_add(1)) + ".tmp";
+    const fs::path src = dir / (base + tag + ".cc");
+    const fs::path tmp_so = dir / (base + tag + ".so");
+    const fs::path log = dir / (base + tag + ".log");
+    {
+      std::ofstream f(src, std::ios::binary);
+      f << source;
+      f.close();
+      if (!f) {
+        res.error = std::string("cannot write '") + src.string() + "'";
+        fs::remove(src, ec);
+        return res;
+      }
+    }
+    for (const std::string& flag : split_ws(kJitFlags)) argv.push_back(flag);
+    argv.push_back("-o");
+    argv.push_back(tmp_so.string());
+    argv.push_back(src.string());
+    std::string why = run_compiler(argv, log.string());
+    fs::remove(src, ec);
+    fs::remove(log, ec);
+    if (!why.empty()) {
+      fs::remove(tmp_so, ec);
+      res.error = why;
+      return res;
+    }
+    fs::rename(tmp_so, so, ec);
+    if (ec) {
+      fs::remove(tmp_so, ec);
+      res.error = std::string("cannot rename into cache '") + so.string() + "'";
+      return res;
+    }
+    res.fn = load(so.string(), symbol, res.error);
+    if (res.fn != nullptr) res.error.clear();
+    return res;
+  } catch (const std::exception& e) {
+    res.fn = nullptr;
+    res.error = std::string("jit_build: ") + e.what();
+    return res;
+  }
+}
+
+}  // namespace nnfuse::codegen

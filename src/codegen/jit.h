@@ -1,0 +1,45 @@
+// Builds generated C++ source into a shared object with the system compiler, caches it on disk
+// and loads it with dlopen (DESIGN.md, "Generated kernels").
+//
+// Compiler: $NNFUSE_CXX, else $CXX, else `c++` (split on whitespace, so "ccache g++" works),
+// with flags kJitFlags. Cache directory: $NNFUSE_CACHE_DIR, else $XDG_CACHE_HOME/nnfuse, else
+// $HOME/.cache/nnfuse. The object is named by the FNV-1a 64 hash of (compiler, flags, host ISA
+// (the /proc/cpuinfo feature line), source); it is compiled to a unique temporary name in the
+// cache directory and renamed into place, so concurrent builds (threads or processes) of the
+// same source are safe. A cache hit skips the compiler. Failures (no compiler, compile error,
+// dlopen/dlsym error, unwritable cache) are returned as a reason string, never thrown. Loaded
+// objects stay loaded for the process lifetime.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace nnfuse::codegen {
+
+using KernelFn = void (*)(const float* const* in, float* out, int64_t begin, int64_t end);
+
+inline constexpr const char* kJitFlags = "-O3 -march=native -fPIC -shared -std=c++17";
+
+struct JitResult {
+  KernelFn fn = nullptr;   // set on success
+  std::string error;       // set on failure
+  bool cache_hit = false;  // the object was already in the cache (the compiler did not run)
+  std::string so_path;     // the cached object's path, when known
+
+  bool ok() const { return fn != nullptr; }
+};
+
+// Compiles (or finds in the cache) `source` and resolves the extern "C" function `symbol`.
+JitResult jit_build(const std::string& source, const std::string& symbol);
+
+// The compiler command and cache directory the next jit_build would use.
+std::string jit_compiler();
+std::string jit_cache_dir();
+
+// FNV-1a 64 of `data`.
+uint64_t fnv1a64(const std::string& data);
+
+// How many times this process has run the compiler (for tests and statistics).
+int64_t jit_compiler_invocations();
+
+}  // namespace nnfuse::codegen

@@ -1,0 +1,149 @@
+#include "codegen/jit.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace nnfuse::codegen {
+namespace {
+
+namespace fs = std::filesystem;
+
+class JitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "nnfuse_jit_XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    setenv("NNFUSE_CACHE_DIR", dir_.c_str(), 1);
+    unsetenv("NNFUSE_CXX");
+  }
+  void TearDown() override {
+    unsetenv("NNFUSE_CACHE_DIR");
+    unsetenv("NNFUSE_CXX");
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string dir_;
+};
+
+std::string add_source(const std::string& name, float k) {
+  return std::string("#include <cstdint>\nextern \"C\" void ") + name +
+         "(const float* const* in, float* out, int64_t b, int64_t e) {\n"
+         "  for (int64_t i = b; i < e; ++i) out[i] = in[0][i] + " +
+         std::to_string(k) + "f;\n}\n";
+}
+
+void expect_adds(KernelFn fn, float k) {
+  const float x[4] = {1, 2, 3, 4};
+  const float* in[1] = {x};
+  float out[4] = {};
+  fn(in, out, 0, 4);
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(out[i], x[i] + k);
+}
+
+TEST_F(JitTest, BuildsLoadsAndCaches) {
+  const std::string src = add_source("jit_add", 2.0f);
+  const int64_t runs0 = jit_compiler_invocations();
+  JitResult a = jit_build(src, "jit_add");
+  ASSERT_TRUE(a.ok()) << a.error;
+  EXPECT_FALSE(a.cache_hit);
+  EXPECT_EQ(jit_compiler_invocations(), runs0 + 1);
+  expect_adds(a.fn, 2.0f);
+  ASSERT_TRUE(fs::exists(a.so_path));
+  EXPECT_EQ(fs::path(a.so_path).parent_path(), fs::path(dir_));
+  const auto mtime = fs::last_write_time(a.so_path);
+
+  JitResult b = jit_build(src, "jit_add");
+  ASSERT_TRUE(b.ok()) << b.error;
+  EXPECT_TRUE(b.cache_hit);
+  EXPECT_EQ(jit_compiler_invocations(), runs0 + 1);  // the compiler did not run again
+  EXPECT_EQ(b.so_path, a.so_path);
+  EXPECT_EQ(fs::last_write_time(b.so_path), mtime);
+  expect_adds(b.fn, 2.0f);
+
+  // Only the cached object is left in the directory (no temporaries).
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    (void)e;
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+}
+
+TEST_F(JitTest, DifferentSourceDifferentObject) {
+  JitResult a = jit_build(add_source("jit_a", 1.0f), "jit_a");
+  JitResult b = jit_build(add_source("jit_a", 5.0f), "jit_a");
+  ASSERT_TRUE(a.ok()) << a.error;
+  ASSERT_TRUE(b.ok()) << b.error;
+  EXPECT_NE(a.so_path, b.so_path);
+  expect_adds(a.fn, 1.0f);
+  expect_adds(b.fn, 5.0f);
+}
+
+TEST_F(JitTest, ConcurrentBuildsOfTheSameSourceBothSucceed) {
+  const std::string src = add_source("jit_conc", 3.0f);
+  constexpr int kThreads = 4;
+  std::vector<JitResult> res(kThreads);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t) {
+    ts.emplace_back([&, t] { res[static_cast<size_t>(t)] = jit_build(src, "jit_conc"); });
+  }
+  for (auto& t : ts) t.join();
+  for (const JitResult& r : res) {
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_EQ(r.so_path, res[0].so_path);
+    expect_adds(r.fn, 3.0f);
+  }
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    (void)e;
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+}
+
+TEST_F(JitTest, FailingCompilerGivesReasonWithItsName) {
+  setenv("NNFUSE_CXX", "/bin/false", 1);
+  JitResult r = jit_build(add_source("jit_f", 1.0f), "jit_f");
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("/bin/false"), std::string::npos) << r.error;
+}
+
+TEST_F(JitTest, MissingCompilerGivesReasonWithItsName) {
+  setenv("NNFUSE_CXX", "/nonexistent/nnfuse-no-such-cxx", 1);
+  JitResult r = jit_build(add_source("jit_m", 1.0f), "jit_m");
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("nnfuse-no-such-cxx"), std::string::npos) << r.error;
+}
+
+TEST_F(JitTest, SyntaxErrorGivesReasonWithCompilerOutput) {
+  JitResult r = jit_build("extern \"C\" void jit_bad( { this is not C++ }\n", "jit_bad");
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("failed"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("error"), std::string::npos) << r.error;  // the compiler's stderr
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    ADD_FAILURE() << "left behind: " << e.path();
+  }
+}
+
+TEST_F(JitTest, MissingSymbolGivesReason) {
+  JitResult r = jit_build(add_source("jit_sym", 1.0f), "jit_other_name");
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("jit_other_name"), std::string::npos) << r.error;
+}
+
+TEST_F(JitTest, CompilerAndCacheDirFromEnvironment) {
+  setenv("NNFUSE_CXX", "my-cxx", 1);
+  EXPECT_EQ(jit_compiler(), "my-cxx");
+  EXPECT_EQ(jit_cache_dir(), dir_);
+  EXPECT_NE(fnv1a64("a"), fnv1a64("b"));
+  EXPECT_EQ(fnv1a64(""), 14695981039346656037ull);
+}
+
+}  // namespace
+}  // namespace nnfuse::codegen
