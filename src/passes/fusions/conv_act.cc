@@ -61,14 +61,10 @@ class ConvAddActFusion : public Pass {
                                        " (broadcasting Adds are not fused)");
                   }
                   std::map<std::string, Attribute> attrs = conv->attrs();
-                  Activation a{"", 0, 0};
-                  if (!act_name.empty()) {
-                    std::string why;
-                    auto got = activation_from_match(act_name, m, &why);
-                    if (!got) return std::string(why);
-                    a = *got;
-                  }
-                  set_activation_attrs(attrs, a);
+                  std::string why;
+                  const auto a = activation_from_match(act_name, m, &why);  // "" is none
+                  if (!a) return why;
+                  set_activation_attrs(attrs, *a);
                   std::vector<Value*> ins = conv_inputs(m);
                   ins.push_back(res);
                   return apply_fusion(g, ctx, pass, m.nodes(), "FusedConv", kFusedDomain, ins,

@@ -55,7 +55,7 @@ pattern::Pat gelu_tanh_pattern(const pattern::Pat& x);
 // a separate pattern).
 pattern::Pat swish_pattern(const pattern::Pat& x);
 // Reads the activation's parameters (alpha, Clip bounds, Swish's alpha: a Swish of alpha 1 is
-// named SiLU) from a match of its pattern;
+// named SiLU) from a match of its pattern (name "": no activation);
 // nullopt with `why` set when a parameter is not a usable constant.
 std::optional<Activation> activation_from_match(const std::string& name, const pattern::Match& m,
                                                 std::string* why);

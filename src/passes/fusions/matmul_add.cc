@@ -50,14 +50,10 @@ class MatMulAddActFusion : public Pass {
           }
           Value* b = add_constant(g, m.value("bias")->name() + "_row", bias->reshaped({n}));
           std::map<std::string, Attribute> attrs;
-          Activation a{"", 0, 0};
-          if (!act_name.empty()) {
-            std::string why;
-            auto got = activation_from_match(act_name, m, &why);
-            if (!got) return std::string(why);
-            a = *got;
-          }
-          set_activation_attrs(attrs, a);
+          std::string why;
+          const auto a = activation_from_match(act_name, m, &why);  // "" is none
+          if (!a) return why;
+          set_activation_attrs(attrs, *a);
           return apply_fusion(g, ctx, pass, m.nodes(), "FusedMatMul", kFusedDomain,
                               {m.value("a"), m.value("b"), b}, {m.root()->output(0)}, attrs);
         });
