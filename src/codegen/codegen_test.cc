@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "codegen/jit.h"
+#include "codegen/test_cache_dir.h"
 
 namespace nnfuse::codegen {
 namespace {
@@ -18,23 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 using Shape = std::vector<int64_t>;
 
-// A fresh cache dir per test, removed afterwards.
-class CodegenTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "nnfuse_cg_XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    setenv("NNFUSE_CACHE_DIR", dir_.c_str(), 1);
-    unsetenv("NNFUSE_CXX");
-  }
-  void TearDown() override {
-    unsetenv("NNFUSE_CACHE_DIR");
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string dir_;
-};
+using CodegenTest = CacheDirTest;
 
 double ref_op(OpKind k, double a, double b) {
   switch (k) {

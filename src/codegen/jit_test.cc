@@ -8,28 +8,14 @@
 #include <thread>
 #include <vector>
 
+#include "codegen/test_cache_dir.h"
+
 namespace nnfuse::codegen {
 namespace {
 
 namespace fs = std::filesystem;
 
-class JitTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "nnfuse_jit_XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    setenv("NNFUSE_CACHE_DIR", dir_.c_str(), 1);
-    unsetenv("NNFUSE_CXX");
-  }
-  void TearDown() override {
-    unsetenv("NNFUSE_CACHE_DIR");
-    unsetenv("NNFUSE_CXX");
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string dir_;
-};
+using JitTest = CacheDirTest;
 
 std::string add_source(const std::string& name, float k) {
   return std::string("#include <cstdint>\nextern \"C\" void ") + name +
