@@ -156,20 +156,6 @@ CASES = [
 ]
 
 
-def attrs_of(node):
-    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-
-
-def attr_errors(node, want):
-    got = attrs_of(node)
-    errors = []
-    for k, v in want.items():
-        g = got.get(k, 0)
-        if (isinstance(v, float) and abs(g - v) > 1e-5) or (not isinstance(v, float) and g != v):
-            errors.append("MultiHeadAttention %s = %s, expected %s" % (k, g, v))
-    return errors
-
-
 def check(nnfuse, tmp, name, module, make_inputs, opset, passes, attrs):
     module = module.eval()
     inputs = make_inputs()
@@ -196,7 +182,7 @@ def check(nnfuse, tmp, name, module, make_inputs, opset, passes, attrs):
         if len(hits) != 1:
             errors.append("expected one MultiHeadAttention, got %d; nodes: %s" % (len(hits), ops))
         else:
-            errors += attr_errors(hits[0], attrs)
+            errors += vc.attr_errors(hits[0], attrs, missing=0)
         if "Softmax" in ops:
             errors.append("a Softmax is left over: %s" % ops)
     else:

@@ -22,6 +22,26 @@ def save_feeds(tmp, name, inputs):
     return feeds
 
 
+def attrs_of(node):
+    """The node's attributes as Python values (strings decoded)."""
+    got = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    return {k: v.decode() if isinstance(v, bytes) else v for k, v in got.items()}
+
+
+def attr_errors(node, want, missing=None):
+    """One message per attribute of `want` the node does not have (floats within 1e-5); an
+    absent attribute reads as `missing`."""
+    got = attrs_of(node)
+    errors = []
+    for k, v in want.items():
+        g = got.get(k, missing)
+        ok = (isinstance(g, (int, float)) and abs(g - v) <= 1e-5) if isinstance(v, float) \
+            else g == v
+        if not ok:
+            errors.append("%s %s = %s, expected %s" % (node.op_type, k, g, v))
+    return errors
+
+
 def compile_model(nnfuse, tmp, name, path, passes):
     """nnfuse compile with --report. Returns (fused model path, report, errors); the report is
     None when compiling failed. `passes` maps pass name -> minimum effect_times."""
