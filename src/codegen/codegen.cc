@@ -1,13 +1,16 @@
+// Region basics: op kinds, builders, validation and the evaluation plan. evaluate.cc,
+// encode.cc and emit.cc hold the rest of codegen.h.
 #include "codegen/codegen.h"
 
-#include <cmath>
-#include <cstdio>
-#include <stdexcept>
+#include <string>
+
+#include "codegen/region_plan.h"
 
 namespace nnfuse::codegen {
 
 bool is_unary(OpKind k) { return k >= OpKind::kRelu && k <= OpKind::kErf; }
 bool is_binary(OpKind k) { return k >= OpKind::kAdd && k <= OpKind::kPow; }
+bool is_reduction(OpKind k) { return k >= OpKind::kReduceSum && k <= OpKind::kReduceMin; }
 
 const char* op_name(OpKind k) {
   switch (k) {
@@ -47,6 +50,14 @@ const char* op_name(OpKind k) {
       return "Min";
     case OpKind::kPow:
       return "Pow";
+    case OpKind::kReduceSum:
+      return "ReduceSum";
+    case OpKind::kReduceMean:
+      return "ReduceMean";
+    case OpKind::kReduceMax:
+      return "ReduceMax";
+    case OpKind::kReduceMin:
+      return "ReduceMin";
   }
   return "?";
 }
@@ -84,205 +95,200 @@ int Region::add_binary(OpKind k, int a, int b) {
   return static_cast<int>(ops.size()) - 1;
 }
 
+int Region::add_reduction(OpKind k, int a) {
+  Op op;
+  op.kind = k;
+  op.a = a;
+  ops.push_back(op);
+  return static_cast<int>(ops.size()) - 1;
+}
+
 int64_t num_elements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
 }
 
-std::string validate(const Region& r) {
-  for (int64_t d : r.output_shape) {
-    if (d < 0) return "output shape has a negative dimension";
-  }
-  for (size_t k = 0; k < r.input_shapes.size(); ++k) {
-    const auto& s = r.input_shapes[k];
-    if (s.size() > r.output_shape.size()) {
-      return std::string("input ") + std::to_string(k) + " has higher rank than the output";
-    }
-    const size_t off = r.output_shape.size() - s.size();
-    for (size_t d = 0; d < s.size(); ++d) {
-      if (s[d] != 1 && s[d] != r.output_shape[off + d]) {
-        return std::string("input ") + std::to_string(k) + " does not broadcast to the output";
-      }
-    }
-  }
+const std::vector<int64_t>& domain(const Region& r) {
+  return r.domain_shape.empty() ? r.output_shape : r.domain_shape;
+}
+
+int reduction_op(const Region& r) {
   for (size_t i = 0; i < r.ops.size(); ++i) {
-    const Op& op = r.ops[i];
-    const int n = static_cast<int>(i);
-    auto operand_ok = [n](int x) { return x >= 0 && x < n; };
-    if (op.kind == OpKind::kInput) {
-      if (op.input < 0 || op.input >= static_cast<int>(r.input_shapes.size())) {
-        return std::string("op ") + std::to_string(i) + " reads a missing input";
-      }
-    } else if (is_unary(op.kind)) {
-      if (!operand_ok(op.a)) return std::string("op ") + std::to_string(i) + " has a bad operand";
-    } else if (is_binary(op.kind)) {
-      if (!operand_ok(op.a) || !operand_ok(op.b)) {
-        return std::string("op ") + std::to_string(i) + " has a bad operand";
-      }
-    } else if (op.kind != OpKind::kConst) {
-      return std::string("op ") + std::to_string(i) + " has an unknown kind";
-    }
+    if (is_reduction(r.ops[i].kind)) return static_cast<int>(i);
   }
-  if (r.output < 0 || r.output >= static_cast<int>(r.ops.size())) return "output op not set";
-  return {};
+  return -1;
+}
+
+int64_t work_items(const Region& r) {
+  const auto& dom = domain(r);
+  if (reduction_op(r) < 0 || dom.empty()) return num_elements(dom);
+  return num_elements(std::vector<int64_t>(dom.begin(), dom.end() - 1));
+}
+
+int64_t work_per_item(const Region& r) {
+  const auto& dom = domain(r);
+  return reduction_op(r) < 0 || dom.empty() ? 1 : dom.back();
 }
 
 namespace {
 
-bool is_identifier(const std::string& s) {
-  if (s.empty()) return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-    const bool digit = c >= '0' && c <= '9';
-    if (!alpha && !(digit && i > 0)) return false;
+// Why `shape` cannot be used: a negative dimension, or more elements than the index math holds.
+std::string shape_problem(const std::vector<int64_t>& shape, const std::string& what) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return what + " has a negative dimension";
   }
-  return true;
+  for (int64_t d : shape) {
+    // Generated code multiplies offsets by dims; 2^62 leaves headroom for that.
+    if (__builtin_mul_overflow(n, d, &n) || n > (int64_t{1} << 62)) {
+      return what + " has too many elements";
+    }
+  }
+  return {};
 }
 
-// An exact float literal (hexfloat, C++17).
-std::string float_literal(float v) {
-  if (std::isnan(v)) return "__builtin_nanf(\"\")";
-  if (std::isinf(v)) return v > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%a", static_cast<double>(v));
-  return std::string("(") + buf + "f)";
-}
-
-std::string var(int i) { return std::string("t") + std::to_string(i); }
-
-std::string op_expr(const Op& op, const std::vector<bool>& last_stride_zero) {
-  const std::string a = op.a >= 0 ? var(op.a) : std::string();
-  const std::string b = op.b >= 0 ? var(op.b) : std::string();
-  switch (op.kind) {
-    case OpKind::kInput:
-      return std::string("p") + std::to_string(op.input) +
-             (last_stride_zero[static_cast<size_t>(op.input)] ? "[0]" : "[j]");
-    case OpKind::kConst:
-      return float_literal(op.value);
-    case OpKind::kRelu:
-      return a + " < 0.0f ? 0.0f : " + a;
-    case OpKind::kNeg:
-      return std::string("-") + a;
-    case OpKind::kAbs:
-      return std::string("std::fabs(") + a + ")";
-    case OpKind::kExp:
-      return std::string("std::exp(") + a + ")";
-    case OpKind::kLog:
-      return std::string("std::log(") + a + ")";
-    case OpKind::kSqrt:
-      return std::string("std::sqrt(") + a + ")";
-    case OpKind::kTanh:
-      return std::string("std::tanh(") + a + ")";
-    case OpKind::kSigmoid:
-      return std::string("1.0f / (1.0f + std::exp(-") + a + "))";
-    case OpKind::kErf:
-      return std::string("std::erf(") + a + ")";
-    case OpKind::kAdd:
-      return a + " + " + b;
-    case OpKind::kSub:
-      return a + " - " + b;
-    case OpKind::kMul:
-      return a + " * " + b;
-    case OpKind::kDiv:
-      return a + " / " + b;
-    case OpKind::kMax:
-      return a + " < " + b + " ? " + b + " : " + a;
-    case OpKind::kMin:
-      return b + " < " + a + " ? " + b + " : " + a;
-    case OpKind::kPow:
-      return std::string("std::pow(") + a + ", " + b + ")";
+std::string op_problem(const Region& r, size_t i) {
+  const Op& op = r.ops[i];
+  const int n = static_cast<int>(i);
+  auto operand_ok = [n](int x) { return x >= 0 && x < n; };
+  const std::string name = std::string("op ") + std::to_string(i);
+  const int kind = static_cast<int>(op.kind);
+  if (kind < static_cast<int>(OpKind::kInput) || kind > static_cast<int>(OpKind::kReduceMin)) {
+    return name + " has an unknown kind " + std::to_string(kind);
   }
-  return "0.0f";
+  if (op.kind == OpKind::kInput) {
+    if (op.input < 0 || op.input >= static_cast<int>(r.input_shapes.size())) {
+      return name + " reads a missing input";
+    }
+  } else if (is_unary(op.kind) || is_reduction(op.kind)) {
+    if (!operand_ok(op.a)) return name + " has a bad operand";
+  } else if (is_binary(op.kind)) {
+    if (!operand_ok(op.a) || !operand_ok(op.b)) return name + " has a bad operand";
+  }
+  return {};
 }
 
 }  // namespace
 
-std::string emit_cpp(const Region& r, const std::string& fn_name) {
-  if (std::string why = validate(r); !why.empty()) {
-    throw std::invalid_argument(std::string("emit_cpp: ") + why);
+std::string validate(const Region& r) {
+  const auto& dom = domain(r);
+  if (std::string why = shape_problem(r.output_shape, "the output shape"); !why.empty()) {
+    return why;
   }
-  if (!is_identifier(fn_name)) {
-    throw std::invalid_argument(std::string("emit_cpp: bad function name '") + fn_name + "'");
+  if (std::string why = shape_problem(r.domain_shape, "the domain shape"); !why.empty()) {
+    return why;
   }
-
-  std::string s;
-  s += "// Generated by nnfuse codegen.\n";
-  s += "#include <cmath>\n#include <cstdint>\n\n";
-  s += std::string("extern \"C\" void ") + fn_name +
-       "(const float* const* in, float* out, int64_t begin, int64_t end) {\n";
-
-  if (num_elements(r.output_shape) == 0) {
-    s += "  (void)in;\n  (void)out;\n  (void)begin;\n  (void)end;\n}\n";
-    return s;
-  }
-
-  // Output shape as rank >= 1; input strides aligned to it (0 where broadcast).
-  std::vector<int64_t> oshape = r.output_shape;
-  if (oshape.empty()) oshape.push_back(1);
-  const size_t rank = oshape.size();
-  const size_t n_in = r.input_shapes.size();
-  std::vector<std::vector<int64_t>> strides(n_in, std::vector<int64_t>(rank, 0));
-  std::vector<bool> last_stride_zero(n_in, true);
-  for (size_t k = 0; k < n_in; ++k) {
-    const auto& is = r.input_shapes[k];
-    const size_t off = rank - is.size();
-    int64_t stride = 1;
-    for (size_t d = is.size(); d-- > 0;) {
-      if (is[d] != 1) strides[k][off + d] = stride;
-      stride *= is[d];
+  for (size_t k = 0; k < r.input_shapes.size(); ++k) {
+    const auto& s = r.input_shapes[k];
+    const std::string name = std::string("input ") + std::to_string(k);
+    if (std::string why = shape_problem(s, name); !why.empty()) return why;
+    if (s.size() > dom.size()) return name + " has higher rank than the domain";
+    const size_t off = dom.size() - s.size();
+    for (size_t d = 0; d < s.size(); ++d) {
+      if (s[d] != 1 && s[d] != dom[off + d]) return name + " does not broadcast to the domain";
     }
-    last_stride_zero[k] = strides[k][rank - 1] == 0;
   }
-  const int64_t inner = oshape[rank - 1];
-
-  s += std::string("  constexpr int64_t kInner = ") + std::to_string(inner) + ";\n";
-  s += "  int64_t i = begin;\n";
-  s += "  while (i < end) {\n";
-  s += "    const int64_t row = i / kInner;\n";
-  s += "    const int64_t j0 = i - row * kInner;\n";
-  s += "    const int64_t j1 = end - i < kInner - j0 ? j0 + (end - i) : kInner;\n";
-  for (size_t k = 0; k < n_in; ++k) {
-    s += std::string("    int64_t o") + std::to_string(k) + " = 0;\n";
-  }
-  bool any_outer = false;
-  for (size_t d = 0; d + 1 < rank; ++d) {
-    if (oshape[d] != 1) any_outer = true;
-  }
-  if (any_outer) {
-    s += "    {\n      int64_t r = row;\n";
-    for (size_t d = rank - 1; d-- > 0;) {
-      if (oshape[d] == 1) continue;
-      s += std::string("      {\n        const int64_t c = r % ") + std::to_string(oshape[d]) +
-           ";\n        r /= " + std::to_string(oshape[d]) + ";\n";
-      for (size_t k = 0; k < n_in; ++k) {
-        if (strides[k][d] == 0) continue;
-        s += std::string("        o") + std::to_string(k) + " += c * " +
-             std::to_string(strides[k][d]) + ";\n";
-      }
-      s += "      }\n";
-    }
-    s += "      (void)r;\n    }\n";
-  }
-  for (size_t k = 0; k < n_in; ++k) {
-    const std::string ks = std::to_string(k);
-    s += std::string("    const float* p") + ks + " = in[" + ks + "] + o" + ks + ";\n";
-    s += std::string("    (void)p") + ks + ";\n";
-  }
-  s += "    float* po = out + row * kInner;\n";
-  s += "#pragma omp simd\n";
-  s += "    for (int64_t j = j0; j < j1; ++j) {\n";
+  int reductions = 0;
   for (size_t i = 0; i < r.ops.size(); ++i) {
-    s += std::string("      const float ") + var(static_cast<int>(i)) + " = " +
-         op_expr(r.ops[i], last_stride_zero) + ";\n";
+    if (std::string why = op_problem(r, i); !why.empty()) return why;
+    if (is_reduction(r.ops[i].kind)) ++reductions;
   }
-  s += std::string("      po[j] = ") + var(r.output) + ";\n";
-  s += "    }\n";
-  s += "    i += j1 - j0;\n";
-  s += "  }\n";
-  s += "}\n";
-  return s;
+  if (reductions > 1) return "more than one reduction op";
+  if (r.output < 0 || r.output >= static_cast<int>(r.ops.size())) return "output op not set";
+
+  const int64_t out_n = num_elements(r.output_shape);
+  const int64_t dom_n = num_elements(dom);
+  if (reductions == 0) {
+    if (out_n != dom_n) {
+      return std::string("the output has ") + std::to_string(out_n) + " elements, the domain " +
+             std::to_string(dom_n);
+    }
+    return {};
+  }
+  if (dom.empty()) return "a row region needs a domain of rank >= 1";
+  if (out_n == dom_n) return {};
+  const int64_t rows = work_items(r);
+  if (out_n != rows) {
+    return std::string("the output has ") + std::to_string(out_n) +
+           " elements, neither the domain's " + std::to_string(dom_n) + " nor its " +
+           std::to_string(rows) + " rows";
+  }
+  if (varies_along_row(r)[static_cast<size_t>(r.output)]) {
+    return "the output has one value per row but depends on a value that varies along the row "
+           "after the reduction";
+  }
+  return {};
+}
+
+std::vector<bool> varies_along_row(const Region& r) {
+  std::vector<bool> v(r.ops.size(), false);
+  for (size_t i = 0; i < r.ops.size(); ++i) {
+    const Op& op = r.ops[i];
+    if (op.kind == OpKind::kInput) {
+      const auto& s = r.input_shapes[static_cast<size_t>(op.input)];
+      v[i] = !s.empty() && s.back() != 1;
+    } else if (is_unary(op.kind)) {
+      v[i] = v[static_cast<size_t>(op.a)];
+    } else if (is_binary(op.kind)) {
+      v[i] = v[static_cast<size_t>(op.a)] || v[static_cast<size_t>(op.b)];
+    }  // constants and the reduction's result: one value per row
+  }
+  return v;
+}
+
+namespace {
+
+// Marks `from` and the ops it reads, transitively; `stop` (the reduction, whose value is known
+// by then) is neither marked nor looked through.
+std::vector<bool> ancestors(const Region& r, int from, int stop) {
+  std::vector<bool> m(r.ops.size(), false);
+  if (from == stop) return m;
+  m[static_cast<size_t>(from)] = true;
+  for (size_t i = static_cast<size_t>(from) + 1; i-- > 0;) {
+    if (!m[i]) continue;
+    const Op& op = r.ops[i];
+    for (int x : {op.a, op.b}) {
+      if (x >= 0 && x != stop &&
+          (is_unary(op.kind) || is_binary(op.kind) || is_reduction(op.kind))) {
+        m[static_cast<size_t>(x)] = true;
+      }
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+RegionPlan make_plan(const Region& r) {
+  RegionPlan p;
+  p.dom = domain(r);
+  if (p.dom.empty()) p.dom.push_back(1);
+  const size_t rank = p.dom.size();
+  const size_t n_in = r.input_shapes.size();
+  p.strides.assign(n_in, std::vector<int64_t>(rank, 0));
+  p.last_stride_zero.assign(n_in, true);
+  for (size_t k = 0; k < n_in; ++k) {
+    const auto& s = r.input_shapes[k];
+    const size_t off = rank - s.size();
+    int64_t stride = 1;
+    for (size_t d = s.size(); d-- > 0;) {
+      if (s[d] != 1) p.strides[k][off + d] = stride;
+      stride *= s[d];
+    }
+    p.last_stride_zero[k] = p.strides[k][rank - 1] == 0;
+  }
+  p.red = reduction_op(r);
+  p.row_len = p.dom.back();
+  p.rows = num_elements(std::vector<int64_t>(p.dom.begin(), p.dom.end() - 1));
+  if (p.red >= 0) {
+    p.row_output = num_elements(r.output_shape) != num_elements(p.dom);
+    p.pre = ancestors(r, r.ops[static_cast<size_t>(p.red)].a, -1);
+    p.post = ancestors(r, r.output, p.red);
+    p.emitted.resize(r.ops.size());
+    for (size_t i = 0; i < r.ops.size(); ++i) p.emitted[i] = p.pre[i] || p.post[i];
+  }
+  return p;
 }
 
 }  // namespace nnfuse::codegen

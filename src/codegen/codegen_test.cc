@@ -134,6 +134,14 @@ void check_region(const Region& r, float lo, float hi, const std::string& name) 
         << name << " element " << i << "\n"
         << src;
   }
+  // The interpreter agrees with the same reference.
+  std::vector<float> ev(static_cast<size_t>(n), -12345.0f);
+  evaluate(r, ptrs, ev.data());
+  for (int64_t i = 0; i < n; ++i) {
+    const double want = ref[static_cast<size_t>(i)];
+    ASSERT_NEAR(ev[static_cast<size_t>(i)], want, 1e-5 * std::max(std::fabs(want), 1e-2))
+        << name << " evaluate element " << i;
+  }
 }
 
 const Shape kOut = {3, 5, 7};

@@ -18,7 +18,9 @@ namespace nnfuse::codegen {
 
 using KernelFn = void (*)(const float* const* in, float* out, int64_t begin, int64_t end);
 
-inline constexpr const char* kJitFlags = "-O3 -march=native -fPIC -shared -std=c++17";
+// -fopenmp-simd honours the generated `#pragma omp simd` (e.g. vectorized row reductions)
+// without linking an OpenMP runtime.
+inline constexpr const char* kJitFlags = "-O3 -march=native -fopenmp-simd -fPIC -shared -std=c++17";
 
 struct JitResult {
   KernelFn fn = nullptr;   // set on success
