@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 ./scripts/install_deps.sh
 ./scripts/check_format.sh
 ./scripts/build.sh
+# Generated kernels built by the tests go to a cache inside the build, not the user's.
+export NNFUSE_CACHE_DIR="$PWD/${BUILD_DIR:-build}/jit-cache"
 ctest --test-dir "${BUILD_DIR:-build}" -j2 --output-on-failure
 if [ "${NNFUSE_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== sanitizer build (ASan + UBSan)"

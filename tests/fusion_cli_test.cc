@@ -90,10 +90,12 @@ TEST_F(FusionCli, BadSwitchFilesAreErrors) {
       nnfuse({"compile", model(), "-o", path("x"), "--fusion_switch_file", path("unknown.txt")});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("NoSuchPass"), std::string::npos) << r.output;
-  write("rule.json", R"({"rules":[{"name":"my_silu","ops":["Sigmoid","Mul"],"action":"fuse"}]})");
+  // A user rule must name ops a generated kernel can run.
+  write("rule.json", R"({"rules":[{"name":"conv_relu6","ops":["Conv","Clip"],"action":"fuse"}]})");
   r = nnfuse({"compile", model(), "-o", path("x"), "--fusion_switch_file", path("rule.json")});
-  EXPECT_EQ(r.exit_code, 3) << r.output;
-  EXPECT_NE(r.output.find("my_silu"), std::string::npos) << r.output;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("rule 'conv_relu6': op 'Conv' cannot be fused"), std::string::npos)
+      << r.output;
 }
 
 TEST_F(FusionCli, VerifyPassesAndBisects) {

@@ -2,6 +2,7 @@
 // names the file, node or flag involved.
 #pragma once
 
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -39,6 +40,13 @@ std::string cat(Args&&... args) {
 template <typename... Args>
 [[noreturn]] void fail(ErrorKind kind, Args&&... args) {
   throw Error(kind, detail::cat(std::forward<Args>(args)...));
+}
+
+// A problem nnfuse works around (a fused kernel that could not be built runs unfused): one
+// line on stderr, "nnfuse: warning: ...".
+template <typename... Args>
+void warn(Args&&... args) {
+  std::cerr << "nnfuse: warning: " << detail::cat(std::forward<Args>(args)...) << "\n";
 }
 
 }  // namespace nnfuse

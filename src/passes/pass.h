@@ -33,9 +33,19 @@ struct FusionBenefit {
   int kernels_saved = 0;    // kernel launches saved per inference
 };
 
+// A fusion that was decided and then could not be carried out (its generated kernel did not
+// build): the nodes stay unfused.
+struct FallbackRecord {
+  std::string pass;
+  std::string region;              // the region's name: its root node's name
+  std::vector<std::string> nodes;  // original node names
+  std::string reason;
+};
+
 struct FusionReport {
   std::vector<PassRecord> passes;  // in pipeline order
   std::vector<FusionBenefit> fused;
+  std::vector<FallbackRecord> fallbacks;
   PassRecord& record(const std::string& pass);  // creates on first use
 };
 
@@ -50,6 +60,9 @@ class FusionSwitches;
 
 struct PassContext {
   FusionReport& report;
+  // What generated kernels are for: "cpu" (built and loaded while fusing, so a region whose
+  // code does not build falls back to its nodes at once) or "cuda" (source only).
+  std::string target = "cpu";
   // Records a match and its outcome for `pass`.
   void matched(const std::string& pass) { report.record(pass).match_times++; }
   void applied(const std::string& pass) { report.record(pass).effect_times++; }

@@ -5,6 +5,7 @@
 
 #include "ir/dump.h"
 #include "ir/error.h"
+#include "passes/auto_fuse/auto_fuse.h"
 #include "passes/canonicalize/canonicalize.h"
 #include "passes/fusions/fusions.h"
 
@@ -44,6 +45,8 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   p.push_back(make_layer_norm_matmul_pass());
   // GELU/Swish that no dense layer took as its epilogue.
   p.push_back(make_gelu_pass());
+  // Whatever cheap ops are left: generated kernels.
+  p.push_back(make_auto_fusion_pass());
   return p;
 }
 
@@ -80,7 +83,9 @@ std::map<std::string, std::vector<std::string>> pass_op_lists() {
 FusionReport run_pipeline(Graph& g, const PipelineOptions& opts) {
   FusionReport report;
   PassContext ctx{report};
+  ctx.target = opts.target;
   int index = 0;
+  bool rules_done = false;
   auto dump = [&](const std::string& after) {
     if (opts.dump_format.empty()) return;
     std::filesystem::create_directories(opts.dump_dir.empty() ? "." : opts.dump_dir);
@@ -97,6 +102,14 @@ FusionReport run_pipeline(Graph& g, const PipelineOptions& opts) {
     const PassInfo& info = pass->info();
     bool on = opts.switches ? opts.switches->enabled(info) : info.default_on;
     if (!on) continue;
+    if (info.fusion && !rules_done) {
+      // User rules before the built-in fusions: what a user asked for takes precedence.
+      rules_done = true;
+      if (opts.switches && !opts.switches->user_rules().empty()) {
+        run_user_rules(g, opts.switches->user_rules(), ctx);
+        dump("user_rules");
+      }
+    }
     if (info.fusion) report.record(info.name);  // listed even with no match
     pass->run(g, ctx);
 #ifndef NDEBUG

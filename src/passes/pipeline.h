@@ -17,6 +17,7 @@ struct PipelineOptions {
   const FusionSwitches* switches = nullptr;  // nullptr: every pass at its default
   std::string dump_format;                   // "", yaml, json or dot
   std::string dump_dir;                      // with dump_format: the graph after every pass
+  std::string target = "cpu";                // generated kernels: "cpu" (built now) or "cuda"
 };
 
 // Every pass, in the order it runs.

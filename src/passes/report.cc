@@ -39,8 +39,14 @@ nlohmann::json fusion_report_json(const FusionReport& report) {
     kernels_saved += b.kernels_saved;
     bytes_saved += b.bytes_saved;
   }
+  json fallback = json::array();
+  for (const FallbackRecord& f : report.fallbacks) {
+    fallback.push_back(
+        {{"pass", f.pass}, {"region", f.region}, {"nodes", f.nodes}, {"reason", f.reason}});
+  }
   return {{"graph_fusion", graph_fusion},
           {"fused_nodes", fused},
+          {"fallback", fallback},
           {"summary",
            {{"matches", matches},
             {"effects", effects},

@@ -13,6 +13,7 @@ namespace nnfuse {
 
 // {"graph_fusion": {"<Pass>": {"match_times", "effect_times", "rejected": [{"nodes", "reason"}]}},
 //  "fused_nodes": [{"node", "pass", "fused_from", "bytes_saved", "kernels_saved"}],
+//  "fallback": [{"pass", "region", "nodes", "reason"}],
 //  "summary": {"matches", "effects", "kernels_saved", "bytes_saved"}}
 nlohmann::json fusion_report_json(const FusionReport& report);
 

@@ -50,6 +50,11 @@ int compile_model(const std::string& model, const std::string& output, const std
     }
     std::cout << "\n";
   }
+  if (!r.fallbacks.empty()) {
+    std::cout << "  fallback: " << r.fallbacks.size()
+              << " region(s) run unfused, their generated kernel did not build (first: "
+              << r.fallbacks[0].region << ": " << r.fallbacks[0].reason << ")\n";
+  }
   if (!report.empty()) std::cout << "wrote " << report << "\n";
   return 0;
 }
@@ -63,7 +68,20 @@ Action add_compile(CLI::App& app) {
   c->add_flag("--json", a->json, "Print the summary as JSON");
   add_fusion_flags(c, a->fusion);
   add_shape_flag(c, a->fusion);
-  return [a] { return compile_model(a->model, a->output, a->report, a->fusion, a->json); };
+  c->add_option("--target", a->fusion.target,
+                "What generated kernels are for: cpu (built and checked while compiling) or cuda "
+                "(CUDA __global__ source, written to --dump-kernels, default OUTPUT_cuda/)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  return [a] {
+    FusionFlags f = a->fusion;
+    if (f.target == "cuda" && f.dump_kernels.empty()) {
+      std::string stem = a->output;
+      if (stem.size() >= 5 && stem.substr(stem.size() - 5) == ".onnx") stem.resize(stem.size() - 5);
+      f.dump_kernels = stem + "_cuda";
+    }
+    return compile_model(a->model, a->output, a->report, f, a->json);
+  };
 }
 
 Action add_list_passes(CLI::App& app) {

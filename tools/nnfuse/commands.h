@@ -35,8 +35,13 @@ struct FusionFlags {
   std::string dump_graph;  // yaml | json | dot
   std::string debug_path;
   std::vector<std::string> shapes;  // --shape NAME=d0,d1,... (where add_shape_flag offers it)
+  std::string dump_kernels;         // --dump-kernels DIR: every generated kernel's source
+  std::string target = "cpu";       // --target (compile): what generated kernels are for
 };
 void add_fusion_flags(CLI::App* c, FusionFlags& f);
+// Writes the source of every FusedRegion node of `g` into `dir` (C++ for the cpu target, CUDA
+// for cuda), one file per node named after it; returns how many.
+size_t dump_kernel_sources(const Graph& g, const std::string& dir, const std::string& target);
 // --shape NAME=d0,d1,...: run with other input dims than the model's.
 void add_shape_flag(CLI::App* c, FusionFlags& f);
 // The --shape values as import options (errors name the flag).

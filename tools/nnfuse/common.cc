@@ -1,12 +1,19 @@
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
 #include <sstream>
 
+#include "codegen/codegen.h"
 #include "ir/dump.h"
 #include "ir/error.h"
+#include "kernels/ref/fused_region.h"
 #include "onnx/exporter.h"
 #include "onnx/importer.h"
+#include "passes/auto_fuse/auto_fuse.h"
 #include "passes/canonicalize/canonicalize.h"
 #include "passes/pipeline.h"
 #include "runtime/npy.h"
@@ -134,6 +141,39 @@ void add_fusion_flags(CLI::App* c, FusionFlags& f) {
                 "Write the graph after every pass: yaml, json or dot")
       ->check(CLI::IsMember({"yaml", "json", "dot"}));
   c->add_option("--debug_path,--debug-path", f.debug_path, "Folder for --dump_graph files");
+  c->add_option("--dump-kernels,--dump_kernels", f.dump_kernels,
+                "Write the source of every generated kernel (one file per fused region) here");
+}
+
+size_t dump_kernel_sources(const Graph& g, const std::string& dir, const std::string& target) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) fail(ErrorKind::kInvalidArgument, "--dump-kernels ", dir, ": ", ec.message());
+  const bool cuda = target == "cuda";
+  std::set<std::string> used;
+  size_t n = 0;
+  for (const Node* node : g.nodes()) {
+    if (node->op_type() != kFusedRegionOp) continue;
+    const codegen::Region r = fused_region_of(*node);
+    const std::string symbol = fused_region_symbol(r);
+    std::string stem;
+    for (char c : node->name()) stem += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    if (stem.empty()) stem = "region";
+    std::string file = stem;
+    for (int k = 2; !used.insert(file).second; ++k) file = stem + "_" + std::to_string(k);
+    const std::string path =
+        (std::filesystem::path(dir) / (file + (cuda ? ".cu" : ".cc"))).string();
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    std::string from;
+    for (const std::string& o : node->fused_from()) from += (from.empty() ? "" : ", ") + o;
+    out << "// " << node->describe() << ", fused by " << node->fused_by() << " from: " << from
+        << "\n"
+        << (cuda ? codegen::emit_cuda(r, symbol) : codegen::emit_cpp(r, symbol));
+    out.close();
+    if (!out) fail(ErrorKind::kInvalidArgument, "--dump-kernels: cannot write ", path);
+    ++n;
+  }
+  return n;
 }
 
 void add_shape_flag(CLI::App* c, FusionFlags& f) {
@@ -212,10 +252,10 @@ std::unique_ptr<Graph> load_and_fuse(const std::string& model, const FusionFlags
   FusionSwitches switches;
   if (!f.switch_file.empty()) {
     switches = FusionSwitches::load(f.switch_file, list_passes(), pass_op_lists());
-    if (!switches.user_rules().empty()) {
-      fail(ErrorKind::kUnsupported, f.switch_file, ": rule '", switches.user_rules()[0].name,
-           "' asks for a fusion no built-in pass implements; user rules need the code "
-           "generator, which this version does not have");
+    for (const UserRule& rule : switches.user_rules()) {
+      if (std::string why = user_rule_problem(rule); !why.empty()) {
+        fail(ErrorKind::kInvalidArgument, f.switch_file, ": rule '", rule.name, "': ", why);
+      }
     }
   }
   auto g = load_onnx(model, import_options(f));
@@ -233,8 +273,14 @@ std::unique_ptr<Graph> load_and_fuse(const std::string& model, const FusionFlags
   opts.switches = &switches;
   opts.dump_format = f.dump_graph;
   opts.dump_dir = f.debug_path.empty() && !f.dump_graph.empty() ? "." : f.debug_path;
+  opts.target = f.target;
   FusionReport r = run_pipeline(*g, opts);
   if (report) *report = std::move(r);
+  if (!f.dump_kernels.empty()) {
+    const size_t n = dump_kernel_sources(*g, f.dump_kernels, f.target);
+    std::cerr << "wrote " << n << " generated kernel" << (n == 1 ? "" : "s") << " ("
+              << (f.target == "cuda" ? "CUDA" : "C++") << ") to " << f.dump_kernels << "\n";
+  }
   return g;
 }
 

@@ -11,15 +11,16 @@ namespace nnfuse::cpu {
 
 using FactoryTable = std::vector<std::pair<std::string, KernelFactory>>;
 
-void append_unary_kernels(FactoryTable& t);       // cpu_unary.cc: activations, Exp, Erf, Clip...
-void append_binary_kernels(FactoryTable& t);      // cpu_binary.cc: Add..Pow, compares, Where
-void append_norm_kernels(FactoryTable& t);        // cpu_norm.cc: BatchNormalization, LayerNorm
-void append_softmax_kernels(FactoryTable& t);     // cpu_softmax.cc: Softmax, LogSoftmax
-void append_reduce_kernels(FactoryTable& t);      // cpu_reduce.cc: ReduceSum/Mean/Max/Min
-void append_data_kernels(FactoryTable& t);        // cpu_data.cc: Transpose, Slice, Split, Expand
-void append_gather_kernels(FactoryTable& t);      // cpu_gather.cc: Gather, Concat, Cast
-void append_attention_kernels(FactoryTable& t);   // cpu_attention.cc: MultiHeadAttention
-void append_norm_fused_kernels(FactoryTable& t);  // cpu_norm_fused.cc: SkipLayerNorm, RMSNorm
-void append_embed_kernels(FactoryTable& t);       // cpu_embed.cc: EmbedLayerNorm (ai.nnfuse)
+void append_unary_kernels(FactoryTable& t);         // cpu_unary.cc: activations, Exp, Erf, Clip...
+void append_binary_kernels(FactoryTable& t);        // cpu_binary.cc: Add..Pow, compares, Where
+void append_norm_kernels(FactoryTable& t);          // cpu_norm.cc: BatchNormalization, LayerNorm
+void append_softmax_kernels(FactoryTable& t);       // cpu_softmax.cc: Softmax, LogSoftmax
+void append_reduce_kernels(FactoryTable& t);        // cpu_reduce.cc: ReduceSum/Mean/Max/Min
+void append_data_kernels(FactoryTable& t);          // cpu_data.cc: Transpose, Slice, Split, Expand
+void append_gather_kernels(FactoryTable& t);        // cpu_gather.cc: Gather, Concat, Cast
+void append_attention_kernels(FactoryTable& t);     // cpu_attention.cc: MultiHeadAttention
+void append_norm_fused_kernels(FactoryTable& t);    // cpu_norm_fused.cc: SkipLayerNorm, RMSNorm
+void append_embed_kernels(FactoryTable& t);         // cpu_embed.cc: EmbedLayerNorm (ai.nnfuse)
+void append_fused_region_kernels(FactoryTable& t);  // cpu_fused_region.cc: generated kernels
 
 }  // namespace nnfuse::cpu

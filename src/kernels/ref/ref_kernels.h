@@ -60,6 +60,7 @@ void append_conv_pool_kernels(std::vector<RefKernelEntry>& t);    // FusedConvPo
 void append_scale_shift_kernels(std::vector<RefKernelEntry>& t);  // ScaleShift (ai.nnfuse)
 void append_matmul_layer_norm_kernels(std::vector<RefKernelEntry>& t);  // FusedMatMulLayerNorm
 void append_norm_fused_kernels(std::vector<RefKernelEntry>& t);         // SkipLayerNorm, RMSNorm
+void append_fused_region_kernels(std::vector<RefKernelEntry>& t);       // FusedRegion
 // ONNX ops nnfuse also writes in kFusedDomain for models whose default opset predates them
 // (LayerNormalization before opset 17); their ONNX reference kernel runs them.
 bool ref_op_also_fused(const std::string& op_type);  // norm_fused.cc

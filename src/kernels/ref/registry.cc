@@ -37,6 +37,7 @@ const Table& table() {
     append_conv_pool_kernels(list);
     append_scale_shift_kernels(list);
     append_matmul_layer_norm_kernels(list);
+    append_fused_region_kernels(list);
     Table r;
     for (size_t i = 0; i < list.size(); ++i) {
       const RefKernelEntry& e = list[i];

@@ -60,7 +60,8 @@ class Grower {
     const int64_t opset = g.opset("");
     for (size_t i = 0; i < nodes_.size(); ++i) {
       index_[nodes_[i]] = static_cast<int>(i);
-      candidate_.push_back(region_member_candidate(*nodes_[i], opset));
+      candidate_.push_back(region_member_candidate(*nodes_[i], opset) &&
+                           (!o.accept || o.accept(*nodes_[i])));
     }
     taken_.assign(nodes_.size(), false);
   }
@@ -93,9 +94,10 @@ class Grower {
     Node* rn = nodes_[root];
     const bool root_red = is_reduction(*rn);
     std::vector<int> members{root};
-    std::unordered_set<const Value*> ins;
+    std::unordered_set<const Value*> ins;  // the inputs that count against max_inputs
+    auto counts = [&](const Value* v) { return v && !(opts_.free_input && opts_.free_input(*v)); };
     for (const Value* v : rn->inputs()) {
-      if (v) ins.insert(v);
+      if (counts(v)) ins.insert(v);
     }
     if (static_cast<int>(ins.size()) > opts_.max_inputs || (root_red && opts_.max_reductions < 1)) {
       return members;
@@ -149,7 +151,7 @@ class Grower {
       for (const Value* v : pn->outputs()) count -= v && ins.count(v);
       std::unordered_set<const Value*> fresh;
       for (const Value* v : pn->inputs()) {
-        if (v && !ins.count(v)) fresh.insert(v);
+        if (counts(v) && !ins.count(v)) fresh.insert(v);
       }
       count += static_cast<int>(fresh.size());
       if (count > opts_.max_inputs) continue;
@@ -205,7 +207,9 @@ std::string region_violation(const Graph& g, const Region& r, const GroupingOpti
     if (it == index.end()) return "a node is not in the graph";
     if (it->second <= last) return "nodes not in topological order (or repeated)";
     last = it->second;
-    if (!region_member_candidate(*n, g.opset(""))) return n->describe() + " cannot be a member";
+    if (!region_member_candidate(*n, g.opset("")) || (options.accept && !options.accept(*n))) {
+      return n->describe() + " cannot be a member";
+    }
     in.insert(n);
     reductions += is_reduction(*n);
   }
@@ -222,7 +226,10 @@ std::string region_violation(const Graph& g, const Region& r, const GroupingOpti
     }
   }
   if (r.inputs != inputs_of(r.nodes)) return "wrong inputs";
-  if (static_cast<int>(r.inputs.size()) > options.max_inputs) return "more than max_inputs inputs";
+  const auto counted = std::count_if(r.inputs.begin(), r.inputs.end(), [&](const Value* v) {
+    return !(options.free_input && options.free_input(*v));
+  });
+  if (counted > options.max_inputs) return "more than max_inputs inputs";
   if (r.outputs != root_outputs(*root)) return "wrong outputs";
   // Precision guard: the members upstream of a reduction are used only upstream of it.
   for (const Node* red : r.nodes) {

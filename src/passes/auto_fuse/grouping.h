@@ -22,6 +22,7 @@
 // input, and the region splits there.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "ir/graph.h"
@@ -32,6 +33,12 @@ struct GroupingOptions {
   int max_ops = 32;        // nodes per region
   int max_inputs = 8;      // distinct input values per region, constants included
   int max_reductions = 1;  // reduction nodes per region
+  // A further condition on members (automatic fusion: the code generator can lower the node);
+  // empty: every region_member_candidate.
+  std::function<bool(const Node&)> accept;
+  // Inputs that do not count against max_inputs (automatic fusion: scalar constants, which
+  // become literals in the generated code); empty: every input counts.
+  std::function<bool(const Value&)> free_input;
 };
 
 struct Region {

@@ -119,7 +119,9 @@ const Table& fused_table() {
          {"FusedConv", "FusedConvPool", "FusedGemm", "FusedGlobalPoolGemm", "FusedLayerNormMatMul",
           "FusedMatMul", "FusedMatMulLayerNorm", "MultiHeadAttention"})
       r[op] = OpClass::kOutEltwiseFusable;
-    for (const char* op : {"EmbedLayerNorm", "LayerNormalization", "RMSNorm", "SkipLayerNorm"})
+    // FusedRegion: already a generated kernel; regions do not nest.
+    for (const char* op :
+         {"EmbedLayerNorm", "FusedRegion", "LayerNormalization", "RMSNorm", "SkipLayerNorm"})
       r[op] = OpClass::kOpaque;
     return r;
   }();

@@ -88,12 +88,4 @@ void rewrite_all(
     const std::vector<ActivationPattern>& patterns,
     const std::function<std::string(const std::string& variant, const pattern::Match& m)>& rewrite);
 
-// For passes that find their candidates by hand: scans the graph (restarting after every
-// change) for nodes `select` picks, given as the nodes the candidate involves (empty: not a
-// match); each pick is counted for `pass` and handed to `rewrite`, which returns "" when it
-// changed the graph or why it declined (recorded; the node is not tried again).
-void rewrite_each(Graph& g, PassContext& ctx, const std::string& pass,
-                  const std::function<std::vector<Node*>(Node*)>& select,
-                  const std::function<std::string(const std::vector<Node*>&)>& rewrite);
-
 }  // namespace nnfuse

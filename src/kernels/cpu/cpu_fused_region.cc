@@ -1,0 +1,102 @@
+// FusedRegion (ai.nnfuse) as its generated kernel: the region's C++ (codegen::emit_cpp) built
+// once per process (and cached on disk across processes) and called over the work items on the
+// runtime's threads. When the code cannot be built, the kernel declines and the reference
+// kernel (codegen::evaluate) runs the node: the fallback, announced by a warning.
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "codegen/jit.h"
+#include "kernels/cpu/cpu_internal.h"
+#include "kernels/cpu/cpu_util.h"
+#include "kernels/ref/fused_region.h"
+
+namespace nnfuse::cpu {
+
+namespace {
+
+// One build per distinct region in this process, whatever the number of nodes or plans.
+codegen::JitResult build(const codegen::Region& r) {
+  static std::mutex mu;
+  static std::map<std::string, codegen::JitResult> built;
+  const std::string symbol = fused_region_symbol(r);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = built.find(symbol);
+  if (it == built.end()) {
+    it = built.emplace(symbol, codegen::jit_build(codegen::emit_cpp(r, symbol), symbol)).first;
+  }
+  return it->second;
+}
+
+void warn_fallback_once(const Node& node, const std::string& why) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!warned.insert(node.name()).second) return;
+  warn("fallback: region ", node.describe(), " runs unfused (reference evaluator): ", why);
+}
+
+class FusedRegionKernel : public Kernel {
+ public:
+  FusedRegionKernel(codegen::Region r, codegen::KernelFn fn) : r_(std::move(r)), fn_(fn) {
+    items_ = codegen::work_items(r_);
+    // An item is one element or one row: keep each thread's share worth a fork.
+    grain_ = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, work_per_item(r_)));
+  }
+
+  void run(KernelIO& io) override {
+    std::vector<const float*> in;
+    for (size_t i = 0; i < r_.input_shapes.size(); ++i) in.push_back(io.in(i).data<float>());
+    Tensor& out =
+        io.output(0, DType::kFloat32, Dims(r_.output_shape.begin(), r_.output_shape.end()));
+    float* po = out.data<float>();
+    const float* const* pin = in.data();
+    parallel_range(items_, grain_, [&](int64_t b, int64_t e) { fn_(pin, po, b, e); });
+  }
+
+ private:
+  static int64_t work_per_item(const codegen::Region& r) { return codegen::work_per_item(r); }
+
+  codegen::Region r_;
+  codegen::KernelFn fn_;
+  int64_t items_ = 0, grain_ = 1;
+};
+
+bool fused_region_accepts(const NodeInfo& info) {
+  if (!info.all_inputs_in(Layout::kPlain)) return false;
+  codegen::Region r;
+  try {
+    r = fused_region_of(info.node);
+  } catch (const Error&) {
+    return false;  // the reference kernel reports it
+  }
+  const codegen::JitResult j = build(r);
+  if (!j.ok()) warn_fallback_once(info.node, j.error);
+  return j.ok();
+}
+
+std::unique_ptr<Kernel> fused_region_create(const NodeInfo& info) {
+  codegen::Region r = fused_region_of(info.node);
+  const codegen::KernelFn fn = build(r).fn;
+  return std::make_unique<FusedRegionKernel>(std::move(r), fn);
+}
+
+// The output may take the storage of an input of its own shape: every element is read (in
+// its row's first loop, or at its own index) before that index is written.
+int fused_region_in_place(const NodeInfo& info, size_t k) {
+  if (k != 0) return -1;
+  const auto out = info.output_shape(0);
+  for (size_t i = 0; out && i < info.node.num_inputs(); ++i) {
+    if (info.input_shape(i) == out) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+void append_fused_region_kernels(FactoryTable& t) {
+  t.emplace_back(kFusedRegionOp, KernelFactory{"cpu.generated", fused_region_accepts, nullptr,
+                                               fused_region_create, fused_region_in_place});
+}
+
+}  // namespace nnfuse::cpu
