@@ -19,8 +19,10 @@ namespace nnfuse::codegen {
 using KernelFn = void (*)(const float* const* in, float* out, int64_t begin, int64_t end);
 
 // -fopenmp-simd honours the generated `#pragma omp simd` (e.g. vectorized row reductions)
-// without linking an OpenMP runtime.
-inline constexpr const char* kJitFlags = "-O3 -march=native -fopenmp-simd -fPIC -shared -std=c++17";
+// without linking an OpenMP runtime; -fno-math-errno lets sqrt and the like vectorize (the
+// generated code never reads errno).
+inline constexpr const char* kJitFlags =
+    "-O3 -march=native -fno-math-errno -fopenmp-simd -fPIC -shared -std=c++17";
 
 struct JitResult {
   KernelFn fn = nullptr;   // set on success

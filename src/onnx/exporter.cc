@@ -122,10 +122,16 @@ std::string export_onnx_string(const Graph& g) {
 }
 
 void save_onnx(const Graph& g, const std::string& path) {
-  std::string bytes = export_onnx_string(g);
+  onnx::ModelProto m;
+  graph_to_model(g, &m);
+  if (m.ByteSizeLong() > static_cast<size_t>(INT32_MAX)) {
+    fail(ErrorKind::kUnsupported, "the model is too large to serialize as one protobuf (2 GiB)");
+  }
+  // Straight to the file: no second in-memory copy of the weights.
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) fail(ErrorKind::kInvalidArgument, "cannot write '", path, "'");
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!m.SerializeToOstream(&f)) fail(ErrorKind::kInvalidArgument, "failed writing '", path, "'");
+  f.close();
   if (!f) fail(ErrorKind::kInvalidArgument, "failed writing '", path, "'");
 }
 

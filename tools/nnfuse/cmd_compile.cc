@@ -1,8 +1,11 @@
 // nnfuse compile MODEL.onnx -o OUT.onnx [--report fusion_result.json] [--fusion_switch_file F]
 //   [--dump_graph yaml|json|dot --debug_path DIR]; and nnfuse list-passes.
+#include <chrono>
+#include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "codegen/jit.h"
 #include "ir/error.h"
 #include "onnx/exporter.h"
 #include "passes/pipeline.h"
@@ -25,10 +28,16 @@ int compile_model(const std::string& model, const std::string& output, const std
                   const FusionFlags& fusion, bool json) {
   FusionReport r;
   size_t before = 0;
-  auto g = load_and_fuse(model, fusion, &r, &before);
+  FuseTimes times;
+  const int64_t builds_before = codegen::jit_compiler_invocations();
+  auto g = load_and_fuse(model, fusion, &r, &before, &times);
+  const int64_t builds = codegen::jit_compiler_invocations() - builds_before;
   std::string out = output;
   if (out.size() < 5 || out.substr(out.size() - 5) != ".onnx") out += ".onnx";
+  const auto s0 = std::chrono::steady_clock::now();
   save_onnx(*g, out);
+  const double save_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
   if (!report.empty()) write_fusion_report(r, report);
   nlohmann::json summary = fusion_report_json(r);
   if (json) {
@@ -36,6 +45,8 @@ int compile_model(const std::string& model, const std::string& output, const std
                      {"output", out},
                      {"nodes_before", before},
                      {"nodes_after", g->num_nodes()},
+                     {"seconds", {{"load", times.load_s}, {"fuse", times.fuse_s}, {"save", save_s}}},
+                     {"kernel_builds", builds},
                      {"fusion", summary}};
     std::cout << j.dump() << "\n";
     return 0;
@@ -56,6 +67,10 @@ int compile_model(const std::string& model, const std::string& output, const std
               << r.fallbacks[0].region << ": " << r.fallbacks[0].reason << ")\n";
   }
   if (!report.empty()) std::cout << "wrote " << report << "\n";
+  std::printf("time: load %.2f s, fuse %.2f s (%lld generated kernel build%s, the rest from the "
+              "cache), save %.2f s\n",
+              times.load_s, times.fuse_s, static_cast<long long>(builds), builds == 1 ? "" : "s",
+              save_s);
   return 0;
 }
 

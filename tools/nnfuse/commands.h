@@ -52,9 +52,14 @@ std::unique_ptr<Graph> specialize_shapes(std::unique_ptr<Graph> g, const std::st
 int compile_model(const std::string& model, const std::string& output, const std::string& report,
                   const FusionFlags& fusion, bool json);
 // Loads the model and, unless --no-fusion, runs the pass pipeline on it.
+// Seconds spent loading (import and shape specialization) and fusing (the pass pipeline,
+// generated kernels built or found in the cache included).
+struct FuseTimes {
+  double load_s = 0, fuse_s = 0;
+};
 std::unique_ptr<Graph> load_and_fuse(const std::string& model, const FusionFlags& f,
                                      FusionReport* report = nullptr,
-                                     size_t* imported_nodes = nullptr);
+                                     size_t* imported_nodes = nullptr, FuseTimes* times = nullptr);
 Action add_profile(CLI::App& app);
 
 // Parses NAME=FILE pairs and loads each tensor (.npy or .pb).

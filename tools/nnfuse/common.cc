@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -245,7 +246,13 @@ std::unique_ptr<Graph> specialize_shapes(std::unique_ptr<Graph> g, const std::st
 }
 
 std::unique_ptr<Graph> load_and_fuse(const std::string& model, const FusionFlags& f,
-                                     FusionReport* report, size_t* imported_nodes) {
+                                     FusionReport* report, size_t* imported_nodes,
+                                     FuseTimes* times) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto seconds = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
   if (!f.debug_path.empty() && f.dump_graph.empty()) {
     fail(ErrorKind::kInvalidArgument, "--debug_path needs --dump_graph yaml|json|dot");
   }
@@ -261,6 +268,8 @@ std::unique_ptr<Graph> load_and_fuse(const std::string& model, const FusionFlags
   auto g = load_onnx(model, import_options(f));
   if (!f.shapes.empty()) g = specialize_shapes(std::move(g), model);
   if (imported_nodes) *imported_nodes = g->num_nodes();
+  const auto t1 = Clock::now();
+  if (times) times->load_s = seconds(t0, t1);
   if (f.no_fusion) {
     if (!f.dump_graph.empty()) {
       std::string dir = f.debug_path.empty() ? "." : f.debug_path;
@@ -275,6 +284,7 @@ std::unique_ptr<Graph> load_and_fuse(const std::string& model, const FusionFlags
   opts.dump_dir = f.debug_path.empty() && !f.dump_graph.empty() ? "." : f.debug_path;
   opts.target = f.target;
   FusionReport r = run_pipeline(*g, opts);
+  if (times) times->fuse_s = seconds(t1, Clock::now());
   if (report) *report = std::move(r);
   if (!f.dump_kernels.empty()) {
     const size_t n = dump_kernel_sources(*g, f.dump_kernels, f.target);
