@@ -167,7 +167,8 @@ JitResult jit_build(const std::string& source, const std::string& symbol) {
       res.error = "no compiler configured";
       return res;
     }
-    const std::string key = compiler + '\n' + kJitFlags + '\n' + host_isa() + '\n' + source;
+    const std::string key =
+        compiler + '\n' + kJitFlags + ' ' + kJitLibs + '\n' + host_isa() + '\n' + source;
     const std::string base = std::string("nnf_") + hex64(fnv1a64(key));
     const fs::path dir = jit_cache_dir();
     std::error_code ec;
@@ -208,6 +209,7 @@ JitResult jit_build(const std::string& source, const std::string& symbol) {
     argv.push_back("-o");
     argv.push_back(tmp_so.string());
     argv.push_back(src.string());
+    for (const std::string& lib : split_ws(kJitLibs)) argv.push_back(lib);
     std::string why = run_compiler(argv, log.string());
     fs::remove(src, ec);
     fs::remove(log, ec);

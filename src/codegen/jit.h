@@ -24,6 +24,9 @@ using KernelFn = void (*)(const float* const* in, float* out, int64_t begin, int
 inline constexpr const char* kJitFlags =
     "-O3 -march=native -fno-math-errno -fopenmp-simd -fPIC -shared -std=c++17";
 
+// Libraries linked after the source: glibc's vector math, which the generated loops call.
+inline constexpr const char* kJitLibs = "-lmvec";
+
 struct JitResult {
   KernelFn fn = nullptr;   // set on success
   std::string error;       // set on failure

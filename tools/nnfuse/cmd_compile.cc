@@ -41,13 +41,14 @@ int compile_model(const std::string& model, const std::string& output, const std
   if (!report.empty()) write_fusion_report(r, report);
   nlohmann::json summary = fusion_report_json(r);
   if (json) {
-    nlohmann::json j{{"model", model},
-                     {"output", out},
-                     {"nodes_before", before},
-                     {"nodes_after", g->num_nodes()},
-                     {"seconds", {{"load", times.load_s}, {"fuse", times.fuse_s}, {"save", save_s}}},
-                     {"kernel_builds", builds},
-                     {"fusion", summary}};
+    nlohmann::json j{
+        {"model", model},
+        {"output", out},
+        {"nodes_before", before},
+        {"nodes_after", g->num_nodes()},
+        {"seconds", {{"load", times.load_s}, {"fuse", times.fuse_s}, {"save", save_s}}},
+        {"kernel_builds", builds},
+        {"fusion", summary}};
     std::cout << j.dump() << "\n";
     return 0;
   }
@@ -67,10 +68,10 @@ int compile_model(const std::string& model, const std::string& output, const std
               << r.fallbacks[0].region << ": " << r.fallbacks[0].reason << ")\n";
   }
   if (!report.empty()) std::cout << "wrote " << report << "\n";
-  std::printf("time: load %.2f s, fuse %.2f s (%lld generated kernel build%s, the rest from the "
-              "cache), save %.2f s\n",
-              times.load_s, times.fuse_s, static_cast<long long>(builds), builds == 1 ? "" : "s",
-              save_s);
+  std::printf(
+      "time: load %.2f s, fuse %.2f s (%lld generated kernel build%s, the rest from the "
+      "cache), save %.2f s\n",
+      times.load_s, times.fuse_s, static_cast<long long>(builds), builds == 1 ? "" : "s", save_s);
   return 0;
 }
 

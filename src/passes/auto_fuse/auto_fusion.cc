@@ -39,11 +39,8 @@ class AutoFusionPass : public Pass {
     // up front stays valid while the others are replaced.
     for (const Region& r : find_regions(g, opts)) {
       ctx.matched(kPass);
-      const RegionCost cost = region_cost(r);
-      if (!pays(cost)) {
-        ctx.rejected(kPass, original_names(r.nodes),
-                     "does not pay: saves " + std::to_string(cost.bytes_saved) + " bytes, " +
-                         std::to_string(cost.kernels_saved) + " kernels");
+      if (std::string why = why_not_paying(region_cost(r)); !why.empty()) {
+        ctx.rejected(kPass, original_names(r.nodes), "does not pay: " + why);
         continue;
       }
       if (r.outputs.size() != 1) {

@@ -125,6 +125,21 @@ TEST_F(AutoFusion, LongChainsAreCutAtTheOpLimit) {
   expect_same_numbers(std::move(f.graph), build(), 1e-5);
 }
 
+TEST_F(AutoFusion, RegionsThatWouldRecomputeABroadcastValueAreDeclined) {
+  Build build = [] {
+    B b;
+    Value* e = b.n("Exp", {b.in("w", {1, 256})}, {1, 256}, {}, "exp");
+    b.out(b.n("Add", {b.in("x", {1024, 256}), e}, {1024, 256}, {}, "add"));
+    return std::move(b.g);
+  };
+  Fused f = fuse(build());
+  EXPECT_EQ(count_op(*f.graph, kFusedRegionOp), 0u);
+  const PassRecord* rec = record(f.report, kAuto);
+  ASSERT_EQ(rec->rejected.size(), 1u);
+  EXPECT_EQ(rec->rejected[0].reason.rfind("does not pay: broadcasting would recompute", 0), 0u)
+      << rec->rejected[0].reason;
+}
+
 // Each lowered op, in a region with an Add after it, against its reference kernel.
 TEST_F(AutoFusion, EveryLoweringMatchesTheReference) {
   struct Op {

@@ -73,5 +73,31 @@ TEST(Cost, PaysOnBothSidesOfTheThreshold) {
   EXPECT_EQ(region_cost(Region{}).kernels_saved, 0);
 }
 
+TEST(Cost, BroadcastRecomputationIsCountedAndCanRefuse) {
+  // op(w) with w [1, 768], added to x [rows, 768]: fused, op runs rows * 768 times.
+  auto graph = [](const std::string& op, int64_t rows) {
+    B b;
+    Value* e = b.n(op, {b.in("w", {1, 768})}, {1, 768}, {}, "op");
+    b.out(b.n("Add", {b.in("x", {rows, 768}), e}, {rows, 768}, {}, "add"));
+    return std::move(b.g);
+  };
+  std::unique_ptr<Graph> g = graph("Exp", 1);
+  RegionCost c = region_cost(only_region(*g));
+  EXPECT_EQ(c.recomputed, 0);
+  EXPECT_TRUE(pays(c)) << why_not_paying(c);
+  g = graph("Neg", 2);  // a cheap op recomputed once more: the saved launch is worth it
+  c = region_cost(only_region(*g));
+  EXPECT_EQ(c.recomputed, 768);
+  EXPECT_EQ(c.recomputed_cost, 768);
+  EXPECT_TRUE(pays(c)) << why_not_paying(c);
+  g = graph("Exp", 512);
+  c = region_cost(only_region(*g));
+  EXPECT_EQ(c.recomputed, 511 * 768);
+  EXPECT_EQ(c.recomputed_cost, 511 * 768 * 16);
+  EXPECT_FALSE(pays(c));
+  EXPECT_NE(why_not_paying(c).find("recompute 392448 elements"), std::string::npos)
+      << why_not_paying(c);
+}
+
 }  // namespace
 }  // namespace nnfuse
