@@ -10,7 +10,7 @@ per inference and peak activation bytes.
 Usage:
   /usr/bin/python3 bench/compare_ort.py [--models resnet50 mobilenet_v2 ...] [--rounds 5]
       [--runs 20] [--threads 2] [--ort-level disabled] [--no-fusion] [--zoo DIR] [--json OUT]
-      [--shape NAME=d0,d1 ...]
+      [--shape NAME=d0,d1 ...] [--switch-file F]
 
 --shape runs both with other input dims than the model's (symbolic or fixed), e.g. BERT at
 sequence 512: --models bert_base_dyn --shape input_ids=1,512 attention_mask=1,512
@@ -72,6 +72,8 @@ def main():
     ap.add_argument("--json", help="also write the results as JSON to this file")
     ap.add_argument("--shape", nargs="+", default=[], metavar="NAME=d0,d1",
                     help="input dims to run with instead of the model's")
+    ap.add_argument("--switch-file", help="pass --fusion_switch_file FILE to nnfuse (e.g. to "
+                    "turn AutoFusionPass off)")
     a = ap.parse_args()
     shapes = {}
     for spec in a.shape:
@@ -88,6 +90,8 @@ def main():
             cmd = [a.nnfuse, "bench", model, "--json", "--runs", str(a.runs), "--threads", str(a.threads)]
             if a.no_fusion:
                 cmd.append("--no-fusion")
+            if a.switch_file:
+                cmd += ["--fusion_switch_file", a.switch_file]
             for spec in a.shape:
                 cmd += ["--shape", spec]
             j = run_json(cmd)

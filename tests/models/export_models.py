@@ -83,6 +83,28 @@ class Bert(nn.Module):
         return x, torch.tanh(s.pool(x[:, 0]))
 
 
+# ---------- an MLP of activations no library fuses (automatic fusion's territory) ----------
+class ActMLP(nn.Module):
+    """Linear layers with Mish and a per-feature Swish (x * sigmoid(beta * x)) between them, and
+    a temperature softmax written out: chains that only generated kernels fuse."""
+
+    def __init__(s, d=1024, layers=4):
+        super().__init__()
+        s.fc = nn.ModuleList(nn.Linear(d, d) for _ in range(layers))
+        s.beta = nn.Parameter(torch.rand(d) + 0.5)
+
+    def forward(s, x):
+        for i, fc in enumerate(s.fc):
+            x = fc(x)
+            if i % 2 == 0:
+                x = x * torch.tanh(nn.functional.softplus(x))
+            else:
+                x = x * torch.sigmoid(s.beta * x)
+        t = x / 0.7
+        e = torch.exp(t - t.max(dim=-1, keepdim=True).values)
+        return e / e.sum(dim=-1, keepdim=True)
+
+
 def img(n=1, c=3, hw=224):
     return (torch.randn(n, c, hw, hw),), ["input"]
 
@@ -102,6 +124,8 @@ ZOO = {
     "resnet18": (lambda: TV.resnet18(), img, 13, True),
     "bert_base": (lambda: Bert(), bert_inputs, 13, False),
     "bert_tiny": (lambda: Bert(layers=2, h=128, nh=2, inter=512), lambda: bert_inputs(1, 32), 13, False),
+    "act_mlp": (lambda: ActMLP(), lambda: ((torch.randn(256, 1024),), ["x"]), 13, False),
+    "mobilenet_v3_small": (lambda: TV.mobilenet_v3_small(), img, 14, True),
     # Batch and sequence as symbolic dims, for benchmarks at other shapes (bench --shape).
     "bert_base_dyn": (lambda: Bert(), bert_inputs, 13, False),
 }
