@@ -174,13 +174,6 @@ TEST_F(BadInput, UnknownFlagsAreErrors) {
 }  // namespace nnfuse
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--nnfuse") nnfuse::g_nnfuse = argv[i + 1];
-  }
-  if (nnfuse::g_nnfuse.empty()) {
-    fprintf(stderr, "usage: bad_input_test --nnfuse PATH/TO/nnfuse\n");
-    return 2;
-  }
-  return RUN_ALL_TESTS();
+  return nnfuse::testing::test_main(argc, argv, {{"--nnfuse", &nnfuse::g_nnfuse}}, {"--nnfuse"},
+                                    "bad_input_test --nnfuse PATH/TO/nnfuse");
 }

@@ -138,14 +138,7 @@ INSTANTIATE_TEST_SUITE_P(Onnx, NodeTest, ::testing::ValuesIn(test_dirs()),
 }  // namespace nnfuse
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--nnfuse") nnfuse::g_nnfuse = argv[i + 1];
-    if (std::string(argv[i]) == "--data") nnfuse::g_data = argv[i + 1];
-  }
-  if (nnfuse::g_nnfuse.empty()) {
-    fprintf(stderr, "usage: conformance_test --nnfuse PATH/TO/nnfuse [--data NODE_TEST_DIR]\n");
-    return 2;
-  }
-  return RUN_ALL_TESTS();
+  return nnfuse::testing::test_main(
+      argc, argv, {{"--nnfuse", &nnfuse::g_nnfuse}, {"--data", &nnfuse::g_data}}, {"--nnfuse"},
+      "conformance_test --nnfuse PATH/TO/nnfuse [--data NODE_TEST_DIR]");
 }

@@ -113,14 +113,7 @@ TEST_F(FusionCli, VerifyPassesAndBisects) {
 }  // namespace nnfuse
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--nnfuse") nnfuse::g_nnfuse = argv[i + 1];
-    if (std::string(argv[i]) == "--source") nnfuse::g_source = argv[i + 1];
-  }
-  if (nnfuse::g_nnfuse.empty() || nnfuse::g_source.empty()) {
-    fprintf(stderr, "usage: fusion_cli_test --nnfuse PATH --source REPO_ROOT\n");
-    return 2;
-  }
-  return RUN_ALL_TESTS();
+  return nnfuse::testing::test_main(
+      argc, argv, {{"--nnfuse", &nnfuse::g_nnfuse}, {"--source", &nnfuse::g_source}},
+      {"--nnfuse", "--source"}, "fusion_cli_test --nnfuse PATH --source REPO_ROOT");
 }

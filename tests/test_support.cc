@@ -1,11 +1,13 @@
 #include "tests/test_support.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -61,6 +63,23 @@ std::string make_temp_dir(const std::string& stem) {
   std::string tmpl = (std::filesystem::temp_directory_path() / (stem + "-XXXXXX")).string();
   char* p = mkdtemp(tmpl.data());
   return p ? std::string(p) : std::string();
+}
+
+int test_main(int argc, char** argv, const std::map<std::string, std::string*>& flags,
+              const std::vector<std::string>& required, const char* usage) {
+  ::testing::InitGoogleTest(&argc, argv);
+  for (int i = 1; i + 1 < argc; ++i) {
+    auto it = flags.find(argv[i]);
+    if (it != flags.end()) *it->second = argv[i + 1];
+  }
+  for (const std::string& f : required) {
+    auto it = flags.find(f);
+    if (it == flags.end() || it->second->empty()) {
+      std::fprintf(stderr, "usage: %s\n", usage);
+      return 2;
+    }
+  }
+  return RUN_ALL_TESTS();
 }
 
 }  // namespace nnfuse::testing

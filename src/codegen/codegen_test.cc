@@ -12,6 +12,7 @@
 
 #include "codegen/jit.h"
 #include "codegen/test_cache_dir.h"
+#include "codegen/test_reference.h"
 
 namespace nnfuse::codegen {
 namespace {
@@ -21,80 +22,9 @@ using Shape = std::vector<int64_t>;
 
 using CodegenTest = CacheDirTest;
 
-double ref_op(OpKind k, double a, double b) {
-  switch (k) {
-    case OpKind::kRelu:
-      return a < 0 ? 0 : a;
-    case OpKind::kNeg:
-      return -a;
-    case OpKind::kAbs:
-      return std::fabs(a);
-    case OpKind::kExp:
-      return std::exp(a);
-    case OpKind::kLog:
-      return std::log(a);
-    case OpKind::kSqrt:
-      return std::sqrt(a);
-    case OpKind::kTanh:
-      return std::tanh(a);
-    case OpKind::kSigmoid:
-      return 1.0 / (1.0 + std::exp(-a));
-    case OpKind::kErf:
-      return std::erf(a);
-    case OpKind::kAdd:
-      return a + b;
-    case OpKind::kSub:
-      return a - b;
-    case OpKind::kMul:
-      return a * b;
-    case OpKind::kDiv:
-      return a / b;
-    case OpKind::kMax:
-      return a < b ? b : a;
-    case OpKind::kMin:
-      return b < a ? b : a;
-    case OpKind::kPow:
-      return std::pow(a, b);
-    default:
-      throw std::logic_error("ref_op");
-  }
-}
-
-// Straightforward reference: per output element, broadcast each input by coordinates, then
-// evaluate the ops in double.
+// The independent double-precision reference (test_reference.h).
 std::vector<double> reference(const Region& r, const std::vector<std::vector<float>>& ins) {
-  const int64_t n = num_elements(r.output_shape);
-  const size_t rank = r.output_shape.size();
-  std::vector<double> out(static_cast<size_t>(n));
-  std::vector<int64_t> coord(rank);
-  std::vector<double> v(r.ops.size());
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t rem = i;
-    for (size_t d = rank; d-- > 0;) {
-      coord[d] = rem % r.output_shape[d];
-      rem /= r.output_shape[d];
-    }
-    for (size_t o = 0; o < r.ops.size(); ++o) {
-      const Op& op = r.ops[o];
-      if (op.kind == OpKind::kInput) {
-        const Shape& s = r.input_shapes[static_cast<size_t>(op.input)];
-        const size_t off = rank - s.size();
-        int64_t idx = 0;
-        for (size_t d = 0; d < s.size(); ++d) {
-          idx = idx * s[d] + (s[d] == 1 ? 0 : coord[off + d]);
-        }
-        v[o] = ins[static_cast<size_t>(op.input)][static_cast<size_t>(idx)];
-      } else if (op.kind == OpKind::kConst) {
-        v[o] = op.value;
-      } else {
-        const double a = v[static_cast<size_t>(op.a)];
-        const double b = op.b >= 0 ? v[static_cast<size_t>(op.b)] : 0.0;
-        v[o] = ref_op(op.kind, a, b);
-      }
-    }
-    out[static_cast<size_t>(i)] = v[static_cast<size_t>(r.output)];
-  }
-  return out;
+  return testing::Reference(r, ins).run();
 }
 
 // Random inputs in [lo, hi], builds the kernel, runs it over uneven [begin, end) chunks and
