@@ -62,46 +62,27 @@ const char* op_name(OpKind k) {
   return "?";
 }
 
-int Region::add_input(int input_index) {
-  Op op;
-  op.kind = OpKind::kInput;
-  op.input = input_index;
-  ops.push_back(op);
-  return static_cast<int>(ops.size()) - 1;
-}
+namespace {
 
-int Region::add_const(float v) {
-  Op op;
-  op.kind = OpKind::kConst;
-  op.value = v;
-  ops.push_back(op);
-  return static_cast<int>(ops.size()) - 1;
-}
-
-int Region::add_unary(OpKind k, int a) {
-  Op op;
-  op.kind = k;
-  op.a = a;
-  ops.push_back(op);
-  return static_cast<int>(ops.size()) - 1;
-}
-
-int Region::add_binary(OpKind k, int a, int b) {
+int append(std::vector<Op>& ops, OpKind k, int a = -1, int b = -1, int input = -1,
+           float value = 0) {
   Op op;
   op.kind = k;
   op.a = a;
   op.b = b;
+  op.input = input;
+  op.value = value;
   ops.push_back(op);
   return static_cast<int>(ops.size()) - 1;
 }
 
-int Region::add_reduction(OpKind k, int a) {
-  Op op;
-  op.kind = k;
-  op.a = a;
-  ops.push_back(op);
-  return static_cast<int>(ops.size()) - 1;
-}
+}  // namespace
+
+int Region::add_input(int input_index) { return append(ops, OpKind::kInput, -1, -1, input_index); }
+int Region::add_const(float v) { return append(ops, OpKind::kConst, -1, -1, -1, v); }
+int Region::add_unary(OpKind k, int a) { return append(ops, k, a); }
+int Region::add_binary(OpKind k, int a, int b) { return append(ops, k, a, b); }
+int Region::add_reduction(OpKind k, int a) { return append(ops, k, a); }
 
 int64_t num_elements(const std::vector<int64_t>& shape) {
   int64_t n = 1;

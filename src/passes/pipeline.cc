@@ -100,16 +100,17 @@ FusionReport run_pipeline(Graph& g, const PipelineOptions& opts) {
   for (auto& pass : make_pipeline()) {
     ++index;
     const PassInfo& info = pass->info();
-    bool on = opts.switches ? opts.switches->enabled(info) : info.default_on;
-    if (!on) continue;
     if (info.fusion && !rules_done) {
-      // User rules before the built-in fusions: what a user asked for takes precedence.
+      // User rules before the built-in fusions (whether those are on or off): what a user asked
+      // for takes precedence.
       rules_done = true;
       if (opts.switches && !opts.switches->user_rules().empty()) {
         run_user_rules(g, opts.switches->user_rules(), ctx);
         dump("user_rules");
       }
     }
+    bool on = opts.switches ? opts.switches->enabled(info) : info.default_on;
+    if (!on) continue;
     if (info.fusion) report.record(info.name);  // listed even with no match
     pass->run(g, ctx);
 #ifndef NDEBUG

@@ -286,6 +286,15 @@ TEST_F(AutoFusion, AUserRuleFusesItsChainBeforeTheBuiltInPasses) {
   expect_same_numbers(std::move(f.graph), silu_graph(), 1e-5);
 }
 
+TEST_F(AutoFusion, UserRulesRunWithEveryBuiltInPassOff) {
+  FusionSwitches sw = rules({{"my_silu", {"Sigmoid", "Mul"}}});
+  sw.set_all(false);
+  Fused f = fuse(silu_graph(), &sw);
+  EXPECT_EQ(count_op(*f.graph, kFusedRegionOp), 1u) << graph_to_text(*f.graph);
+  EXPECT_EQ(record(f.report, "my_silu")->effect_times, 1);
+  EXPECT_EQ(record(f.report, kAuto), nullptr);
+}
+
 TEST_F(AutoFusion, AUserRuleDeclinesAChainWhoseInnerValueEscapes) {
   const FusionSwitches sw = rules({{"my_silu", {"Sigmoid", "Mul"}}});
   auto g = silu_graph();
