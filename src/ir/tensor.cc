@@ -38,7 +38,13 @@ Dims contiguous_strides(std::span<const int64_t> dims) {
   return s;
 }
 
-Tensor::Tensor(DType dtype, Dims shape) : dtype_(dtype), shape_(std::move(shape)) {
+Tensor::Tensor(DType dtype, Dims shape) : Tensor(dtype, std::move(shape), true) {}
+
+Tensor Tensor::uninitialized(DType dtype, Dims shape) {
+  return Tensor(dtype, std::move(shape), false);
+}
+
+Tensor::Tensor(DType dtype, Dims shape, bool zero) : dtype_(dtype), shape_(std::move(shape)) {
   size_t es = dtype_size(dtype);
   if (es == 0)
     fail(ErrorKind::kUnsupported, "tensors of type ", dtype_name(dtype), " are not supported");
@@ -50,7 +56,8 @@ Tensor::Tensor(DType dtype, Dims shape) : dtype_(dtype), shape_(std::move(shape)
     fail(ErrorKind::kInvalidModel, "tensor of shape ", dims_str(shape_), " (", bytes,
          " bytes) is too large to allocate");
   }
-  buf_ = std::shared_ptr<std::byte[]>(new std::byte[bytes == 0 ? 1 : bytes]());
+  const size_t n = bytes == 0 ? 1 : bytes;
+  buf_ = std::shared_ptr<std::byte[]>(zero ? new std::byte[n]() : new std::byte[n]);
 }
 
 const char* layout_name(Layout l) { return l == Layout::kNHWC ? "nhwc" : "plain"; }

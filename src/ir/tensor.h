@@ -34,6 +34,9 @@ class Tensor {
   Tensor() = default;
   // Allocates zero-initialised storage.
   Tensor(DType dtype, Dims shape);
+  // Allocates storage left uninitialised, for a caller that writes every byte at once (the
+  // importer copying weights): large tensors then skip a pass over their memory.
+  static Tensor uninitialized(DType dtype, Dims shape);
 
   template <typename T>
   static Tensor from_vector(Dims shape, const std::vector<T>& values) {
@@ -90,6 +93,7 @@ class Tensor {
   double double_at(int64_t i) const;
 
  private:
+  Tensor(DType dtype, Dims shape, bool zero);
   void check_type(DType t) const;
 
   DType dtype_ = DType::kUndefined;

@@ -1,9 +1,14 @@
 #include "onnx/importer.h"
 
+#include <fcntl.h>
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <climits>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -238,13 +243,16 @@ void override_input_shapes(onnx::ModelProto& m,
   }
 }
 
-}  // namespace
-
-std::unique_ptr<Graph> load_onnx_from_string(const std::string& bytes, const std::string& base_dir,
-                                             const std::string& label, const ImportOptions& opts) {
+std::unique_ptr<Graph> load_onnx_from_bytes(const char* bytes, size_t size,
+                                            const std::string& base_dir, const std::string& label,
+                                            const ImportOptions& opts) {
   onnx::ModelProto m;
-  if (bytes.empty()) fail(ErrorKind::kInvalidModel, label, ": the file is empty");
-  if (!m.ParseFromString(bytes)) {
+  if (size == 0) fail(ErrorKind::kInvalidModel, label, ": the file is empty");
+  if (size > static_cast<size_t>(INT_MAX)) {
+    fail(ErrorKind::kInvalidModel, label,
+         ": the model is larger than 2 GiB; keep its weights in external data");
+  }
+  if (!m.ParseFromArray(bytes, static_cast<int>(size))) {
     fail(ErrorKind::kInvalidModel, label,
          ": not a valid ONNX model (the protobuf could not be parsed; is the file truncated?)");
   }
@@ -291,20 +299,51 @@ std::unique_ptr<Graph> load_onnx_from_string(const std::string& bytes, const std
   return g;
 }
 
+// The file mapped read-only for the life of the object (the importer reads it once, so the
+// page cache serves it without a copy into the process).
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) fail(ErrorKind::kInvalidModel, path, ": cannot open the file");
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) fail(ErrorKind::kInvalidModel, path, ": cannot read the file");
+    size_ = static_cast<size_t>(st.st_size);
+    if (size_ == 0) return;
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+    if (p == MAP_FAILED) fail(ErrorKind::kInvalidModel, path, ": cannot read the file");
+    data_ = static_cast<const char*>(p);
+  }
+  ~MappedFile() {
+    if (data_) ::munmap(const_cast<char*>(data_), size_);
+    if (fd_ >= 0) ::close(fd_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  int fd_ = -1;
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Graph> load_onnx_from_string(const std::string& bytes, const std::string& base_dir,
+                                             const std::string& label, const ImportOptions& opts) {
+  return load_onnx_from_bytes(bytes.data(), bytes.size(), base_dir, label, opts);
+}
+
 std::unique_ptr<Graph> load_onnx(const std::string& path, const ImportOptions& opts) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(path, ec)) fail(ErrorKind::kInvalidModel, path, ": no such file");
   if (fs::is_directory(path, ec)) fail(ErrorKind::kInvalidModel, path, ": is a directory");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(ErrorKind::kInvalidModel, path, ": cannot open the file");
-  f.seekg(0, std::ios::end);
-  std::string bytes(static_cast<size_t>(f.tellg()), '\0');
-  f.seekg(0);
-  f.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!f) fail(ErrorKind::kInvalidModel, path, ": cannot read the file");
+  const MappedFile f(path);
   std::string dir = fs::absolute(path, ec).parent_path().string();
-  return load_onnx_from_string(bytes, dir, path, opts);
+  return load_onnx_from_bytes(f.data(), f.size(), dir, path, opts);
 }
 
 }  // namespace nnfuse

@@ -89,7 +89,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
 
   if (p.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string buf = read_external(p, base_dir, label, bytes);
-    Tensor t(dt, dims);
+    Tensor t = Tensor::uninitialized(dt, dims);
     std::memcpy(t.raw(), buf.data(), bytes);
     return t;
   }
@@ -98,7 +98,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
       bad(label, "raw_data has " + std::to_string(p.raw_data().size()) + " bytes, shape " +
                      dims_str(dims) + " of " + dtype_name(dt) + " needs " + std::to_string(bytes));
     }
-    Tensor t(dt, dims);
+    Tensor t = Tensor::uninitialized(dt, dims);
     if (bytes) std::memcpy(t.raw(), p.raw_data().data(), bytes);
     return t;
   }
