@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
-"""Makes the model bundled with nnfuse: a small ResNet-style classifier (Conv-BN-ReLU stem,
-two residual blocks, global pooling, a linear head) with fixed random weights, exported with
-Debian's python3-torch, plus one input image and PyTorch's output for it.
+"""Makes the models bundled with nnfuse, with fixed random weights, exported with Debian's
+python3-torch, each with one input and PyTorch's output for it:
+  tiny_resnet: a small ResNet-style classifier (Conv-BN-ReLU stem, two residual blocks, global
+               pooling, a linear head);
+  tiny_mlp:    tests/models/export_models.py's ActMLP at width 256 (Mish, a per-feature Swish and
+               a written-out softmax between Linear layers): what automatic fusion is for.
 
-Usage: /usr/bin/python3 models/make_bundled.py   (writes models/tiny_resnet*.{onnx,npy})
+Usage: /usr/bin/python3 models/make_bundled.py [tiny_resnet] [tiny_mlp]
+       (default both; writes models/<name>*.{onnx,npy})
 """
 import os
+import sys
 import numpy as np
 import torch
 import torch.nn as nn
@@ -41,7 +46,7 @@ class TinyResNet(nn.Module):
         return self.fc(torch.flatten(self.pool(x), 1))
 
 
-def main():
+def tiny_resnet():
     m = TinyResNet()
     for mod in m.modules():
         if isinstance(mod, nn.BatchNorm2d):
@@ -61,5 +66,20 @@ def main():
     np.save(os.path.join(HERE, "tiny_resnet_logits.npy"), y.numpy())
 
 
+def tiny_mlp():
+    sys.path.insert(0, os.path.join(HERE, "..", "tests", "models"))
+    from export_models import ActMLP
+    torch.manual_seed(1)
+    m = ActMLP(d=256, layers=4).eval()
+    x = torch.randn(64, 256)
+    with torch.no_grad():
+        y = m(x)
+    torch.onnx.export(m, (x,), os.path.join(HERE, "tiny_mlp.onnx"), input_names=["x"],
+                      output_names=["probs"], opset_version=13, do_constant_folding=True)
+    np.save(os.path.join(HERE, "tiny_mlp_input.npy"), x.numpy())
+    np.save(os.path.join(HERE, "tiny_mlp_probs.npy"), y.numpy())
+
+
 if __name__ == "__main__":
-    main()
+    for name in sys.argv[1:] or ["tiny_resnet", "tiny_mlp"]:
+        {"tiny_resnet": tiny_resnet, "tiny_mlp": tiny_mlp}[name]()
