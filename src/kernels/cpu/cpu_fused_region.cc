@@ -43,7 +43,8 @@ class FusedRegionKernel : public Kernel {
       : r_(std::move(r)), fn_(fn), layout_(layout) {
     items_ = codegen::work_items(r_);
     // An item is one element or one row: keep each thread's share worth a fork.
-    grain_ = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, work_per_item(r_)));
+    grain_ =
+        std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, codegen::work_per_item(r_)));
   }
 
   void run(KernelIO& io) override {
@@ -57,8 +58,6 @@ class FusedRegionKernel : public Kernel {
   }
 
  private:
-  static int64_t work_per_item(const codegen::Region& r) { return codegen::work_per_item(r); }
-
   codegen::Region r_;
   codegen::KernelFn fn_;
   Layout layout_;
