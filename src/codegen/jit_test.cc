@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -91,6 +93,40 @@ TEST_F(JitTest, ConcurrentBuildsOfTheSameSourceBothSucceed) {
     ++files;
   }
   EXPECT_EQ(files, 1);
+}
+
+TEST_F(JitTest, ConcurrentBuildsFromSeveralProcessesAllSucceed) {
+  // Processes share nothing but the cache directory: each compiles to its own temporary name
+  // and renames it into place, so every one loads a whole object.
+  const std::string src = add_source("jit_procs", 5.0f);
+  constexpr int kProcs = 4;
+  std::vector<pid_t> kids;
+  for (int p = 0; p < kProcs; ++p) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const JitResult r = jit_build(src, "jit_procs");
+      if (!r.ok()) _exit(1);
+      const float x[2] = {1, 2};
+      const float* in[1] = {x};
+      float out[2] = {};
+      r.fn(in, out, 0, 2);
+      _exit(out[0] == 6.0f && out[1] == 7.0f ? 0 : 2);
+    }
+    kids.push_back(pid);
+  }
+  for (pid_t pid : kids) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  }
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename());
+  ASSERT_EQ(names.size(), 1u);  // one object, no temporaries left behind
+  const JitResult again = jit_build(src, "jit_procs");
+  ASSERT_TRUE(again.ok()) << again.error;
+  EXPECT_TRUE(again.cache_hit);
+  expect_adds(again.fn, 5.0f);
 }
 
 TEST_F(JitTest, FailingCompilerGivesReasonWithItsName) {
