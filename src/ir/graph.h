@@ -18,6 +18,11 @@ namespace nnfuse {
 // The domain of nnfuse's own (fused) ops.
 inline constexpr char kFusedDomain[] = "ai.nnfuse";
 
+// True for the default ONNX domain ("" or its alias "ai.onnx").
+inline bool is_default_domain(const std::string& domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
 class Node;
 
 // One dimension: a known size, or unknown (value < 0) with an optional symbolic name.

@@ -36,8 +36,6 @@ bool is_commutative(const std::string& op_type) {
   return kOps.count(op_type) != 0;
 }
 
-bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
-
 Pat Pat::where(std::function<bool(const Value&)> pred, std::string why) const {
   auto c = copy_of(n_);
   c->value_checks.push_back({std::move(pred), std::move(why), nullptr});

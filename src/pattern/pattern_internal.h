@@ -50,7 +50,5 @@ struct PatNode {
 
 // True for ops whose two inputs may be swapped.
 bool is_commutative(const std::string& op_type);
-// True for the default ONNX domain ("" or its alias "ai.onnx").
-bool is_default_domain(const std::string& domain);
 
 }  // namespace nnfuse::pattern

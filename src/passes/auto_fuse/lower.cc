@@ -207,7 +207,7 @@ const std::vector<std::string>& lowerable_op_types() {
 }
 
 std::string lowering_blocker(const Node& node, int64_t opset) {
-  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+  if (!is_default_domain(node.domain())) {
     return "op domain '" + node.domain() + "' has no lowering";
   }
   if (!lowerable_op_type(node.op_type())) return node.op_type() + " has no lowering";

@@ -129,7 +129,7 @@ const Table& fused_table() {
 }
 
 const Table* table_for(const std::string& domain) {
-  if (domain.empty() || domain == "ai.onnx") return &onnx_table();
+  if (is_default_domain(domain)) return &onnx_table();
   if (domain == kFusedDomain) return &fused_table();
   return nullptr;
 }

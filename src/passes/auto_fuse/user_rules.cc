@@ -10,12 +10,10 @@ namespace nnfuse {
 
 namespace {
 
-bool default_domain(const Node& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
-
 // The chain of `ops` starting at `first`, each node a consumer of the previous one's output;
 // empty when there is none.
 std::vector<Node*> chain_from(Node* first, const std::vector<std::string>& ops) {
-  if (first->op_type() != ops[0] || !default_domain(*first)) return {};
+  if (first->op_type() != ops[0] || !is_default_domain(first->domain())) return {};
   std::vector<Node*> chain{first};
   for (size_t i = 1; i < ops.size(); ++i) {
     const Node* cur = chain.back();
@@ -23,7 +21,7 @@ std::vector<Node*> chain_from(Node* first, const std::vector<std::string>& ops) 
     for (const Value* v : cur->outputs()) {
       if (!v) continue;
       for (const Use& u : v->uses()) {
-        if (u.node->op_type() == ops[i] && default_domain(*u.node) &&
+        if (u.node->op_type() == ops[i] && is_default_domain(u.node->domain()) &&
             std::find(chain.begin(), chain.end(), u.node) == chain.end()) {
           next = u.node;
           break;

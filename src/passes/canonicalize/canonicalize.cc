@@ -13,8 +13,6 @@ namespace {
 // Folding is skipped for results bigger than this: they are cheaper to compute than to store.
 constexpr int64_t kMaxFoldedElements = int64_t{1} << 22;
 
-bool is_default_domain(const Node& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
-
 class ConstantFolding : public Pass {
  public:
   const PassInfo& info() const override {
@@ -28,7 +26,7 @@ class ConstantFolding : public Pass {
                                                             "RandomNormalLike", "RandomUniformLike",
                                                             "Multinomial",      "Bernoulli"};
     for (Node* n : g.nodes()) {
-      if (!is_default_domain(*n) || kNondeterministic.count(n->op_type())) continue;
+      if (!is_default_domain(n->domain()) || kNondeterministic.count(n->op_type())) continue;
       bool all_const = true;
       for (Value* v : n->inputs()) all_const &= !v || v->is_constant();
       if (!all_const) continue;
@@ -79,7 +77,7 @@ class IdentityElimination : public Pass {
   }
   void run(Graph& g, PassContext&) override {
     for (Node* n : g.nodes()) {
-      if (!is_default_domain(*n)) continue;
+      if (!is_default_domain(n->domain())) continue;
       bool identity = n->op_type() == "Identity";
       if (n->op_type() == "Dropout") {
         // Inference Dropout is the identity unless training_mode is given or the mask is used.
@@ -115,7 +113,8 @@ class ShapeFolding : public Pass {
   }
   void run(Graph& g, PassContext&) override {
     for (Node* n : g.nodes()) {
-      if (!is_default_domain(*n) || (n->op_type() != "Shape" && n->op_type() != "Size")) continue;
+      if (!is_default_domain(n->domain()) || (n->op_type() != "Shape" && n->op_type() != "Size"))
+        continue;
       Value* x = n->input(0);
       Value* out = n->output(0);
       if (!x || !out || out->is_graph_output() || !x->shape().fully_known()) continue;

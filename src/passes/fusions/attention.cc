@@ -46,7 +46,7 @@ Tensor shape_tensor(const Dims& d) {
 // The producer of v when it is a default-domain `op`, else nullptr.
 Node* producer_of(const Value* v, const char* op) {
   Node* n = v ? v->producer() : nullptr;
-  if (!n || n->op_type() != op || !(n->domain().empty() || n->domain() == "ai.onnx")) {
+  if (!n || n->op_type() != op || !is_default_domain(n->domain())) {
     return nullptr;
   }
   return n;
@@ -256,7 +256,7 @@ std::optional<Scores> walk_scores(Value* s, std::vector<Node*>& nodes, std::stri
   Scores r;
   for (int guard = 0; guard < 8; ++guard) {
     Node* n = s->producer();
-    if (!n || !(n->domain().empty() || n->domain() == "ai.onnx")) break;
+    if (!n || !is_default_domain(n->domain())) break;
     const std::string& op = n->op_type();
     if (op == "MatMul") {
       r.qk = n;

@@ -19,13 +19,6 @@ namespace nnfuse {
 
 namespace {
 
-bool is_layer_norm(const Node& n) {
-  return n.op_type() == "LayerNormalization" &&
-         (n.domain().empty() || n.domain() == "ai.onnx" || n.domain() == kFusedDomain);
-}
-
-bool is_default(const Node& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
-
 // The Add tree under the LayerNorm: its Add nodes and its leaves, left to right.
 struct Tree {
   std::vector<Node*> adds;
@@ -36,13 +29,13 @@ struct Tree {
 
 void collect(Value* v, Tree& t) {
   Node* p = v->producer();
-  if (p && is_default(*p) && p->op_type() == "Add" && p->num_inputs() == 2 && p->input(0) &&
-      p->input(1)) {
+  if (p && is_default_domain(p->domain()) && p->op_type() == "Add" && p->num_inputs() == 2 &&
+      p->input(0) && p->input(1)) {
     t.adds.push_back(p);
     collect(p->input(0), t);
     collect(p->input(1), t);
-  } else if (p && is_default(*p) && p->op_type() == "Gather" && p->num_inputs() == 2 &&
-             p->input(0) && p->input(1)) {
+  } else if (p && is_default_domain(p->domain()) && p->op_type() == "Gather" &&
+             p->num_inputs() == 2 && p->input(0) && p->input(1)) {
     t.gathers.push_back(p);
   } else if (pattern::constant_value(v)) {
     t.constants.push_back(v);

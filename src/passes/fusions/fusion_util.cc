@@ -32,6 +32,11 @@ Attribute attr_int(int64_t i) {
   return a;
 }
 
+bool is_layer_norm(const Node& n) {
+  return n.op_type() == "LayerNormalization" &&
+         (is_default_domain(n.domain()) || n.domain() == kFusedDomain);
+}
+
 std::vector<std::string> original_names(const std::vector<Node*>& nodes) {
   std::vector<std::string> names;
   for (const Node* n : nodes) {

@@ -24,6 +24,9 @@ std::string apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
                          const std::vector<Value*>& outputs,
                          std::map<std::string, Attribute> attrs);
 
+// A LayerNormalization node: the ONNX op (opset 17+) or nnfuse's (kFusedDomain, earlier opsets).
+bool is_layer_norm(const Node& n);
+
 // Original node names behind `nodes` (expanding fused nodes' provenance).
 std::vector<std::string> original_names(const std::vector<Node*>& nodes);
 

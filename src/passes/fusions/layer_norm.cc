@@ -290,14 +290,9 @@ class RmsNormFusion : public Pass {
   }
 };
 
-bool is_layer_norm(const Node& n) {
-  return n.op_type() == "LayerNormalization" &&
-         (n.domain().empty() || n.domain() == "ai.onnx" || n.domain() == kFusedDomain);
-}
-
 bool is_plain_add(const Node* n) {
-  return n && n->op_type() == "Add" && (n->domain().empty() || n->domain() == "ai.onnx") &&
-         n->num_inputs() == 2 && n->input(0) && n->input(1);
+  return n && n->op_type() == "Add" && is_default_domain(n->domain()) && n->num_inputs() == 2 &&
+         n->input(0) && n->input(1);
 }
 
 bool same_dim(const Dim& a, const Dim& b) {
