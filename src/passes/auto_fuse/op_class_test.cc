@@ -4,41 +4,14 @@
 
 #include <map>
 
-// Not fusion_test_util.h: its fusion_util.h defines kFusedDomain a second time.
 #include "kernels/ref/ref_kernels.h"
+#include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
 namespace {
 
-// A tiny graph builder (as fusion_test::B).
-struct B {
-  std::unique_ptr<Graph> g = std::make_unique<Graph>();
-  Value* in(const std::string& name, const Dims& d) {
-    Value* v = g->add_value(name, DType::kFloat32, Shape::of(d));
-    g->add_input(v);
-    return v;
-  }
-  Value* c(Tensor t) {
-    Value* v = g->add_value(g->unique_value_name("const"));
-    v->set_constant(std::move(t));
-    return v;
-  }
-  Value* n(const std::string& op, std::vector<Value*> ins, const Dims& out,
-           std::map<std::string, Attribute> attrs = {}) {
-    const std::string nm = g->unique_value_name(op);
-    Value* o = g->add_value(nm, DType::kFloat32, Shape::of(out));
-    Node* node = g->add_node(op, nm, ins, {o});
-    for (auto& [a, v] : attrs) node->set_attr(a, v);
-    return o;
-  }
-};
-
-Attribute ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
-}
+using fusion_test::B;
+using fusion_test::ints;
 
 Node* unary(Graph& g, const std::string& op, const std::string& domain = "") {
   Value* x = g.add_value(g.unique_value_name("x"), DType::kFloat32, Shape::of({2, 3}));

@@ -104,13 +104,8 @@ std::map<std::string, Tensor> feeds_for(const Graph& g) {
 
 // The fused graph on the fast kernels against `plain` on the reference kernels.
 void expect_same(std::unique_ptr<Graph> fused, std::unique_ptr<Graph> plain) {
-  std::map<std::string, Tensor> feeds = feeds_for(*plain);
-  Session a(std::move(fused));
-  PlanOptions ref;
-  ref.reference_only = true;
-  Session b(std::move(plain), ref);
-  auto x = a.run(feeds);
-  auto y = b.run(feeds);
+  const std::map<std::string, Tensor> feeds = feeds_for(*plain);
+  auto [x, y] = run_fused_and_reference(std::move(fused), std::move(plain), feeds);
   ASSERT_EQ(x.size(), y.size());
   for (size_t i = 0; i < x.size(); ++i) {
     ASSERT_EQ(x[i].shape(), y[i].shape());

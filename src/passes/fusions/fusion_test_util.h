@@ -84,6 +84,17 @@ inline Fused fuse_without_auto_fusion(std::unique_ptr<Graph> g) {
   return fuse(std::move(g), &sw);
 }
 
+// The outputs of the fused graph on the fast kernels and of `plain` on the reference kernels.
+inline std::pair<std::vector<Tensor>, std::vector<Tensor>> run_fused_and_reference(
+    std::unique_ptr<Graph> fused, std::unique_ptr<Graph> plain,
+    const std::map<std::string, Tensor>& feeds) {
+  Session a(std::move(fused));
+  PlanOptions ref;
+  ref.reference_only = true;
+  Session b(std::move(plain), ref);
+  return {a.run(feeds), b.run(feeds)};
+}
+
 // Runs the fused graph on the fast kernels and a fresh unfused copy on the reference kernels.
 inline void expect_same_numbers(std::unique_ptr<Graph> fused, std::unique_ptr<Graph> plain,
                                 double tolerance = 1e-4) {
@@ -91,12 +102,7 @@ inline void expect_same_numbers(std::unique_ptr<Graph> fused, std::unique_ptr<Gr
   uint32_t seed = 1;
   for (const Value* v : plain->runtime_inputs())
     feeds[v->name()] = rand_tensor(v->shape().static_dims(), seed++);
-  Session a(std::move(fused));
-  PlanOptions ref;
-  ref.reference_only = true;
-  Session b(std::move(plain), ref);
-  auto x = a.run(feeds);
-  auto y = b.run(feeds);
+  auto [x, y] = run_fused_and_reference(std::move(fused), std::move(plain), feeds);
   ASSERT_EQ(x.size(), y.size());
   for (size_t i = 0; i < x.size(); ++i) {
     ASSERT_EQ(x[i].shape(), y[i].shape());
