@@ -159,14 +159,8 @@ CASES = [
 def check(nnfuse, tmp, name, module, make_inputs, opset, passes, attrs):
     module = module.eval()
     inputs = make_inputs()
-    names = list(inputs)
     path = os.path.join(tmp, name + ".onnx")
-    with torch.no_grad():
-        want = module(*inputs.values()).numpy()
-    # With grad enabled: under no_grad nn.MultiheadAttention takes a fast path that does not
-    # export.
-    torch.onnx.export(module, tuple(inputs.values()), path, opset_version=opset,
-                      input_names=names, output_names=["y"])
+    want = vc.export(module, inputs, path, opset, grad=True)
     feeds = vc.save_feeds(tmp, name, {k: v.numpy() for k, v in inputs.items()})
     out, rep, errors = vc.compile_model(nnfuse, tmp, name, path, passes)
     if rep is None:

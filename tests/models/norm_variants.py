@@ -121,10 +121,7 @@ def check(nnfuse, tmp, name, module, opset, passes, ops, extra):
     module = randomize(module).eval()
     x = torch.randn(2, 7, E)
     path = os.path.join(tmp, name + ".onnx")
-    with torch.no_grad():
-        want = module(x).numpy()
-        torch.onnx.export(module, x, path, opset_version=opset, input_names=["x"],
-                          output_names=["y"])
+    want = vc.export(module, {"x": x}, path, opset)
     feeds = vc.save_feeds(tmp, name, {"x": x.numpy()})
     out, rep, errors = vc.compile_model(nnfuse, tmp, name, path, passes)
     if rep is None:

@@ -116,12 +116,8 @@ CASES = [
 def check(nnfuse, tmp, name, module, make_inputs, opset, passes, ops):
     module = module.eval()
     inputs = make_inputs()
-    names = list(inputs)
     path = os.path.join(tmp, name + ".onnx")
-    with torch.no_grad():
-        want = module(*inputs.values()).numpy()
-        torch.onnx.export(module, tuple(inputs.values()), path, opset_version=opset,
-                          input_names=names, output_names=["y"])
+    want = vc.export(module, inputs, path, opset)
     feeds = vc.save_feeds(tmp, name, {k: v.numpy() for k, v in inputs.items()})
     out, rep, errors = vc.compile_model(nnfuse, tmp, name, path, passes)
     if rep is None:

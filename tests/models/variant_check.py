@@ -2,14 +2,27 @@
 attention_variants.py): compile an exported model with nnfuse and read fusion_result.json,
 check the passes that must have fired and the ONNX checker, run the fused model against
 PyTorch's output, verify fused against unfused, and the loop over the cases."""
-import json, os, subprocess, sys, tempfile
+import contextlib, json, os, subprocess, sys, tempfile
 import numpy as np
 import onnx
+import torch
 
 
 def run(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
     return r.returncode, r.stdout + r.stderr
+
+
+def export(module, inputs, path, opset, grad=False):
+    """Exports `module` to `path` with the inputs' names (name -> tensor) and one output "y", and
+    returns PyTorch's output for them. grad=True exports with autograd on: under no_grad
+    nn.MultiheadAttention takes a fast path that does not export."""
+    with torch.no_grad():
+        want = module(*inputs.values()).numpy()
+    with contextlib.nullcontext() if grad else torch.no_grad():
+        torch.onnx.export(module, tuple(inputs.values()), path, opset_version=opset,
+                          input_names=list(inputs), output_names=["y"])
+    return want
 
 
 def save_feeds(tmp, name, inputs):
