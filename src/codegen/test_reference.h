@@ -76,13 +76,20 @@ class Reference {
     const int64_t out_n = count(r_.output_shape);
     const bool row_output = red_ >= 0 && out_n != dom_n;
     std::vector<double> out;
+    magnitudes_.clear();
     for (int64_t e = 0; e < out_n; ++e) {
       // Row output: the row's first element stands for the row (validated to be row-uniform).
       std::vector<int64_t> c = row_output ? row_coords(e) : coords(e);
       out.push_back(value(r_.output, c));
+      magnitudes_.push_back(magnitude(r_.output, c));
     }
     return out;
   }
+
+  // Per output element of the last run(): the size of the terms it was summed from, |a| + |b|
+  // through every Add and Sub (and scaled through Mul and Div). Where terms cancel, a float
+  // kernel's error is that of the terms, a few ulp of this, not of the small result.
+  const std::vector<double>& magnitudes() const { return magnitudes_; }
 
  private:
   static int64_t count(const std::vector<int64_t>& s) {
@@ -121,6 +128,23 @@ class Reference {
     const double b = op.b >= 0 ? value(op.b, c) : 0.0;
     return ref_apply(op.kind, a, b);
   }
+  double magnitude(int i, const std::vector<int64_t>& c) {
+    const Op& op = r_.ops[static_cast<size_t>(i)];
+    switch (op.kind) {
+      case OpKind::kAdd:
+      case OpKind::kSub:
+        return magnitude(op.a, c) + magnitude(op.b, c);
+      case OpKind::kMul:
+        return magnitude(op.a, c) * magnitude(op.b, c);
+      case OpKind::kDiv:
+        return magnitude(op.a, c) / std::fabs(value(op.b, c));
+      case OpKind::kNeg:
+      case OpKind::kAbs:
+        return magnitude(op.a, c);
+      default:
+        return std::fabs(value(i, c));
+    }
+  }
   double reduce(std::vector<int64_t> c) {
     int64_t row = 0;
     for (size_t d = 0; d + 1 < dom_.size(); ++d) row = row * dom_[d] + c[d];
@@ -152,7 +176,16 @@ class Reference {
   std::vector<int64_t> dom_;
   int red_ = -1;
   std::map<int64_t, double> cache_;
+  std::vector<double> magnitudes_;
 };
+
+// What a float32 kernel may differ from the double reference at one element: 1e-5 of the
+// result (at least of 1e-2), or 16 ulp of the terms the result was summed from, whichever is
+// larger (vector math such as libmvec is within 4 ulp per call; a chain compounds it).
+inline double tolerance(double want, double magnitude) {
+  const double ulp = std::numeric_limits<float>::epsilon();
+  return std::max(1e-5 * std::max(std::fabs(want), 1e-2), 16 * ulp * magnitude);
+}
 
 inline std::vector<std::vector<float>> random_inputs(const Region& r, float lo, float hi,
                                                      unsigned seed = 42) {
