@@ -1,6 +1,8 @@
 #include "ir/graph.h"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
 #include <set>
 #include <sstream>
 
@@ -79,6 +81,7 @@ void Node::set_input(size_t i, Value* v) {
   }
   inputs_[i] = v;
   if (v) v->uses_.push_back(Use{this, static_cast<int>(i)});
+  if (v && v->producer_ && graph_ && v->producer_->slot_ > slot_) graph_->sorted_ = false;
 }
 
 const Attribute* Node::find_attr(const std::string& n) const {
@@ -133,6 +136,7 @@ Value* Graph::add_value(const std::string& name, DType dtype, Shape shape) {
   v->dtype_ = dtype;
   v->shape_ = std::move(shape);
   Value* p = v.get();
+  p->slot_ = values_.size();
   values_.push_back(std::move(v));
   by_name_[name] = p;
   return p;
@@ -151,15 +155,9 @@ std::string Graph::unique_value_name(const std::string& stem) const {
   }
 }
 
-Node* Graph::add_node(const std::string& op_type, const std::string& name,
-                      const std::vector<Value*>& inputs, const std::vector<Value*>& outputs,
-                      const std::string& domain) {
-  auto n = std::make_unique<Node>();
-  n->op_type_ = op_type;
-  n->name_ = name;
-  n->domain_ = domain;
+Node* Graph::place_node(std::unique_ptr<Node> n, size_t slot, const std::vector<Value*>& inputs,
+                        const std::vector<Value*>& outputs) {
   Node* p = n.get();
-  for (size_t i = 0; i < inputs.size(); ++i) p->set_input(i, inputs[i]);
   for (Value* o : outputs) {
     if (o && o->producer_) {
       fail(ErrorKind::kInvalidModel, "value '", o->name(), "' is produced by both ",
@@ -169,32 +167,130 @@ Node* Graph::add_node(const std::string& op_type, const std::string& name,
       fail(ErrorKind::kInvalidModel, p->describe(), " writes '", o->name(),
            "', which is a graph input or initializer");
     }
-    if (o) o->producer_ = p;
+  }
+  p->graph_ = this;
+  p->slot_ = slot;
+  nodes_[slot] = std::move(n);
+  live_nodes_.insert(p);
+  ++node_names_[p->name_];
+  added_.push_back(p);
+  for (size_t i = 0; i < inputs.size(); ++i) p->set_input(i, inputs[i]);
+  for (Value* o : outputs) {
+    if (o) {
+      o->producer_ = p;
+      for (const Use& u : o->uses_) sorted_ = sorted_ && u.node->slot_ > slot;
+    }
     p->outputs_.push_back(o);
   }
-  nodes_.push_back(std::move(n));
   return p;
 }
 
-void Graph::remove_node(Node* n) {
+Node* Graph::add_node(const std::string& op_type, const std::string& name,
+                      const std::vector<Value*>& inputs, const std::vector<Value*>& outputs,
+                      const std::string& domain) {
+  auto n = std::make_unique<Node>();
+  n->op_type_ = op_type;
+  n->name_ = name;
+  n->domain_ = domain;
+  nodes_.emplace_back();
+  return place_node(std::move(n), nodes_.size() - 1, inputs, outputs);
+}
+
+Node* Graph::replace_node(Node* old, const std::string& op_type, const std::string& name,
+                          const std::vector<Value*>& inputs, const std::vector<Value*>& outputs,
+                          const std::string& domain) {
+  if (!contains(old)) fail(ErrorKind::kInternal, "replace_node: the node is not in the graph");
+  const size_t slot = old->slot_;
+  unlink_node(old);
+  --dead_nodes_;  // the slot is taken again at once
+  auto n = std::make_unique<Node>();
+  n->op_type_ = op_type;
+  n->name_ = name;
+  n->domain_ = domain;
+  return place_node(std::move(n), slot, inputs, outputs);
+}
+
+void Graph::unlink_node(Node* n) {
   for (size_t i = 0; i < n->inputs_.size(); ++i) n->set_input(i, nullptr);
   for (Value* o : n->outputs_) {
     if (o && o->producer_ == n) o->producer_ = nullptr;
   }
-  auto it = std::find_if(nodes_.begin(), nodes_.end(), [n](auto& p) { return p.get() == n; });
-  if (it != nodes_.end()) nodes_.erase(it);
+  if (auto it = node_names_.find(n->name_); it != node_names_.end() && --it->second == 0) {
+    node_names_.erase(it);
+  }
+  live_nodes_.erase(n);
+  nodes_[n->slot_].reset();
+  ++dead_nodes_;
+}
+
+void Graph::remove_node(Node* n) {
+  if (!contains(n)) return;
+  unlink_node(n);
+}
+
+std::vector<Node*> Graph::added_since(size_t mark) const {
+  std::vector<Node*> r;
+  if (mark < added_base_) return nodes();  // the log was cleared since: everything may be new
+  for (size_t i = mark - added_base_; i < added_.size(); ++i) {
+    if (contains(added_[i])) r.push_back(const_cast<Node*>(added_[i]));
+  }
+  return r;
+}
+
+void Graph::compact() {
+  added_base_ += added_.size();
+  added_.clear();
+  size_t k = 0;
+  for (auto& n : nodes_) {
+    if (!n) continue;
+    n->slot_ = k;
+    nodes_[k++] = std::move(n);
+  }
+  nodes_.resize(k);
+  dead_nodes_ = 0;
+  k = 0;
+  for (auto& v : values_) {
+    if (!v) continue;
+    v->slot_ = k;
+    values_[k++] = std::move(v);
+  }
+  values_.resize(k);
+  dead_values_ = 0;
 }
 
 void Graph::remove_dead_values() {
-  std::vector<std::unique_ptr<Value>> keep;
   for (auto& v : values_) {
-    if (v->producer_ || !v->uses_.empty() || v->is_input_ || v->is_output_) {
-      keep.push_back(std::move(v));
-    } else {
+    if (v && !v->producer_ && v->uses_.empty() && !v->is_input_ && !v->is_output_) {
       by_name_.erase(v->name_);
+      v.reset();
+      ++dead_values_;
     }
   }
-  values_ = std::move(keep);
+  compact();
+}
+
+void Graph::remove_if_dead(Value* v) {
+  if (!v || v->producer_ || !v->uses_.empty() || v->is_input_ || v->is_output_) return;
+  if (v->slot_ >= values_.size() || values_[v->slot_].get() != v) return;
+  by_name_.erase(v->name_);
+  values_[v->slot_].reset();
+  ++dead_values_;
+}
+
+void Graph::rename_node(Node* n, const std::string& name) {
+  if (auto it = node_names_.find(n->name_); it != node_names_.end() && --it->second == 0) {
+    node_names_.erase(it);
+  }
+  n->name_ = name;
+  ++node_names_[name];
+}
+
+std::string Graph::unique_node_name(const std::string& stem) const {
+  if (!node_names_.count(stem)) return stem;
+  for (int i = 1;; ++i) {
+    std::string n = stem + "_" + std::to_string(i);
+    if (!node_names_.count(n)) return n;
+  }
 }
 
 void Graph::replace_all_uses(Value* from, Value* to) {
@@ -229,54 +325,56 @@ std::vector<Value*> Graph::runtime_inputs() const {
 
 std::vector<Node*> Graph::nodes() const {
   std::vector<Node*> r;
-  r.reserve(nodes_.size());
-  for (auto& n : nodes_) r.push_back(n.get());
+  r.reserve(live_nodes_.size());
+  for (auto& n : nodes_) {
+    if (n) r.push_back(n.get());
+  }
   return r;
 }
 
 std::vector<Value*> Graph::values() const {
   std::vector<Value*> r;
-  r.reserve(values_.size());
-  for (auto& v : values_) r.push_back(v.get());
+  r.reserve(values_.size() - dead_values_);
+  for (auto& v : values_) {
+    if (v) r.push_back(v.get());
+  }
   return r;
 }
 
 void Graph::topological_sort() {
   // Kahn's algorithm, taking ready nodes in their current order so sorted graphs keep it.
-  std::map<const Node*, size_t> pending;
-  std::map<const Node*, size_t> position;
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    const Node* n = nodes_[i].get();
-    position[n] = i;
-    size_t deps = 0;
-    for (Value* v : n->inputs_) {
-      if (v && v->producer_) ++deps;
+  compact();
+  const size_t n_nodes = nodes_.size();
+  std::vector<size_t> pending(n_nodes, 0);
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
+  for (size_t i = 0; i < n_nodes; ++i) {
+    for (Value* v : nodes_[i]->inputs_) {
+      if (v && v->producer_) ++pending[i];
     }
-    pending[n] = deps;
-  }
-  std::set<size_t> ready;
-  for (auto& [n, d] : pending) {
-    if (d == 0) ready.insert(position[n]);
+    if (pending[i] == 0) ready.push(i);
   }
   std::vector<std::unique_ptr<Node>> sorted;
+  sorted.reserve(n_nodes);
   while (!ready.empty()) {
-    size_t i = *ready.begin();
-    ready.erase(ready.begin());
+    const size_t i = ready.top();
+    ready.pop();
     Node* n = nodes_[i].get();
     for (Value* o : n->outputs_) {
       if (!o) continue;
       for (const Use& u : o->uses_) {
-        if (--pending[u.node] == 0) ready.insert(position[u.node]);
+        if (--pending[u.node->slot_] == 0) ready.push(u.node->slot_);
       }
     }
     sorted.push_back(std::move(nodes_[i]));
   }
-  if (sorted.size() != nodes_.size()) {
+  if (sorted.size() != n_nodes) {
     for (auto& n : nodes_) {
       if (n) fail(ErrorKind::kInvalidModel, "the graph has a cycle through ", n->describe());
     }
   }
   nodes_ = std::move(sorted);
+  for (size_t i = 0; i < n_nodes; ++i) nodes_[i]->slot_ = i;
+  sorted_ = true;
 }
 
 }  // namespace nnfuse

@@ -8,6 +8,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/dtype.h"
@@ -23,6 +25,7 @@ inline bool is_default_domain(const std::string& domain) {
   return domain.empty() || domain == "ai.onnx";
 }
 
+class Graph;
 class Node;
 
 // One dimension: a known size, or unknown (value < 0) with an optional symbolic name.
@@ -71,6 +74,7 @@ class Value {
  private:
   friend class Graph;
   friend class Node;
+  size_t slot_ = 0;  // index in the graph's value table
   std::string name_;
   DType dtype_ = DType::kUndefined;
   Shape shape_;
@@ -108,6 +112,8 @@ class Node {
   size_t num_outputs() const { return outputs_.size(); }
   // Replaces input i, keeping use lists consistent.
   void set_input(size_t i, Value* v);
+  // The node's place in the graph's order: smaller for earlier nodes (not contiguous).
+  size_t position() const { return slot_; }
 
   const std::map<std::string, Attribute>& attrs() const { return attrs_; }
   bool has_attr(const std::string& n) const { return attrs_.count(n) != 0; }
@@ -133,6 +139,8 @@ class Node {
 
  private:
   friend class Graph;
+  Graph* graph_ = nullptr;
+  size_t slot_ = 0;  // index in the graph's node table, which is in topological order
   std::string name_, op_type_, domain_;
   std::vector<Value*> inputs_, outputs_;
   std::map<std::string, Attribute> attrs_;
@@ -162,10 +170,22 @@ class Graph {
   Node* add_node(const std::string& op_type, const std::string& name,
                  const std::vector<Value*>& inputs, const std::vector<Value*>& outputs,
                  const std::string& domain = "");
+  // Removes `old` and adds the new node in its place in the order (a fused node standing where
+  // the last node it replaces stood); the order is re-sorted only if that place breaks it.
+  Node* replace_node(Node* old, const std::string& op_type, const std::string& name,
+                     const std::vector<Value*>& inputs, const std::vector<Value*>& outputs,
+                     const std::string& domain = "");
   // Removes a node; its outputs lose their producer (and must be unused or rewired).
   void remove_node(Node* n);
+  // True when `n` is a node of this graph (it is not dereferenced).
+  bool contains(const Node* n) const { return live_nodes_.count(n) != 0; }
   // Removes values with no producer, no uses, that are not graph inputs/outputs.
   void remove_dead_values();
+  // Removes `v` if it is dead in that sense (the cheap form of the above for one value).
+  void remove_if_dead(Value* v);
+  void rename_node(Node* n, const std::string& name);
+  // A node name no node of the graph has, starting with `stem`.
+  std::string unique_node_name(const std::string& stem) const;
   // Redirects every use of `from` (and graph-output status) to `to`.
   void replace_all_uses(Value* from, Value* to);
 
@@ -177,17 +197,40 @@ class Graph {
   std::vector<Value*> runtime_inputs() const;
 
   std::vector<Node*> nodes() const;
-  size_t num_nodes() const { return nodes_.size(); }
+  size_t num_nodes() const { return live_nodes_.size(); }
   std::vector<Value*> values() const;
 
   // Reorders nodes topologically (stable for already ordered graphs); throws on a cycle.
   void topological_sort();
+  // Whether the node order is known to be topological: adding a node whose outputs already
+  // have readers, or an input edge from a later node, clears it; topological_sort() sets it.
+  bool is_sorted() const { return sorted_; }
+  void ensure_sorted() {
+    if (!sorted_) topological_sort();
+  }
+  // Nodes added since a mark: a rewrite loop re-examines only what a rewrite made.
+  size_t added_mark() const { return added_base_ + added_.size(); }
+  std::vector<Node*> added_since(size_t mark) const;
 
  private:
+  friend class Node;
+  Node* place_node(std::unique_ptr<Node> n, size_t slot, const std::vector<Value*>& inputs,
+                   const std::vector<Value*>& outputs);
+  void unlink_node(Node* n);
+  void compact();
+
+  // Removed nodes and values leave an empty slot, so removal is O(1) and positions stay put
+  // while a pass rewrites; remove_dead_values() and topological_sort() compact the tables.
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Value>> values_;
+  size_t dead_nodes_ = 0, dead_values_ = 0;
+  std::unordered_set<const Node*> live_nodes_;
+  std::unordered_map<std::string, size_t> node_names_;  // name -> nodes with it
   std::map<std::string, Value*> by_name_;
   std::vector<Value*> inputs_, outputs_;
+  bool sorted_ = true;
+  std::vector<const Node*> added_;  // nodes added (possibly removed since), from added_base_ on
+  size_t added_base_ = 0;
 };
 
 // Checks the structural invariants (unique names, producers and use lists consistent,

@@ -97,3 +97,87 @@ TEST(Graph, AttributeKindMismatchIsAnError) {
 
 }  // namespace
 }  // namespace nnfuse
+
+namespace nnfuse {
+namespace {
+
+TEST(Graph, ReplaceNodeTakesTheOldPlaceAndKeepsTheOrder) {
+  // x -> a -> b -> c -> y; b replaced in place: no sort needed, positions keep their order.
+  Graph g;
+  Value* x = g.add_value("x", DType::kFloat32, Shape::of({2}));
+  g.add_input(x);
+  Value* va = g.add_value("va");
+  Value* vb = g.add_value("vb");
+  Value* y = g.add_value("y");
+  Node* a = g.add_node("Relu", "a", {x}, {va});
+  Node* b = g.add_node("Neg", "b", {va}, {vb});
+  Node* c = g.add_node("Abs", "c", {vb}, {y});
+  g.add_output(y);
+  const size_t pos = b->position();
+  Node* nb = g.replace_node(b, "Sigmoid", "b2", {va}, {vb});
+  EXPECT_TRUE(g.is_sorted());
+  EXPECT_EQ(nb->position(), pos);
+  EXPECT_LT(a->position(), nb->position());
+  EXPECT_LT(nb->position(), c->position());
+  EXPECT_EQ(g.num_nodes(), 3u);
+  EXPECT_EQ(g.nodes()[1], nb);
+  EXPECT_TRUE(g.contains(nb));
+  verify_graph(g);
+}
+
+TEST(Graph, EdgesFromLaterNodesClearTheSortedFlag) {
+  Chain c;
+  EXPECT_TRUE(c.g.is_sorted());
+  // relu reads neg's output: the order no longer follows the edges.
+  Value* w = c.g.add_value("w", DType::kFloat32);
+  Node* late = c.g.add_node("Abs", "late", {c.z}, {w});
+  EXPECT_TRUE(c.g.is_sorted());  // appended after its producer
+  c.relu->set_input(0, w);
+  EXPECT_FALSE(c.g.is_sorted());
+  (void)late;
+  EXPECT_THROW(c.g.ensure_sorted(), Error);  // it is a cycle now
+}
+
+TEST(Graph, AddingAProducerForReadValuesClearsTheSortedFlag) {
+  Graph g;
+  Value* x = g.add_value("x", DType::kFloat32);
+  g.add_input(x);
+  Value* a = g.add_value("a");
+  Value* b = g.add_value("b");
+  g.add_node("Neg", "second", {a}, {b});
+  EXPECT_TRUE(g.is_sorted());
+  g.add_node("Relu", "first", {x}, {a});
+  EXPECT_FALSE(g.is_sorted());
+  g.add_output(b);
+  g.ensure_sorted();
+  EXPECT_TRUE(g.is_sorted());
+  EXPECT_EQ(g.nodes()[0]->name(), "first");
+  verify_graph(g);
+}
+
+TEST(Graph, RemovedNodesLeaveNoTraceAndNamesAreReusable) {
+  Chain c;
+  EXPECT_EQ(c.g.unique_node_name("relu"), "relu_1");
+  EXPECT_EQ(c.g.unique_node_name("fresh"), "fresh");
+  const size_t mark = c.g.added_mark();
+  c.neg->set_input(0, c.x);
+  c.g.remove_node(c.relu);
+  EXPECT_FALSE(c.g.contains(c.relu));
+  EXPECT_EQ(c.g.num_nodes(), 1u);
+  EXPECT_EQ(c.g.unique_node_name("relu"), "relu");
+  EXPECT_TRUE(c.g.added_since(mark).empty());
+  Value* w = c.g.add_value("w", DType::kFloat32);
+  Node* added = c.g.add_node("Abs", "abs", {c.z}, {w});
+  ASSERT_EQ(c.g.added_since(mark).size(), 1u);
+  EXPECT_EQ(c.g.added_since(mark)[0], added);
+  c.g.remove_if_dead(c.y);  // no producer, no uses now
+  EXPECT_EQ(c.g.find_value("y"), nullptr);
+  c.g.remove_if_dead(c.x);  // a graph input stays
+  EXPECT_EQ(c.g.find_value("x"), c.x);
+  c.g.remove_dead_values();
+  EXPECT_EQ(c.g.values().size(), 3u);  // x, z, w
+  verify_graph(c.g);
+}
+
+}  // namespace
+}  // namespace nnfuse

@@ -1,9 +1,12 @@
 // The guards every fusion rewrite passes, and the replacement itself.
 #include "pattern/rewriter.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <set>
+#include <unordered_map>
 #include <utility>
 
 #include "ir/error.h"
@@ -16,16 +19,26 @@ namespace {
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
 // A path that leaves the set and comes back, as a reason; "" when there is none.
-std::string find_cycle(const std::set<const Node*>& in_set) {
+std::string find_cycle(const Graph& g, const std::set<const Node*>& in_set) {
   // Breadth-first over nodes outside the set reachable from the set's outputs, remembering
-  // for each the set value the path left by.
-  std::map<const Node*, const Value*> seen;
+  // for each the set value the path left by. In a sorted graph a path back into the set only
+  // passes nodes placed before the set's last node, so the search stops there: its cost is
+  // the span of the set, not the rest of the graph.
+  size_t last = SIZE_MAX;
+  if (g.is_sorted()) {
+    last = 0;
+    for (const Node* n : in_set) last = std::max(last, n->position());
+  }
+  std::unordered_map<const Node*, const Value*> seen;
   std::deque<const Node*> queue;
+  auto visit = [&](const Node* n, const Value* via) {
+    if (n->position() < last && seen.emplace(n, via).second) queue.push_back(n);
+  };
   for (const Node* n : in_set) {
     for (const Value* o : n->outputs()) {
       if (!o) continue;
       for (const Use& u : o->uses()) {
-        if (!in_set.count(u.node) && seen.emplace(u.node, o).second) queue.push_back(u.node);
+        if (!in_set.count(u.node)) visit(u.node, o);
       }
     }
   }
@@ -40,7 +53,7 @@ std::string find_cycle(const std::set<const Node*>& in_set) {
                  " leaves the set and reaches " + x->describe() + ", whose output " +
                  quoted(o->name()) + " flows back into " + u.node->describe();
         }
-        if (seen.emplace(u.node, seen[x]).second) queue.push_back(u.node);
+        visit(u.node, seen[x]);
       }
     }
   }
@@ -65,12 +78,10 @@ std::vector<std::string> provenance(const std::vector<Node*>& ordered) {
 std::string check_replaceable(const Graph& g, const std::vector<Node*>& nodes,
                               const std::vector<Value*>& outputs) {
   if (nodes.empty()) return "no nodes to replace";
-  std::set<const Node*> in_graph;
-  for (const Node* n : g.nodes()) in_graph.insert(n);
   std::set<const Node*> in_set;
   for (const Node* n : nodes) {
     if (!n) return "a null node in the set to replace";
-    if (!in_graph.count(n)) return n->describe() + " is not in the graph";
+    if (!g.contains(n)) return n->describe() + " is not in the graph";
     in_set.insert(n);
   }
   std::set<const Value*> kept;
@@ -94,7 +105,7 @@ std::string check_replaceable(const Graph& g, const std::vector<Node*>& nodes,
       }
     }
   }
-  return find_cycle(in_set);
+  return find_cycle(g, in_set);
 }
 
 Node* replace_with(Graph& g, const std::vector<Node*>& nodes, const std::string& op_type,
@@ -113,20 +124,13 @@ Node* replace_with(Graph& g, const std::vector<Node*>& nodes, const std::string&
     }
   }
 
-  // The set in graph order; names of the nodes that stay.
-  std::vector<Node*> ordered;
-  std::set<std::string> taken;
-  for (Node* n : g.nodes()) {
-    if (in_set.count(n)) {
-      ordered.push_back(n);
-    } else {
-      taken.insert(n->name());
-    }
-  }
-  std::string stem = ordered.back()->name();
-  if (stem.empty()) stem = op_type;
-  std::string name = stem;
-  for (int i = 1; taken.count(name); ++i) name = stem + "_" + std::to_string(i);
+  // The set in graph order.
+  std::vector<Node*> ordered(in_set.size());
+  std::transform(in_set.begin(), in_set.end(), ordered.begin(),
+                 [](const Node* n) { return const_cast<Node*>(n); });
+  g.ensure_sorted();
+  std::sort(ordered.begin(), ordered.end(),
+            [](const Node* a, const Node* b) { return a->position() < b->position(); });
   std::vector<std::string> from = provenance(ordered);
 
   // Constant nodes feeding the set may be left without uses; they go too.
@@ -140,19 +144,38 @@ Node* replace_with(Graph& g, const std::vector<Node*>& nodes, const std::string&
     }
   }
 
-  // Old producers first: add_node refuses values that still have one.
-  for (Node* n : ordered) g.remove_node(n);
-  Node* fused = g.add_node(op_type, name, inputs, outputs, domain);
+  // Values the removed nodes read or wrote may be left dead.
+  std::vector<Value*> touched;
+  for (const Node* n : ordered) {
+    touched.insert(touched.end(), n->inputs().begin(), n->inputs().end());
+    touched.insert(touched.end(), n->outputs().begin(), n->outputs().end());
+  }
+
+  // Old producers first: add_node refuses values that still have one. The fused node takes
+  // the last node's place in the order (its inputs are all produced before that node); the
+  // name is taken once the old nodes are gone, so the fused node may keep the last one's.
+  Node* last = ordered.back();
+  const std::string stem = last->name().empty() ? op_type : last->name();
+  for (Node* n : ordered) {
+    if (n != last) g.remove_node(n);
+  }
+  Node* fused = g.replace_node(last, op_type, "", inputs, outputs, domain);
+  g.rename_node(fused, g.unique_node_name(stem));
   for (const auto& [k, a] : attrs) fused->set_attr(k, a);
   fused->set_provenance(std::move(from), pass);
 
   for (Node* c : feeders) {
     bool used = false;
     for (const Value* o : c->outputs()) used |= o && (!o->uses().empty() || o->is_graph_output());
-    if (!used) g.remove_node(c);
+    if (!used) {
+      touched.insert(touched.end(), c->outputs().begin(), c->outputs().end());
+      g.remove_node(c);
+    }
   }
-  g.remove_dead_values();
-  g.topological_sort();
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  for (Value* v : touched) g.remove_if_dead(v);
+  g.ensure_sorted();
 #ifndef NDEBUG
   verify_graph(g);
 #endif

@@ -209,24 +209,24 @@ void ExecutionPlan::plan_buffers() {
   }
 
   // A group (a root and its aliases) can live in the arena when its root is produced by a
-  // kernel with a static shape and no member is a graph output.
-  auto members = [&](int r) {
-    std::vector<int> m;
-    for (int id = 0; id < nv; ++id) {
-      if (root(id) == r) m.push_back(id);
-    }
-    return m;
-  };
+  // kernel with a static shape and no member is a graph output. Each group's members, last
+  // reader and whether it holds a graph output are kept as in-place aliasing joins groups, so
+  // planning stays linear in the number of values.
+  std::vector<int> root_of(nv);
+  std::vector<std::vector<int>> group(nv);
+  std::vector<int64_t> group_last(nv, -1);
+  std::vector<char> group_output(nv, 0);
+  for (int id = 0; id < nv; ++id) {
+    const int r = root(id);
+    root_of[id] = r;
+    group[r].push_back(id);
+    group_last[r] = std::max(group_last[r], last[id]);
+    group_output[r] |= values_[id].graph_output ? 1 : 0;
+  }
   auto plannable = [&](int r) {
     const PlanValue& v = values_[r];
-    if (!opts_.plan_memory || v.alias_of >= 0 || !v.static_shape || v.constant || v.graph_input ||
-        produced[r] < 0 || dtype_size(v.dtype) == 0) {
-      return false;
-    }
-    for (int m : members(r)) {
-      if (values_[m].graph_output) return false;
-    }
-    return true;
+    return opts_.plan_memory && v.alias_of < 0 && v.static_shape && !v.constant &&
+           !v.graph_input && produced[r] >= 0 && dtype_size(v.dtype) != 0 && !group_output[r];
   };
 
   // In place: an output may take its input's storage when that input's group is plannable,
@@ -245,30 +245,38 @@ void ExecutionPlan::plan_buffers() {
           checked_numel(ov.shape) != checked_numel(iv.shape) || ov.layout != iv.layout) {
         continue;
       }
-      int r = root(in);
+      const int r = root_of[in];
       if (!plannable(r)) continue;
-      bool dead = true;
-      for (int m : members(r)) dead &= last[m] <= s;
+      bool dead = group_last[r] <= s;
       // The same input feeding this step twice (x * x) is fine; another input aliasing the
       // group is not, since the kernel may read it after writing.
       for (size_t j = 0; j < st.inputs.size(); ++j) {
-        if (static_cast<int>(j) != i && st.inputs[j] >= 0 && root(st.inputs[j]) == r &&
+        if (static_cast<int>(j) != i && st.inputs[j] >= 0 && root_of[st.inputs[j]] == r &&
             st.inputs[j] != in) {
           dead = false;
         }
       }
-      if (dead) values_[out].alias_of = r;
+      if (!dead) continue;
+      // `out` (a root: it is produced here and has aliased nothing yet) joins r's group with
+      // the views of it.
+      const int o = root_of[out];
+      values_[out].alias_of = r;
+      for (int m : group[o]) {
+        root_of[m] = r;
+        group[r].push_back(m);
+      }
+      group[o].clear();
+      group_last[r] = std::max(group_last[r], group_last[o]);
+      group_output[r] |= group_output[o];
     }
   }
 
-  std::map<int, int64_t> request_of;
   for (int r = 0; r < nv; ++r) {
     if (!plannable(r)) continue;
     BufferRequest req;
     req.bytes = static_cast<size_t>(checked_numel(values_[r].shape)) * dtype_size(values_[r].dtype);
     req.first = produced[r];
-    req.last = produced[r];
-    for (int m : members(r)) req.last = std::max(req.last, last[m]);
+    req.last = std::max(produced[r], group_last[r]);
     values_[r].buffer = static_cast<int64_t>(buffers_.size());
     buffers_.push_back(req);
   }

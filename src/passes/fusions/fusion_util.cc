@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <queue>
 #include <set>
+#include <unordered_set>
 
 #include "ir/error.h"
 #include "passes/report.h"
@@ -232,59 +234,100 @@ void set_activation_attrs(std::map<std::string, Attribute>& attrs, const Activat
 
 namespace nnfuse {
 
+namespace {
+
+// How far (in edges) from a rewrite's new nodes a match may start that the rewrite enabled:
+// more than the deepest pattern.
+constexpr int kRecheckDepth = 16;
+
+// The nodes within kRecheckDepth edges of `from`, upstream and downstream, `from` included.
+std::vector<Node*> neighborhood(const std::vector<Node*>& from) {
+  std::unordered_set<Node*> seen(from.begin(), from.end());
+  std::vector<Node*> frontier = from, all = from;
+  for (int d = 0; d < kRecheckDepth && !frontier.empty(); ++d) {
+    std::vector<Node*> next;
+    for (Node* n : frontier) {
+      for (Value* v : n->inputs()) {
+        if (v && v->producer() && seen.insert(v->producer()).second) next.push_back(v->producer());
+      }
+      for (Value* o : n->outputs()) {
+        if (!o) continue;
+        for (const Use& u : o->uses()) {
+          if (seen.insert(u.node).second) next.push_back(u.node);
+        }
+      }
+    }
+    all.insert(all.end(), next.begin(), next.end());
+    frontier = std::move(next);
+  }
+  return all;
+}
+
+// The fixed point of "try the first pending node in `order`; when it is rewritten, the nodes
+// near what the rewrite made are pending again". Each node is tried once plus once per
+// rewrite nearby, so a pass is linear in the graph, not in graph size times rewrites; the
+// result is that of restarting the scan after every rewrite, since a match a rewrite enables
+// starts within kRecheckDepth edges of its new nodes. `try_at` returns whether it rewrote.
+template <typename Later>
+void rewrite_to_fixed_point(Graph& g, const std::function<bool(Node*)>& try_at) {
+  using Entry = std::pair<size_t, Node*>;
+  std::priority_queue<Entry, std::vector<Entry>, Later> pending;
+  for (Node* n : g.nodes()) pending.push({n->position(), n});
+  while (!pending.empty()) {
+    Node* n = pending.top().second;
+    pending.pop();
+    // A removed node's entry is skipped; if its address was reused, the new node is live and
+    // trying it is harmless.
+    if (!g.contains(n)) continue;
+    const size_t mark = g.added_mark();
+    if (!try_at(n)) continue;
+    for (Node* m : neighborhood(g.added_since(mark))) pending.push({m->position(), m});
+  }
+}
+
+}  // namespace
+
 void rewrite_all(
     Graph& g, PassContext& ctx, const std::string& pass,
     const std::vector<ActivationPattern>& patterns,
     const std::function<std::string(const std::string&, const pattern::Match&)>& rewrite) {
   std::set<std::string> declined;
-  for (bool changed = true; changed;) {
-    changed = false;
-    // Latest nodes first: the largest pattern is found from its last node before a smaller
-    // one (without the epilogue) can match at an inner node.
-    std::vector<Node*> nodes = g.nodes();
-    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
-      Node* n = *it;
-      if (declined.count(n->name())) continue;
-      for (const ActivationPattern& p : patterns) {
-        auto m = pattern::match_at(g, p.match, n);
-        if (!m) continue;
-        ctx.matched(pass);
-        std::vector<std::string> names = original_names(m->nodes());
-        std::string why = rewrite(p.name, *m);
-        if (why.empty()) {
-          changed = true;
-        } else {
-          ctx.rejected(pass, names, why);
-          declined.insert(n->name());
-        }
-        break;
-      }
-      if (changed) break;
+  // Latest nodes first: the largest pattern is found from its last node before a smaller
+  // one (without the epilogue) can match at an inner node.
+  rewrite_to_fixed_point<std::less<>>(g, [&](Node* n) {
+    if (declined.count(n->name())) return false;
+    for (const ActivationPattern& p : patterns) {
+      auto m = pattern::match_at(g, p.match, n);
+      if (!m) continue;
+      ctx.matched(pass);
+      std::vector<std::string> names = original_names(m->nodes());
+      std::string why = rewrite(p.name, *m);
+      if (why.empty()) return true;
+      ctx.rejected(pass, names, why);
+      declined.insert(n->name());
+      return false;
     }
-  }
+    return false;
+  });
 }
 
 void rewrite_each(Graph& g, PassContext& ctx, const std::string& pass,
                   const std::function<std::vector<Node*>(Node*)>& select,
                   const std::function<std::string(const std::vector<Node*>&)>& rewrite) {
   std::set<std::string> declined;
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (Node* n : g.nodes()) {
-      if (declined.count(n->name())) continue;
-      const std::vector<Node*> nodes = select(n);
-      if (nodes.empty()) continue;
-      ctx.matched(pass);
-      const std::vector<std::string> names = original_names(nodes);
-      const std::string why = rewrite(nodes);
-      if (why.empty()) {
-        changed = true;
-        break;
-      }
-      ctx.rejected(pass, names, why);
-      declined.insert(n->name());
-    }
-  }
+  // Earliest nodes first.
+  rewrite_to_fixed_point<std::greater<>>(g, [&](Node* n) {
+    if (declined.count(n->name())) return false;
+    const std::vector<Node*> nodes = select(n);
+    if (nodes.empty()) return false;
+    ctx.matched(pass);
+    const std::vector<std::string> names = original_names(nodes);
+    const std::string why = rewrite(nodes);
+    if (why.empty()) return true;
+    ctx.rejected(pass, names, why);
+    declined.insert(n->name());
+    return false;
+  });
 }
 
 }  // namespace nnfuse
