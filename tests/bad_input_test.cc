@@ -89,6 +89,37 @@ TEST_F(BadInput, WrongShapeInput) {
                "input 'x' has shape [4, 4]");
 }
 
+// A fixed dim or a rank other than the graph input's is refused before anything runs, with
+// exit 1, naming the input and both shapes; a symbolic dim (batch) takes any size.
+TEST_F(BadInput, InputShapeTheModelForbidsIsRefused) {
+  auto m = testing::small_model();
+  auto* dims =
+      m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  dims->add_dim()->set_dim_value(4);                       // x: [batch, 3, 4]
+  m.mutable_graph()->mutable_initializer(0)->add_dims(1);  // w: [3, 1]
+  write_model("fixed.onnx", m);
+  save_npy(path("x234.npy"), Tensor(DType::kFloat32, {2, 3, 4}));
+  auto ok = testing::run_command(
+      {g_nnfuse, "run", path("fixed.onnx"), "--input", "x=" + path("x234.npy")});
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  struct Case {
+    Dims shape;
+    std::string expect;
+  };
+  for (const Case& c :
+       {Case{{2, 3, 5}, "input 'x' has shape [2, 3, 5]; the model expects [batch, 3, 4] (dim 2)"},
+        Case{{2, 3}, "input 'x' has shape [2, 3]; the model expects [batch, 3, 4] (rank 2, not 3)"},
+        Case{
+            {1, 2, 3, 4},
+            "input 'x' has shape [1, 2, 3, 4]; the model expects [batch, 3, 4] (rank 4, not 3)"}}) {
+    save_npy(path("bad.npy"), Tensor(DType::kFloat32, c.shape));
+    std::vector<std::string> args = {"run", path("fixed.onnx"), "--input", "x=" + path("bad.npy")};
+    expect_error(args, c.expect);
+    args.insert(args.begin(), g_nnfuse);
+    EXPECT_EQ(testing::run_command(args).exit_code, 1);
+  }
+}
+
 TEST_F(BadInput, WrongDtypeInput) {
   save_npy(path("xi.npy"), Tensor(DType::kInt64, {2, 3}));
   expect_error({"run", path("good.onnx"), "--input", "x=" + path("xi.npy")},

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/error.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
 
@@ -67,7 +68,34 @@ struct KernelFactory {
   // May output k share storage with input `in_place_input(info, k)` (>= 0) when that input
   // dies at this node? nullptr or -1: no.
   int (*in_place_input)(const NodeInfo& info, size_t k) = nullptr;
+  // Why this kernel declines the node, "" when it accepts it: the planner names it when a node
+  // falls back to the reference kernel. nullptr: a generic reason (see decline_reason).
+  std::string (*declines)(const NodeInfo& info) = nullptr;
 };
+
+// Why `f` does not run the node: f.declines's reason, else a generic one that names what is
+// notable about the inputs (a dtype other than float32, a shape not known statically).
+std::string decline_reason(const KernelFactory& f, const NodeInfo& info);
+
+// accepts() of a factory whose declines() gives the reasons: one set of conditions for both.
+template <std::string (*kDeclines)(const NodeInfo&)>
+bool accepts_unless_declined(const NodeInfo& info) {
+  return kDeclines(info).empty();
+}
+
+// Why input i is not a float32 tensor of static shape, "" when it is: "input 'x' has no static
+// shape (float32[1, 64, ?, ?])", "input 'x' is int64, not float32", "input 2 is missing".
+std::string not_static_f32(const NodeInfo& info, size_t i);
+// How reason functions name input i: "input 'x'" (or "input 2" when it is omitted).
+std::string input_label(const NodeInfo& info, size_t i);
+
+// For spec functions that also say why they decline: stores the reason in *why (when `why` is
+// given and holds none yet) and returns nullopt.
+template <typename... Args>
+std::nullopt_t decline(std::string* why, Args&&... args) {
+  if (why && why->empty()) *why = detail::cat(std::forward<Args>(args)...);
+  return std::nullopt;
+}
 
 // The ordered kernel table for an op type of the default domain (fast kernels first, then the
 // reference kernel). Never empty for an op with a reference kernel.

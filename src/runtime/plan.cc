@@ -77,6 +77,14 @@ ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : graph_(g
       }
     }
     if (!chosen) fail(ErrorKind::kUnsupported, n->describe(), ": no kernel accepts this node");
+    bool fell_back = false;
+    if (!opts.reference_only && std::string(chosen->name) == "ref") {
+      // Every fast kernel declined (in either layout): say why, in terms of plain inputs.
+      if (auto f = reference_fallback(plain_info)) {
+        fallbacks_.push_back(std::move(*f));
+        fell_back = true;
+      }
+    }
     if (needs_plain) {
       for (size_t i = 0; i < in_ids.size(); ++i) {
         if (in_ids[i] >= 0 && values_[in_ids[i]].layout != Layout::kPlain) {
@@ -89,6 +97,7 @@ ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : graph_(g
     step.kind = PlanStep::Kind::kKernel;
     step.node = n;
     step.kernel_name = chosen->name;
+    step.reference_fallback = fell_back;
     step.kernel = chosen->create(info);
     step.inputs = in_ids;
     for (size_t k = 0; k < n->num_outputs(); ++k) {
@@ -225,8 +234,8 @@ void ExecutionPlan::plan_buffers() {
   }
   auto plannable = [&](int r) {
     const PlanValue& v = values_[r];
-    return opts_.plan_memory && v.alias_of < 0 && v.static_shape && !v.constant &&
-           !v.graph_input && produced[r] >= 0 && dtype_size(v.dtype) != 0 && !group_output[r];
+    return opts_.plan_memory && v.alias_of < 0 && v.static_shape && !v.constant && !v.graph_input &&
+           produced[r] >= 0 && dtype_size(v.dtype) != 0 && !group_output[r];
   };
 
   // In place: an output may take its input's storage when that input's group is plannable,

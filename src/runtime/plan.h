@@ -13,6 +13,7 @@
 #include "ir/graph.h"
 #include "kernels/kernel.h"
 #include "runtime/memory_planner.h"
+#include "runtime/reference_fallback.h"
 
 namespace nnfuse {
 
@@ -20,6 +21,10 @@ struct PlanOptions {
   int threads = 0;              // 0: all cores
   bool reference_only = false;  // only reference kernels, plain layouts (the oracle)
   bool plan_memory = true;      // arena planning; off: every output allocated at run time
+  // What a Session does with reference fallbacks (never any with reference_only): warn on
+  // stderr, and with strict refuse a compute op on the reference kernel (kUnsupported).
+  bool warn_fallbacks = true;
+  bool strict = false;
 };
 
 // A tensor of the plan: a graph value, or a plain copy of a channels-last value.
@@ -41,6 +46,8 @@ struct PlanStep {
   Kind kind = Kind::kKernel;
   const Node* node = nullptr;  // kReorder: the node whose input needed it (nullptr at the end)
   std::string kernel_name;     // factory name, "reorder" or "view"
+  // On the reference kernel although the op has a fast kernel (see reference_fallbacks()).
+  bool reference_fallback = false;
   std::unique_ptr<Kernel> kernel;
   std::vector<int> inputs;    // plan value ids; -1 for omitted inputs
   std::vector<int> outputs;   // plan value ids; -1 for omitted outputs
@@ -68,6 +75,8 @@ class ExecutionPlan {
   size_t total_activation_bytes() const { return total_activation_bytes_; }
   // Kernel name -> number of steps that use it.
   std::map<std::string, int> kernel_histogram() const;
+  // Nodes on the reference kernel although their op has a fast kernel, in graph order.
+  const std::vector<ReferenceFallback>& reference_fallbacks() const { return fallbacks_; }
 
  private:
   int add_value(const Value* v, Layout layout);
@@ -86,6 +95,7 @@ class ExecutionPlan {
   std::vector<BufferRequest> buffers_;
   MemoryPlan memory_;
   size_t total_activation_bytes_ = 0;
+  std::vector<ReferenceFallback> fallbacks_;
 };
 
 }  // namespace nnfuse

@@ -37,6 +37,8 @@ Session::Session(std::unique_ptr<Graph> graph, const PlanOptions& opts) : graph_
     throw Error(ErrorKind::kUnsupported, msg);
   }
   plan_ = std::make_unique<ExecutionPlan>(*graph_, opts);
+  if (opts.strict) refuse_compute_fallbacks(plan_->reference_fallbacks());
+  if (opts.warn_fallbacks) warn_reference_fallbacks(plan_->reference_fallbacks());
   size_t bytes = plan_->peak_activation_bytes();
   // 64-byte aligned arena: the planner's offsets are multiples of 64.
   arena_ = std::shared_ptr<std::byte[]>(
@@ -60,21 +62,29 @@ void Session::check_feeds(const std::map<std::string, Tensor>& feeds) const {
       fail(ErrorKind::kInvalidInput, "input '", v->name(), "' has type ", dtype_name(t.dtype()),
            ", the model expects ", want);
     }
+    // Refused here, before any kernel runs: a rank or a fixed dim other than the declared
+    // one. A symbolic dim takes any size, the same one wherever its name appears.
     const Shape& s = v->shape();
     if (!s.has_rank) continue;
-    bool ok = static_cast<size_t>(t.rank()) == s.dims.size();
-    for (size_t i = 0; ok && i < s.dims.size(); ++i) {
+    std::string why;
+    if (static_cast<size_t>(t.rank()) != s.dims.size()) {
+      why = " (rank " + std::to_string(t.rank()) + ", not " + std::to_string(s.dims.size()) + ")";
+    }
+    for (size_t i = 0; why.empty() && i < s.dims.size(); ++i) {
       const Dim& d = s.dims[i];
+      const int64_t got = t.dim(static_cast<int64_t>(i));
       if (d.known()) {
-        ok = d.value == t.dim(static_cast<int64_t>(i));
+        if (d.value != got) why = " (dim " + std::to_string(i) + ")";
       } else if (!d.param.empty()) {
-        auto [sym, fresh] = symbols.emplace(d.param, t.dim(static_cast<int64_t>(i)));
-        ok = fresh || sym->second == t.dim(static_cast<int64_t>(i));
+        auto [sym, fresh] = symbols.emplace(d.param, got);
+        if (!fresh && sym->second != got) {
+          why = " (" + d.param + " is " + std::to_string(sym->second) + " in an earlier input)";
+        }
       }
     }
-    if (!ok) {
+    if (!why.empty()) {
       fail(ErrorKind::kInvalidInput, "input '", v->name(), "' has shape ", dims_str(t.shape()),
-           ", the model expects ", want);
+           "; the model expects ", s.str(), why);
     }
   }
   for (auto& [name, t] : feeds) {

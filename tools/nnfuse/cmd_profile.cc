@@ -19,7 +19,7 @@ struct ProfileArgs {
   std::vector<std::string> inputs;
   int runs = 10, warmup = 2, threads = 0, top = 15;
   FusionFlags fusion;
-  bool json = false;
+  bool json = false, strict = false;
 };
 
 std::string step_op(const PlanStep& s) {
@@ -30,18 +30,19 @@ std::string step_op(const PlanStep& s) {
 int profile(const ProfileArgs& a) {
   PlanOptions opts;
   opts.threads = a.threads;
+  opts.strict = a.strict;
   Session session(load_and_fuse(a.model, a.fusion), opts);
   auto feeds = complete_inputs(session.graph(), load_inputs(a.inputs), 0);
   for (int i = 0; i < a.warmup; ++i) session.run(feeds);
   const auto& steps = session.plan().steps();
   struct Agg {
-    int count = 0;
+    int count = 0, ref = 0;  // ref: of them on the reference kernel, the op having a fast one
     double ms = 0;
   };
   std::map<std::string, Agg> by_op;
   std::vector<double> per_step(steps.size(), 0);
   nlohmann::json events = nlohmann::json::array();
-  double offset_ms = 0, total_ms = 0;
+  double offset_ms = 0, total_ms = 0, ref_ms = 0;
   for (int r = 0; r < a.runs; ++r) {
     std::vector<StepTiming> t;
     auto s = std::chrono::steady_clock::now();
@@ -61,10 +62,16 @@ int profile(const ProfileArgs& a) {
                         {"tid", 1},
                         {"ts", (offset_ms + st.start_ms) * 1000.0},
                         {"dur", st.ms * 1000.0},
-                        {"args", {{"op", op}, {"kernel", ps.kernel_name}, {"run", r}}}});
+                        {"args",
+                         {{"op", op},
+                          {"kernel", ps.kernel_name},
+                          {"reference_fallback", ps.reference_fallback},
+                          {"run", r}}}});
       if (ps.kind != PlanStep::Kind::kView) {
         by_op[op].count++;
+        by_op[op].ref += ps.reference_fallback;
         by_op[op].ms += st.ms;
+        ref_ms += ps.reference_fallback ? st.ms : 0.0;
       }
       per_step[st.step] += st.ms;
     }
@@ -83,20 +90,33 @@ int profile(const ProfileArgs& a) {
     nlohmann::json j;
     j["model"] = a.model;
     j["run_ms"] = run_avg;
+    j["reference_kernels"] = session.plan().reference_fallbacks().size();
+    j["reference_kernel_share"] = total_ms > 0 ? ref_ms / total_ms : 0.0;
     for (auto& [op, g] : rows) {
-      j["ops"].push_back({{"op", op}, {"kernels", g.count / a.runs}, {"ms", g.ms / a.runs}});
+      j["ops"].push_back({{"op", op},
+                          {"kernels", g.count / a.runs},
+                          {"reference_kernels", g.ref / a.runs},
+                          {"ms", g.ms / a.runs}});
     }
     std::cout << j.dump() << "\n";
   } else {
     std::cout << "profile of " << a.model << ": " << a.runs << " runs, " << std::fixed
               << std::setprecision(3) << run_avg << " ms per run\n";
+    // "ref": kernels on the reference kernel although the op has a fast one.
     std::cout << std::left << std::setw(24) << "op" << std::right << std::setw(8) << "kernels"
-              << std::setw(12) << "ms/run" << std::setw(8) << "%"
+              << std::setw(6) << "ref" << std::setw(12) << "ms/run" << std::setw(8) << "%"
               << "\n";
     for (auto& [op, g] : rows) {
       std::cout << std::left << std::setw(24) << op << std::right << std::setw(8)
-                << g.count / a.runs << std::setw(12) << g.ms / a.runs << std::setw(8)
-                << std::setprecision(1) << 100.0 * g.ms / total_ms << std::setprecision(3) << "\n";
+                << g.count / a.runs << std::setw(6) << g.ref / a.runs << std::setw(12)
+                << g.ms / a.runs << std::setw(8) << std::setprecision(1) << 100.0 * g.ms / total_ms
+                << std::setprecision(3) << "\n";
+    }
+    if (const size_t n = session.plan().reference_fallbacks().size(); n > 0) {
+      std::cout << n << " kernel" << (n == 1 ? "" : "s") << " [ref] on the reference kernel though "
+                << (n == 1 ? "its op has" : "their ops have")
+                << " a fast one: " << std::setprecision(1) << 100.0 * ref_ms / total_ms
+                << std::setprecision(3) << "% of the time\n";
     }
     std::vector<size_t> order(steps.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -107,8 +127,8 @@ int profile(const ProfileArgs& a) {
       const PlanStep& ps = steps[order[i]];
       if (ps.kind == PlanStep::Kind::kView) continue;
       std::cout << "  " << std::setw(10) << per_step[order[i]] / a.runs << " ms  " << step_op(ps)
-                << " '" << (ps.node ? ps.node->name() : "output") << "' (" << ps.kernel_name
-                << ")\n";
+                << " '" << (ps.node ? ps.node->name() : "output") << "' (" << ps.kernel_name << ")"
+                << (ps.reference_fallback ? " [ref]" : "") << "\n";
     }
     if (!a.trace.empty()) std::cout << "wrote Chrome trace " << a.trace << "\n";
   }
@@ -132,6 +152,7 @@ Action add_profile(CLI::App& app) {
   add_fusion_flags(c, a->fusion);
   add_shape_flag(c, a->fusion);
   c->add_flag("--json", a->json, "Print the per-op summary as JSON");
+  add_strict_flag(c, a->strict);
   return [a] { return profile(*a); };
 }
 

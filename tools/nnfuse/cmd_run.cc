@@ -19,7 +19,7 @@ struct RunArgs {
   std::vector<std::string> inputs;
   std::string output_dir;
   FusionFlags fusion;
-  bool reference = false;
+  bool reference = false, strict = false;
   int runs = 1, threads = 0;
 };
 
@@ -29,6 +29,7 @@ int run(const RunArgs& a) {
   PlanOptions opts;
   opts.threads = a.threads;
   opts.reference_only = a.reference;
+  opts.strict = a.strict;
   Session session(load_and_fuse(a.model, a.fusion), opts);
   auto t1 = std::chrono::steady_clock::now();
   auto feeds = load_inputs(a.inputs);
@@ -83,6 +84,7 @@ Action add_run(CLI::App& app) {
   add_fusion_flags(c, a->fusion);
   add_shape_flag(c, a->fusion);
   c->add_flag("--reference", a->reference, "Use only the reference kernels (the oracle)");
+  add_strict_flag(c, a->strict);
   c->add_option("--threads", a->threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
   c->add_option("--runs", a->runs, "Run this many times and report the median time")
       ->check(CLI::Range(1, 1000000));

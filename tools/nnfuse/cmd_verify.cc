@@ -20,7 +20,7 @@ struct VerifyArgs {
   std::vector<std::string> inputs;
   FusionFlags fusion;
   double rtol = 1e-4;
-  bool bisect = false, json = false, reference = false;
+  bool bisect = false, json = false, reference = false, strict = false;
   int threads = 0;
   uint32_t seed = 0;
 };
@@ -57,6 +57,9 @@ int verify(const VerifyArgs& a) {
   fused_opts.threads = a.threads;
   PlanOptions plain_opts = fused_opts;
   plain_opts.reference_only = a.reference;
+  // The unfused side is the yardstick: its reference kernels are no cliff the user runs into.
+  plain_opts.warn_fallbacks = false;
+  fused_opts.strict = a.strict;
   FusionFlags fusion = a.fusion;
   fusion.no_fusion = false;
   auto fused_graph = load_and_fuse(a.model, fusion);
@@ -154,6 +157,7 @@ Action add_verify(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   c->add_flag("--bisect", a->bisect, "Name the first fused node whose output departs");
   c->add_flag("--reference", a->reference, "Run the unfused side on the reference kernels");
+  add_strict_flag(c, a->strict);
   c->add_option("--threads", a->threads, "Threads (0: all cores)")->check(CLI::Range(0, 1024));
   c->add_option("--seed", a->seed, "Seed for generated inputs");
   c->add_flag("--json", a->json, "Print one JSON object");

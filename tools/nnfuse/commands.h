@@ -44,6 +44,12 @@ void add_fusion_flags(CLI::App* c, FusionFlags& f);
 size_t dump_kernel_sources(const Graph& g, const std::string& dir, const std::string& target);
 // --shape NAME=d0,d1,...: run with other input dims than the model's.
 void add_shape_flag(CLI::App* c, FusionFlags& f);
+// --strict (run, bench, profile, verify): a compute op on the reference kernel is an error.
+inline void add_strict_flag(CLI::App* c, bool& strict) {
+  c->add_flag("--strict", strict,
+              "Refuse (exit 3) when a compute op (Conv, MatMul, pooling, a normalization, "
+              "attention, ...) would run on the reference kernel");
+}
 // The --shape values as import options (errors name the flag).
 ImportOptions import_options(const FusionFlags& f);
 // After import with --shape: folds the shape computations and infers shapes again until every

@@ -516,13 +516,19 @@ class AttentionKernel : public Kernel {
   RangeFn range_;
 };
 
-bool attention_accepts(const NodeInfo& info) {
+// Why the kernel declines a MultiHeadAttention, "" when it runs it.
+std::string attention_declines(const NodeInfo& info) {
   const Node& n = info.node;
-  if (n.domain() != kFusedDomain || n.num_inputs() > 4 || !single_output(n) ||
-      !float_inputs(info) || !info.all_inputs_in(Layout::kPlain)) {
-    return false;
+  if (n.domain() != kFusedDomain || n.num_inputs() > 4 || !single_output(n)) {
+    return "not an ai.nnfuse MultiHeadAttention of at most 4 inputs and 1 output";
   }
-  return plan(info).has_value();
+  if (std::string r = float_inputs_problem(info); !r.empty()) return r;
+  if (!info.all_inputs_in(Layout::kPlain)) return "an input is not plain";
+  if (plan(info)) return "";
+  for (size_t i = 0; i < n.num_inputs(); ++i) {
+    if (info.has_input(i) && !info.input_shape(i)) return not_static_f32(info, i);
+  }
+  return "heads, Q/K/V, mask or output shapes it does not run";
 }
 
 std::unique_ptr<Kernel> attention_create(const NodeInfo& info) {
@@ -534,8 +540,9 @@ std::unique_ptr<Kernel> attention_create(const NodeInfo& info) {
 }  // namespace
 
 void append_attention_kernels(FactoryTable& t) {
-  t.emplace_back("MultiHeadAttention", KernelFactory{"cpu.attention", attention_accepts, nullptr,
-                                                     attention_create, nullptr});
+  t.emplace_back("MultiHeadAttention",
+                 KernelFactory{"cpu.attention", accepts_unless_declined<attention_declines>,
+                               nullptr, attention_create, nullptr, attention_declines});
 }
 
 }  // namespace nnfuse::cpu

@@ -178,31 +178,36 @@ class EmbedLayerNormKernel : public Kernel {
   bool want_sum_;
 };
 
-bool embed_accepts(const NodeInfo& info) {
+// Why the kernel declines an EmbedLayerNorm, "" when it runs it.
+std::string embed_declines(const NodeInfo& info) {
   const Node& n = info.node;
   const size_t ni = n.num_inputs();
   if (n.domain() != "ai.nnfuse" || ni < kFirstPair + 2 || (ni - kFirstPair) % 2 != 0 ||
-      !n.output(0) || !info.all_inputs_in(Layout::kPlain) || !input_is(info, 0, DType::kFloat32)) {
-    return false;
+      !n.output(0)) {
+    return "not an ai.nnfuse EmbedLayerNorm with (table, ids) pairs";
   }
+  if (!info.all_inputs_in(Layout::kPlain)) return "an input is not plain";
+  if (!input_is(info, 0, DType::kFloat32)) return not_static_f32(info, 0);
   for (size_t i = 1; i < ni; ++i) {
     const bool ids = i >= kFirstPair && (i - kFirstPair) % 2 == 1;
     if (!info.has_input(i)) {
-      if (i >= kFirstPair) return false;  // tables and ids are required
+      if (i >= kFirstPair) return input_label(info, i) + " is missing";  // tables and ids
       continue;
     }
     const DType t = info.input_dtype(i);
-    if (ids ? (t != DType::kInt64 && t != DType::kInt32) : t != DType::kFloat32) return false;
+    if (ids ? (t != DType::kInt64 && t != DType::kInt32) : t != DType::kFloat32) {
+      return input_label(info, i) + " is " + dtype_name(t);
+    }
   }
   for (size_t k = 2; k < n.num_outputs(); ++k) {
-    if (n.output(k)) return false;
+    if (n.output(k)) return "output " + std::to_string(k) + " is wanted";
   }
   try {
     n.attr_float("epsilon", 1e-5f);
-  } catch (const Error&) {
-    return false;
+  } catch (const Error& e) {
+    return std::string("attributes: ") + e.what();
   }
-  return true;
+  return "";
 }
 
 std::unique_ptr<Kernel> embed_create(const NodeInfo& info) {
@@ -213,7 +218,8 @@ std::unique_ptr<Kernel> embed_create(const NodeInfo& info) {
 
 void append_embed_kernels(FactoryTable& t) {
   t.emplace_back("EmbedLayerNorm",
-                 KernelFactory{"cpu.embed_layer_norm", embed_accepts, nullptr, embed_create});
+                 KernelFactory{"cpu.embed_layer_norm", accepts_unless_declined<embed_declines>,
+                               nullptr, embed_create, nullptr, embed_declines});
 }
 
 }  // namespace nnfuse::cpu

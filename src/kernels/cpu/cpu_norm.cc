@@ -130,33 +130,38 @@ class BatchNormKernel : public Kernel {
   std::vector<float> a_, b_;
 };
 
-bool batch_norm_accepts(const NodeInfo& info) {
+// Why the kernel declines a BatchNormalization, "" when it runs it.
+std::string batch_norm_declines(const NodeInfo& info) {
   const Node& n = info.node;
-  if (!n.domain().empty() || n.num_inputs() != 5 || !single_output(n) ||
-      !input_is(info, 0, DType::kFloat32)) {
-    return false;
+  if (!n.domain().empty() || n.num_inputs() != 5 || !single_output(n)) {
+    return "not an inference BatchNormalization of 5 inputs and 1 output";
+  }
+  if (!input_is(info, 0, DType::kFloat32)) {
+    return input_label(info, 0) + " is " + dtype_name(info.input_dtype(0)) + ", not float32";
   }
   for (size_t i = 1; i < 5; ++i) {
-    if (!info.constant(i)) return false;
+    if (!info.constant(i)) return input_label(info, i) + " is not a constant";
   }
   try {
-    if (n.attr_int("training_mode", 0) != 0) return false;
+    if (n.attr_int("training_mode", 0) != 0) return "training_mode";
     n.attr_float("epsilon", 1e-5f);
-  } catch (const Error&) {
-    return false;
+  } catch (const Error& e) {
+    return std::string("attributes: ") + e.what();
   }
   std::vector<double> v;
-  if (!bn_param(info, 1, &v)) return false;
-  for (size_t i = 2; i < 5; ++i) {
-    if (!bn_param(info, i, &v)) return false;
+  for (size_t i = 1; i < 5; ++i) {
+    if (!bn_param(info, i, &v)) return input_label(info, i) + " is not float32 of [C]";
   }
   for (size_t i = 1; i < 5; ++i) {
-    if (input_layout(info, i) != Layout::kPlain) return false;
+    if (input_layout(info, i) != Layout::kPlain) return input_label(info, i) + " is not plain";
   }
   if (std::optional<Dims> s = info.input_shape(0)) {
-    if (s->size() < 2 || (*s)[1] != static_cast<int64_t>(v.size())) return false;
+    if (s->size() < 2 || (*s)[1] != static_cast<int64_t>(v.size())) {
+      return input_label(info, 0) + " of shape " + dims_str(*s) + " has not " +
+             std::to_string(v.size()) + " channels";
+    }
   }
-  return true;
+  return "";
 }
 
 // ---- LayerNormalization
@@ -231,50 +236,57 @@ class LayerNormKernel : public Kernel {
   bool want_mean_, want_inv_;
 };
 
-bool layer_norm_accepts(const NodeInfo& info) {
+// Why the kernel declines a LayerNormalization, "" when it runs it.
+std::string layer_norm_declines(const NodeInfo& info) {
   const Node& n = info.node;
   // Also in ai.nnfuse, where the LayerNorm fusion writes it for models before opset 17.
   if ((!n.domain().empty() && n.domain() != "ai.nnfuse") || n.num_inputs() < 2 ||
-      n.num_inputs() > 3 || !n.output(0) || !float_inputs(info) || !info.has_input(1) ||
-      !info.all_inputs_in(Layout::kPlain)) {
-    return false;
+      n.num_inputs() > 3 || !n.output(0) || !info.has_input(1)) {
+    return "not a LayerNormalization of X, Scale and an optional B";
   }
+  if (std::string r = float_inputs_problem(info); !r.empty()) return r;
+  if (!info.all_inputs_in(Layout::kPlain)) return "an input is not plain";
   try {
-    if (n.attr_int("stash_type", 1) != 1) return false;
+    if (n.attr_int("stash_type", 1) != 1) return "stash_type other than 1 (float32)";
     n.attr_float("epsilon", 1e-5f);
     const int64_t axis = n.attr_int("axis", -1);
     std::optional<Dims> x = info.input_shape(0);
-    if (!x) return true;  // checked at run time
+    if (!x) return "";  // checked at run time
     std::optional<int64_t> a = axis_in(axis, static_cast<int64_t>(x->size()));
-    if (!a) return false;
+    if (!a) return "axis " + std::to_string(axis) + " outside " + dims_str(*x);
     for (size_t i = 1; i < n.num_inputs(); ++i) {
       std::optional<Dims> s = info.input_shape(i);
       if (info.has_input(i) && (!s || !per_row_param(*s, *x, static_cast<size_t>(*a)))) {
-        return false;
+        return input_label(info, i) + " is not a static per-row parameter";
       }
     }
-  } catch (const Error&) {
-    return false;
+  } catch (const Error& e) {
+    return std::string("attributes: ") + e.what();
   }
-  return true;
+  return "";
 }
 
-bool scale_shift_accepts(const NodeInfo& info) {
+// Why the kernel declines a ScaleShift, "" when it runs it.
+std::string scale_shift_declines(const NodeInfo& info) {
   const Node& n = info.node;
-  if (n.num_inputs() != 3 || !single_output(n) || !input_is(info, 0, DType::kFloat32)) {
-    return false;
-  }
+  if (n.num_inputs() != 3 || !single_output(n)) return "not 3 inputs and 1 output";
+  if (!input_is(info, 0, DType::kFloat32)) return not_static_f32(info, 0);
   std::vector<double> a, b;
-  if (!info.constant(1) || !info.constant(2) || !bn_param(info, 1, &a)) return false;
+  if (!info.constant(1) || !info.constant(2) || !bn_param(info, 1, &a)) {
+    return "the scale and shift are not float32 constants of [C]";
+  }
   b.resize(a.size());
-  if (!bn_param(info, 2, &b)) return false;
+  if (!bn_param(info, 2, &b)) return "the scale and shift differ in size";
   if (input_layout(info, 1) != Layout::kPlain || input_layout(info, 2) != Layout::kPlain) {
-    return false;
+    return "the scale or shift is not plain";
   }
   if (std::optional<Dims> s = info.input_shape(0)) {
-    if (s->size() < 2 || (*s)[1] != static_cast<int64_t>(a.size())) return false;
+    if (s->size() < 2 || (*s)[1] != static_cast<int64_t>(a.size())) {
+      return input_label(info, 0) + " of shape " + dims_str(*s) + " has not " +
+             std::to_string(a.size()) + " channels";
+    }
   }
-  return true;
+  return "";
 }
 
 std::unique_ptr<Kernel> scale_shift_create(const NodeInfo& info) {
@@ -297,13 +309,17 @@ int in_place_output0(const NodeInfo&, size_t k) { return k == 0 ? 0 : -1; }
 }  // namespace
 
 void append_norm_kernels(FactoryTable& t) {
-  t.emplace_back("BatchNormalization",
-                 KernelFactory{"cpu.batch_norm", batch_norm_accepts, same_as_input,
-                               batch_norm_create, in_place_output0});
-  t.emplace_back("ScaleShift", KernelFactory{"cpu.scale_shift", scale_shift_accepts, same_as_input,
-                                             scale_shift_create, in_place_output0});
-  t.emplace_back("LayerNormalization", KernelFactory{"cpu.layer_norm", layer_norm_accepts, nullptr,
-                                                     layer_norm_create, in_place_output0});
+  t.emplace_back(
+      "BatchNormalization",
+      KernelFactory{"cpu.batch_norm", accepts_unless_declined<batch_norm_declines>, same_as_input,
+                    batch_norm_create, in_place_output0, batch_norm_declines});
+  t.emplace_back(
+      "ScaleShift",
+      KernelFactory{"cpu.scale_shift", accepts_unless_declined<scale_shift_declines>, same_as_input,
+                    scale_shift_create, in_place_output0, scale_shift_declines});
+  t.emplace_back("LayerNormalization",
+                 KernelFactory{"cpu.layer_norm", accepts_unless_declined<layer_norm_declines>,
+                               nullptr, layer_norm_create, in_place_output0, layer_norm_declines});
 }
 
 }  // namespace nnfuse::cpu

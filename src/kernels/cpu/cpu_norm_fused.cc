@@ -217,45 +217,53 @@ class RmsNormKernel : public Kernel {
 
 // Common checks: the op in ai.nnfuse with inputs [min_in, max_in] (the first `required`
 // present), float32 in the plain layout, a float epsilon.
-bool fused_norm_accepts(const NodeInfo& info, size_t min_in, size_t max_in, size_t required) {
+// Why the common checks fail, "" when they pass: the op in ai.nnfuse with inputs [min_in,
+// max_in] (the first `required` present), float32 in the plain layout, a float epsilon.
+std::string fused_norm_declines(const NodeInfo& info, size_t min_in, size_t max_in,
+                                size_t required) {
   const Node& n = info.node;
-  if (n.domain() != kDomain || n.num_inputs() < min_in || n.num_inputs() > max_in || !n.output(0) ||
-      !float_inputs(info) || !info.all_inputs_in(Layout::kPlain)) {
-    return false;
+  if (n.domain() != kDomain || n.num_inputs() < min_in || n.num_inputs() > max_in || !n.output(0)) {
+    return "not an ai.nnfuse node of " + std::to_string(min_in) + " to " + std::to_string(max_in) +
+           " inputs";
   }
   for (size_t i = 0; i < required; ++i) {
-    if (!info.has_input(i)) return false;
+    if (!info.has_input(i)) return input_label(info, i) + " is missing";
   }
+  if (std::string r = float_inputs_problem(info); !r.empty()) return r;
+  if (!info.all_inputs_in(Layout::kPlain)) return "an input is not plain";
   try {
     n.attr_float("epsilon", 1e-5f);
-  } catch (const Error&) {
-    return false;
+  } catch (const Error& e) {
+    return std::string("attributes: ") + e.what();
   }
-  return true;
+  return "";
 }
 
-bool skip_layer_norm_accepts(const NodeInfo& info) {
-  if (!fused_norm_accepts(info, 3, 5, 3)) return false;
+std::string skip_layer_norm_declines(const NodeInfo& info) {
+  if (std::string r = fused_norm_declines(info, 3, 5, 3); !r.empty()) return r;
   std::optional<Dims> x = info.input_shape(0);
-  if (!x) return true;  // checked at run time
-  if (x->empty()) return false;
+  if (!x) return "";  // checked at run time
+  if (x->empty()) return "a scalar input";
   std::optional<Dims> skip = info.input_shape(1);
-  if (skip && !broadcasts_to(*skip, *x)) return false;
+  if (skip && !broadcasts_to(*skip, *x)) {
+    return "the skip " + dims_str(*skip) + " does not broadcast to " + dims_str(*x);
+  }
   for (size_t i = 2; i < info.node.num_inputs(); ++i) {
     if (!info.has_input(i)) continue;
     std::optional<Dims> p = info.input_shape(i);
-    if (p && !per_feature(*p, *x)) return false;
+    if (p && !per_feature(*p, *x)) return input_label(info, i) + " is not per feature";
   }
-  return true;
+  return "";
 }
 
-bool rms_norm_accepts(const NodeInfo& info) {
-  if (!fused_norm_accepts(info, 1, 2, 1) || info.node.num_outputs() != 1) return false;
+std::string rms_norm_declines(const NodeInfo& info) {
+  if (std::string r = fused_norm_declines(info, 1, 2, 1); !r.empty()) return r;
+  if (info.node.num_outputs() != 1) return "more than one output";
   std::optional<Dims> x = info.input_shape(0);
-  if (!x) return true;
-  if (x->empty()) return false;
+  if (!x) return "";
+  if (x->empty()) return "a scalar input";
   std::optional<Dims> g = info.has_input(1) ? info.input_shape(1) : std::nullopt;
-  return !g || per_feature(*g, *x);
+  return !g || per_feature(*g, *x) ? "" : input_label(info, 1) + " is not per feature";
 }
 
 std::unique_ptr<Kernel> skip_layer_norm_create(const NodeInfo& info) {
@@ -270,10 +278,13 @@ int in_place_output0(const NodeInfo&, size_t k) { return k == 0 ? 0 : -1; }
 }  // namespace
 
 void append_norm_fused_kernels(FactoryTable& t) {
-  t.emplace_back("SkipLayerNorm", KernelFactory{"cpu.skip_layer_norm", skip_layer_norm_accepts,
-                                                nullptr, skip_layer_norm_create, in_place_output0});
-  t.emplace_back("RMSNorm", KernelFactory{"cpu.rms_norm", rms_norm_accepts, nullptr,
-                                          rms_norm_create, in_place_output0});
+  t.emplace_back(
+      "SkipLayerNorm",
+      KernelFactory{"cpu.skip_layer_norm", accepts_unless_declined<skip_layer_norm_declines>,
+                    nullptr, skip_layer_norm_create, in_place_output0, skip_layer_norm_declines});
+  t.emplace_back("RMSNorm",
+                 KernelFactory{"cpu.rms_norm", accepts_unless_declined<rms_norm_declines>, nullptr,
+                               rms_norm_create, in_place_output0, rms_norm_declines});
 }
 
 }  // namespace nnfuse::cpu

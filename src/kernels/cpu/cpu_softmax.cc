@@ -151,18 +151,20 @@ class SoftmaxKernel : public Kernel {
   int64_t opset_, axis_;
 };
 
-bool softmax_accepts(const NodeInfo& info) {
+// Why the kernel declines a Softmax or LogSoftmax, "" when it runs it.
+std::string softmax_declines(const NodeInfo& info) {
   const Node& n = info.node;
-  if (!n.domain().empty() || n.num_inputs() != 1 || !single_output(n) ||
-      !input_is(info, 0, DType::kFloat32) || !info.all_inputs_in(Layout::kPlain)) {
-    return false;
+  if (!n.domain().empty() || n.num_inputs() != 1 || !single_output(n)) {
+    return "not one input and one output";
   }
+  if (std::string r = float_inputs_problem(info); !r.empty()) return r;
+  if (!info.all_inputs_in(Layout::kPlain)) return "the input is not plain";
   try {
     n.attr_int("axis", 0);
-  } catch (const Error&) {
-    return false;
+  } catch (const Error& e) {
+    return std::string("attributes: ") + e.what();
   }
-  return true;
+  return "";
 }
 
 std::unique_ptr<Kernel> softmax_create(const NodeInfo& info) {
@@ -174,7 +176,9 @@ int softmax_in_place(const NodeInfo&, size_t k) { return k == 0 ? 0 : -1; }
 }  // namespace
 
 void append_softmax_kernels(FactoryTable& t) {
-  const KernelFactory f{"cpu.softmax", softmax_accepts, nullptr, softmax_create, softmax_in_place};
+  KernelFactory f{"cpu.softmax", accepts_unless_declined<softmax_declines>, nullptr, softmax_create,
+                  softmax_in_place};
+  f.declines = softmax_declines;
   t.emplace_back("Softmax", f);
   t.emplace_back("LogSoftmax", f);
 }

@@ -87,6 +87,16 @@ inline bool float_inputs(const NodeInfo& info, size_t first = 0) {
   }
   return true;
 }
+// Why float_inputs(info) is false, "" when it is true.
+inline std::string float_inputs_problem(const NodeInfo& info) {
+  if (!info.has_input(0)) return input_label(info, 0) + " is missing";
+  for (size_t i = 0; i < info.node.num_inputs(); ++i) {
+    if (info.has_input(i) && info.input_dtype(i) != DType::kFloat32) {
+      return input_label(info, i) + " is " + dtype_name(info.input_dtype(i)) + ", not float32";
+    }
+  }
+  return "";
+}
 inline Layout input_layout(const NodeInfo& info, size_t i) {
   return i < info.input_layouts.size() ? info.input_layouts[i] : Layout::kPlain;
 }

@@ -181,50 +181,75 @@ bool pool_geometry(const NodeInfo& info, ConvSpec& s) {
   return output_shape_is(info, p->y_shape);
 }
 
-// The node's geometry when this kernel can run it, else nullopt.
-std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op) {
+// The node's geometry when this kernel can run it, else nullopt (and the reason in *why).
+std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op, std::string* why = nullptr) {
   const Node& node = info.node;
   const bool transpose = op == ConvOp::kTranspose;
   const bool fused = op == ConvOp::kFused || op == ConvOp::kFusedPool;
   const size_t max_inputs = fused ? 4 : 3;
-  if (node.num_outputs() != 1 || node.num_inputs() < 2 || node.num_inputs() > max_inputs) return {};
-  if (!static_f32_input(info, 0) || !static_f32_input(info, 1)) return {};
+  if (node.num_outputs() != 1 || node.num_inputs() < 2 || node.num_inputs() > max_inputs) {
+    return decline(why, node.num_inputs(), " inputs and ", node.num_outputs(), " outputs");
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    if (std::string r = not_static_f32(info, i); !r.empty()) return decline(why, r);
+  }
   const Tensor* w = info.constant(1);
-  if (!w || w->dtype() != DType::kFloat32 || w->layout() != Layout::kPlain) return {};
+  if (!w || w->dtype() != DType::kFloat32 || w->layout() != Layout::kPlain) {
+    return decline(why, "the weight ", input_label(info, 1), " is not a constant");
+  }
   ConvSpec s;
   s.transpose = transpose;
   s.x_shape = *known_shape(info, 0);
   s.w_shape = w->shape();
   const size_t rank = s.x_shape.size();
-  if (rank < 3 || rank > 5 || s.w_shape.size() != rank || (transpose && rank != 4)) return {};
+  if (rank < 3 || rank > 5 || s.w_shape.size() != rank || (transpose && rank != 4)) {
+    return decline(why, "input of rank ", rank, " (runs ", transpose ? "4-D" : "3-D to 5-D",
+                   " inputs with weights of the same rank)");
+  }
   for (size_t j = 0; j < rank; ++j) {
-    if (s.x_shape[j] < 1 || s.w_shape[j] < 1) return {};
+    if (s.x_shape[j] < 1 || s.w_shape[j] < 1) return decline(why, "an empty input or weight");
   }
   s.in_layout = input_layout(info, 0);
-  if (s.in_layout != Layout::kPlain && !(s.in_layout == Layout::kNHWC && rank == 4)) return {};
+  if (s.in_layout != Layout::kPlain && !(s.in_layout == Layout::kNHWC && rank == 4)) {
+    return decline(why, "input in layout ", layout_name(s.in_layout));
+  }
   s.out_layout = rank == 4 ? Layout::kNHWC : Layout::kPlain;
   try {
     s.group = node.attr_int("group", 1);
     const int64_t c = s.x_shape[1];
-    if (s.group < 1 || c % s.group != 0) return {};
+    if (s.group < 1 || c % s.group != 0) {
+      return decline(why, "group ", s.group, " does not divide ", c, " channels");
+    }
     int64_t m = 0;
     if (transpose) {
-      if (s.w_shape[0] != c || s.w_shape[1] > ref::kMaxGeometryValue) return {};
+      if (s.w_shape[0] != c || s.w_shape[1] > ref::kMaxGeometryValue) {
+        return decline(why, "weight ", dims_str(s.w_shape), " does not match ", c, " channels");
+      }
       m = s.w_shape[1] * s.group;
     } else {
       m = s.w_shape[0];
-      if (s.w_shape[1] * s.group != c || m % s.group != 0) return {};
+      if (s.w_shape[1] * s.group != c || m % s.group != 0) {
+        return decline(why, "weight ", dims_str(s.w_shape), " does not match ", c, " channels in ",
+                       s.group, " groups");
+      }
     }
     if (info.has_input(2)) {
       const Tensor* b = info.constant(2);
-      if (!b || b->dtype() != DType::kFloat32 || b->shape() != Dims{m}) return {};
+      if (!b || b->dtype() != DType::kFloat32 || b->shape() != Dims{m}) {
+        return decline(why, "the bias ", input_label(info, 2), " is not a float32 constant of [", m,
+                       "]");
+      }
       s.bias = true;
     }
     const Dims kernel = tail(s.w_shape, 2);
-    if (node.has_attr("kernel_shape") && node.attr_ints("kernel_shape") != kernel) return {};
+    if (node.has_attr("kernel_shape") && node.attr_ints("kernel_shape") != kernel) {
+      return decline(why, "kernel_shape differs from the weight's ", dims_str(kernel));
+    }
     s.y_shape = {s.x_shape[0], m};
     if (transpose) {
-      if (!transpose_geometry(node, tail(s.x_shape, 2), kernel, s)) return {};
+      if (!transpose_geometry(node, tail(s.x_shape, 2), kernel, s)) {
+        return decline(why, "output_shape, pads or output_padding oneDNN cannot express");
+      }
     } else {
       ref::WindowGeometry g = ref::window_geometry(node, tail(s.x_shape, 2), kernel, false);
       s.y_shape.insert(s.y_shape.end(), g.out.begin(), g.out.end());
@@ -233,24 +258,30 @@ std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op) {
       s.pad_l = g.pad_begin;
       s.pad_r = g.pad_end;
     }
-  } catch (const Error&) {
-    return {};  // bad attributes: the reference kernel reports them
+  } catch (const Error& e) {
+    return decline(why, "attributes: ", e.what());  // the reference kernel reports them
   }
   if (op == ConvOp::kFusedPool) {
-    if (!pool_geometry(info, s)) return {};
+    if (!pool_geometry(info, s)) return decline(why, "its pooling part is not a oneDNN max pool");
   } else if (!output_shape_is(info, s.y_shape)) {
-    return {};
+    return decline(why, "output shape differs from the computed ", dims_str(s.y_shape));
   }
   if (fused) {
     std::optional<ref::Activation> act = fused_activation(node);
-    if (!act) return {};
+    if (!act) return decline(why, "an activation oneDNN's post-ops do not compute exactly");
     s.act = *act;
     if (info.has_input(3)) {
-      if (!static_f32_input(info, 3) || *known_shape(info, 3) != s.y_shape) return {};
+      if (std::string r = not_static_f32(info, 3); !r.empty()) return decline(why, r);
+      if (*known_shape(info, 3) != s.y_shape) {
+        return decline(why, "the residual ", input_label(info, 3), " is not of the output's shape ",
+                       dims_str(s.y_shape));
+      }
       s.sum = true;
       s.sum_layout = input_layout(info, 3);
-      if (s.sum_layout != s.out_layout && s.sum_layout != Layout::kPlain) return {};
-      if (s.pool && s.x_shape.size() != 4) return {};
+      if (s.sum_layout != s.out_layout && s.sum_layout != Layout::kPlain) {
+        return decline(why, "the residual arrives in layout ", layout_name(s.sum_layout));
+      }
+      if (s.pool && s.x_shape.size() != 4) return decline(why, "a pooled residual of rank ", rank);
     }
   }
   if (!transpose && rank == 4 && s.w_shape[2] == 1 && s.w_shape[3] == 1) {
@@ -509,16 +540,22 @@ class ConvKernel : public Kernel {
 };
 
 template <ConvOp kOp>
-bool accepts(const NodeInfo& info) {
-  std::optional<ConvSpec> s = conv_spec(info, kOp);
-  if (!s) return false;
+std::string declines(const NodeInfo& info) {
+  std::string why;
+  std::optional<ConvSpec> s = conv_spec(info, kOp, &why);
+  if (!s) return why;
   try {
     ThreadScope threads(info.num_threads);
     make_pd(*s);  // some combinations (e.g. large negative padding) have no implementation
-    return true;
-  } catch (const std::exception&) {
-    return false;
+    return "";
+  } catch (const std::exception& e) {
+    return std::string("oneDNN has no implementation for it (") + e.what() + ")";
   }
+}
+
+template <ConvOp kOp>
+bool accepts(const NodeInfo& info) {
+  return declines<kOp>(info).empty();
 }
 
 Layout output_layout(const NodeInfo& info, size_t /*k*/) {
@@ -548,25 +585,28 @@ int fused_in_place(const NodeInfo& info, size_t k) {
   return s && s->sum && s->sum_layout == s->out_layout ? 3 : -1;
 }
 
+template <ConvOp kOp>
+KernelFactory factory(const char* name, Layout (*layout)(const NodeInfo&, size_t),
+                      int (*in_place)(const NodeInfo&, size_t)) {
+  return {name, accepts<kOp>, layout, create<kOp>, in_place, declines<kOp>};
+}
+
 }  // namespace
 
 KernelFactory fused_conv_pool_factory() {
-  return {"onednn.fused_conv_pool", accepts<ConvOp::kFusedPool>, conv_pool_output_layout,
-          create<ConvOp::kFusedPool>, nullptr};
+  return factory<ConvOp::kFusedPool>("onednn.fused_conv_pool", conv_pool_output_layout, nullptr);
 }
 
 KernelFactory conv_factory() {
-  return {"onednn.conv", accepts<ConvOp::kConv>, output_layout, create<ConvOp::kConv>, nullptr};
+  return factory<ConvOp::kConv>("onednn.conv", output_layout, nullptr);
 }
 
 KernelFactory conv_transpose_factory() {
-  return {"onednn.conv_transpose", accepts<ConvOp::kTranspose>, output_layout,
-          create<ConvOp::kTranspose>, nullptr};
+  return factory<ConvOp::kTranspose>("onednn.conv_transpose", output_layout, nullptr);
 }
 
 KernelFactory fused_conv_factory() {
-  return {"onednn.fused_conv", accepts<ConvOp::kFused>, output_layout, create<ConvOp::kFused>,
-          fused_in_place};
+  return factory<ConvOp::kFused>("onednn.fused_conv", output_layout, fused_in_place);
 }
 
 }  // namespace nnfuse::onednn

@@ -143,7 +143,10 @@ void normalize_rows(const float* x, float* y, int64_t rows, int64_t n, const flo
                       });
 }
 
-std::optional<MatMulSpec> matmul_spec(const NodeInfo& info, MatMulOp op) {
+// The product's shapes and epilogue when this kernel can run the node, else nullopt (and the
+// reason in *why).
+std::optional<MatMulSpec> matmul_spec(const NodeInfo& info, MatMulOp op,
+                                      std::string* why = nullptr) {
   const Node& node = info.node;
   const bool ln = op == MatMulOp::kMatMulLayerNorm;
   const bool norm_a = op == MatMulOp::kLayerNormMatMul;
@@ -151,22 +154,33 @@ std::optional<MatMulSpec> matmul_spec(const NodeInfo& info, MatMulOp op) {
   const size_t max_inputs = ln ? 6 : norm_a ? 5 : fused ? 3 : 2;
   const size_t min_inputs = ln ? 5 : norm_a ? 4 : 2;
   if (node.num_outputs() != 1 || node.num_inputs() < min_inputs || node.num_inputs() > max_inputs) {
-    return {};
+    return decline(why, node.num_inputs(), " inputs and ", node.num_outputs(), " outputs");
   }
-  if (!static_f32_input(info, 0) || !static_f32_input(info, 1)) return {};
+  for (size_t i = 0; i < 2; ++i) {
+    if (std::string r = not_static_f32(info, i); !r.empty()) return decline(why, r);
+  }
   for (size_t i = 0; i < node.num_inputs(); ++i) {
-    if (input_layout(info, i) != Layout::kPlain) return {};
+    if (input_layout(info, i) != Layout::kPlain) {
+      return decline(why, input_label(info, i), " arrives in layout ",
+                     layout_name(input_layout(info, i)));
+    }
   }
   MatMulSpec s;
   s.in_shape[0] = *known_shape(info, 0);
   s.in_shape[1] = *known_shape(info, 1);
   Dims as = s.in_shape[0], bs = s.in_shape[1];
-  if (as.empty() || bs.empty() || !valid_dims(as) || !valid_dims(bs)) return {};
+  if (as.empty() || bs.empty() || !valid_dims(as) || !valid_dims(bs)) {
+    return decline(why, "operands ", dims_str(as), " and ", dims_str(bs),
+                   " (runs non-empty operands of rank 1 or more)");
+  }
   const bool a_vec = as.size() == 1, b_vec = bs.size() == 1;
   if (a_vec) as.insert(as.begin(), 1);
   if (b_vec) bs.push_back(1);
   const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
-  if (bs[bs.size() - 2] != k) return {};
+  if (bs[bs.size() - 2] != k) {
+    return decline(why, "operands ", dims_str(s.in_shape[0]), " and ", dims_str(s.in_shape[1]),
+                   " do not multiply");
+  }
   Dims a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
   const size_t r = std::max(a_batch.size(), b_batch.size());
   a_batch.insert(a_batch.begin(), r - a_batch.size(), 1);
@@ -175,16 +189,21 @@ std::optional<MatMulSpec> matmul_spec(const NodeInfo& info, MatMulOp op) {
   bool b_shared = true;  // B is one matrix for every batch entry
   int64_t folded_m = m;
   for (size_t j = 0; j < r; ++j) {
-    if (a_batch[j] != b_batch[j] && a_batch[j] != 1 && b_batch[j] != 1) return {};
+    if (a_batch[j] != b_batch[j] && a_batch[j] != 1 && b_batch[j] != 1) {
+      return decline(why, "batch dims ", dims_str(a_batch), " and ", dims_str(b_batch),
+                     " do not broadcast");
+    }
     batch[j] = std::max(a_batch[j], b_batch[j]);
     b_shared = b_shared && b_batch[j] == 1;
     folded_m *= a_batch[j];
-    if (folded_m > kMaxDim) return {};
+    if (folded_m > kMaxDim) return decline(why, "more rows than oneDNN's dims hold");
   }
   s.y_shape = batch;
   if (!a_vec) s.y_shape.push_back(m);
   if (!b_vec) s.y_shape.push_back(n);
-  if (!output_shape_is(info, s.y_shape)) return {};
+  if (!output_shape_is(info, s.y_shape)) {
+    return decline(why, "output shape differs from the computed ", dims_str(s.y_shape));
+  }
   if (b_shared) {
     s.src = f32_desc({folded_m, k}, Tag::ab);
     s.dst = f32_desc({folded_m, n}, Tag::ab);
@@ -194,7 +213,7 @@ std::optional<MatMulSpec> matmul_spec(const NodeInfo& info, MatMulOp op) {
     ad.insert(ad.end(), {m, k});
     bd.insert(bd.end(), {k, n});
     yd.insert(yd.end(), {m, n});
-    if (yd.size() > 6) return {};
+    if (yd.size() > 6) return decline(why, "a batched product of rank ", yd.size(), " (at most 6)");
     s.src = f32_desc(ad, plain_tag(ad.size()));
     s.wei = f32_desc(bd, plain_tag(bd.size()));
     s.dst = f32_desc(yd, plain_tag(yd.size()));
@@ -202,34 +221,50 @@ std::optional<MatMulSpec> matmul_spec(const NodeInfo& info, MatMulOp op) {
   s.const_wei = plain_constant(info, 1);
   s.runtime_wei = s.const_wei == nullptr;
   if (fused) {
-    if (!read_activation(info, s)) return {};
+    if (!read_activation(info, s)) {
+      return decline(why, "an activation oneDNN's post-ops do not compute exactly");
+    }
     if (info.has_input(2)) {
       // A bias over the last dim ([N]), as the primitive's bias; not for a vector B, whose
       // product has no N dim.
-      if (b_vec || !static_f32_input(info, 2) || *known_shape(info, 2) != Dims{n}) return {};
+      if (b_vec || !static_f32_input(info, 2) || *known_shape(info, 2) != Dims{n}) {
+        return decline(why, "the bias ", input_label(info, 2), " is not float32 [", n, "]");
+      }
       s.in_shape[2] = {n};
       s.c_mode = MatMulSpec::CMode::kBias;
       s.c_dims = {1, n};
       s.const_c = plain_constant(info, 2);
       s.runtime_c = s.const_c == nullptr;
     }
-    if (ln && !layer_norm_spec(info, n, s)) return {};
-    if (norm_a && (a_vec || !norm_a_spec(info, k, s))) return {};
+    if (ln && !layer_norm_spec(info, n, s)) {
+      return decline(why, "the residual, gamma, beta or epsilon of its LayerNorm part");
+    }
+    if (norm_a && (a_vec || !norm_a_spec(info, k, s))) {
+      return decline(why, "gamma, beta or epsilon of its LayerNorm part, or a vector A");
+    }
   }
   return s;
 }
 
-std::optional<MatMulSpec> gemm_spec(const NodeInfo& info, MatMulOp op) {
+std::optional<MatMulSpec> gemm_spec(const NodeInfo& info, MatMulOp op, std::string* why = nullptr) {
   const Node& node = info.node;
-  if (node.num_inputs() < 2 || node.num_inputs() > 3 || node.num_outputs() != 1) return {};
-  if (!static_f32_input(info, 0) || !static_f32_input(info, 1)) return {};
+  if (node.num_inputs() < 2 || node.num_inputs() > 3 || node.num_outputs() != 1) {
+    return decline(why, node.num_inputs(), " inputs and ", node.num_outputs(), " outputs");
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    if (std::string r = not_static_f32(info, i); !r.empty()) return decline(why, r);
+  }
   MatMulSpec s;
   s.pool = op == MatMulOp::kPoolGemm;
   for (size_t i = 0; i < node.num_inputs(); ++i) {
     const Layout l = input_layout(info, i);
-    if (l != Layout::kPlain && !(s.pool && i == 0 && l == Layout::kNHWC)) return {};
+    if (l != Layout::kPlain && !(s.pool && i == 0 && l == Layout::kNHWC)) {
+      return decline(why, input_label(info, i), " arrives in layout ", layout_name(l));
+    }
   }
-  if (op != MatMulOp::kGemm && !read_activation(info, s)) return {};
+  if (op != MatMulOp::kGemm && !read_activation(info, s)) {
+    return decline(why, "an activation oneDNN's post-ops do not compute exactly");
+  }
   try {
     s.alpha = node.attr_float("alpha", 1.0f);
     s.beta = node.attr_float("beta", 1.0f);
@@ -239,42 +274,55 @@ std::optional<MatMulSpec> gemm_spec(const NodeInfo& info, MatMulOp op) {
     if (s.pool) {
       // X [N, C, spatial...] pooled to A [N, C]; NHWC only for 4-D X.
       s.x_layout = input_layout(info, 0);
-      if (ta || a.size() < 3 || !valid_dims(a)) return {};
-      if (s.x_layout == Layout::kNHWC && a.size() != 4) return {};
-      if (checked_numel(a) > kMaxDim) return {};
+      if (ta || a.size() < 3 || !valid_dims(a) || (s.x_layout == Layout::kNHWC && a.size() != 4) ||
+          checked_numel(a) > kMaxDim) {
+        return decline(why, "pooled input ", dims_str(a), ta ? " with transA" : "");
+      }
       s.in_shape[0] = a;
       a = {a[0], a[1]};
     }
-    if (a.size() != 2 || b.size() != 2 || !valid_dims(a) || !valid_dims(b)) return {};
+    if (a.size() != 2 || b.size() != 2 || !valid_dims(a) || !valid_dims(b)) {
+      return decline(why, "operands ", dims_str(a), " and ", dims_str(b), " (runs 2-D ones)");
+    }
     const int64_t m = ta ? a[1] : a[0], k = ta ? a[0] : a[1];
     const int64_t kb = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
-    if (k != kb) return {};
+    if (k != kb) {
+      return decline(why, "operands ", dims_str(a), " and ", dims_str(b), " do not multiply");
+    }
     if (!s.pool) s.in_shape[0] = a;
     s.in_shape[1] = b;
     s.y_shape = {m, n};
-    if (!output_shape_is(info, s.y_shape)) return {};
+    if (!output_shape_is(info, s.y_shape)) {
+      return decline(why, "output shape differs from the computed ", dims_str(s.y_shape));
+    }
     s.src = f32_desc({m, k}, ta ? Tag::ba : Tag::ab);
     s.wei = f32_desc({k, n}, tb ? Tag::ba : Tag::ab);
     s.dst = f32_desc({m, n}, Tag::ab);
     s.const_wei = plain_constant(info, 1);
     s.runtime_wei = s.const_wei == nullptr;
-    if (s.runtime_wei && s.alpha != 1.0f) return {};  // alpha is folded into a constant B only
+    if (s.runtime_wei && s.alpha != 1.0f) {  // alpha is folded into a constant B only
+      return decline(why, "alpha ", s.alpha, " with a B that is not a constant");
+    }
     if (info.has_input(2) && s.beta != 0.0f) {
-      if (!static_f32_input(info, 2)) return {};
+      if (std::string r = not_static_f32(info, 2); !r.empty()) return decline(why, r);
       Dims c = *known_shape(info, 2);
-      if (c.size() > 2) return {};
+      if (c.size() > 2) return decline(why, "C of rank ", c.size());
       s.in_shape[2] = c;
       c.insert(c.begin(), 2 - c.size(), 1);
-      if ((c[0] != 1 && c[0] != m) || (c[1] != 1 && c[1] != n)) return {};
+      if ((c[0] != 1 && c[0] != m) || (c[1] != 1 && c[1] != n)) {
+        return decline(why, "C ", dims_str(c), " does not broadcast to [", m, ", ", n, "]");
+      }
       s.c_dims = c;
       s.const_c = plain_constant(info, 2);
       s.runtime_c = s.const_c == nullptr;
-      if (s.runtime_c && s.beta != 1.0f) return {};  // beta is folded into a constant C only
+      if (s.runtime_c && s.beta != 1.0f) {  // beta is folded into a constant C only
+        return decline(why, "beta ", s.beta, " with a C that is not a constant");
+      }
       const bool row = c[0] == 1 && (c[1] == n || s.const_c);  // a constant scalar widens
       s.c_mode = row ? MatMulSpec::CMode::kBias : MatMulSpec::CMode::kSum;
     }
-  } catch (const Error&) {
-    return {};
+  } catch (const Error& e) {
+    return decline(why, "attributes: ", e.what());
   }
   return s;
 }
@@ -459,21 +507,27 @@ class MatMulKernel : public Kernel {
 };
 
 template <auto kSpec, MatMulOp kOp>
-bool accepts(const NodeInfo& info) {
-  std::optional<MatMulSpec> s = kSpec(info, kOp);
-  if (!s) return false;
+std::string declines(const NodeInfo& info) {
+  std::string why;
+  std::optional<MatMulSpec> s = kSpec(info, kOp, &why);
+  if (!s) return why;
   try {
     ThreadScope threads(info.num_threads);
     make_pd(*s);
-    return true;
-  } catch (const std::exception&) {
-    return false;
+    return "";
+  } catch (const std::exception& e) {
+    return std::string("oneDNN has no implementation for it (") + e.what() + ")";
   }
 }
 
 template <auto kSpec, MatMulOp kOp>
+bool accepts(const NodeInfo& info) {
+  return declines<kSpec, kOp>(info).empty();
+}
+
+template <auto kSpec, MatMulOp kOp>
 std::unique_ptr<Kernel> create(const NodeInfo& info) {
-  std::optional<MatMulSpec> s = kSpec(info, kOp);
+  std::optional<MatMulSpec> s = kSpec(info, kOp, nullptr);
   if (!s) fail(ErrorKind::kInternal, info.node.describe(), ": not accepted by the oneDNN kernel");
   return std::make_unique<MatMulKernel>(info, *s);
 }
@@ -489,7 +543,7 @@ int layer_norm_in_place(const NodeInfo& info, size_t k) {
 
 template <auto kSpec, MatMulOp kOp>
 KernelFactory factory(const char* name) {
-  return {name, accepts<kSpec, kOp>, nullptr, create<kSpec, kOp>, nullptr};
+  return {name, accepts<kSpec, kOp>, nullptr, create<kSpec, kOp>, nullptr, declines<kSpec, kOp>};
 }
 
 KernelFactory fused_layer_norm_matmul_factory() {

@@ -21,34 +21,42 @@ using dnnl::memory;
 
 Dims spatial(const Dims& x) { return Dims(x.begin() + 2, x.end()); }
 
-// Shape and layout of X when a pool can take it, else false.
-bool pool_input(const NodeInfo& info, PoolSpec& s) {
+// Shape and layout of X when a pool can take it, else false (and the reason in *why).
+bool pool_input(const NodeInfo& info, PoolSpec& s, std::string* why) {
   const Node& node = info.node;
-  if (node.num_inputs() != 1 || !static_f32_input(info, 0)) return false;
+  auto no = [why](const auto&... reason) {
+    decline(why, reason...);
+    return false;
+  };
+  if (node.num_inputs() != 1) return no(node.num_inputs(), " inputs");
+  if (std::string r = not_static_f32(info, 0); !r.empty()) return no(r);
   // MaxPool's optional Indices output is left to the reference kernel.
   if (node.num_outputs() != 1 && !(node.num_outputs() == 2 && node.output(1) == nullptr)) {
-    return false;
+    return no("the Indices output is wanted");
   }
   s.x_shape = *known_shape(info, 0);
   const size_t rank = s.x_shape.size();
-  if (rank < 3 || rank > 5) return false;
+  if (rank < 3 || rank > 5) return no("input of rank ", rank, " (runs 3-D to 5-D)");
   for (int64_t d : s.x_shape) {
-    if (d < 1 || d > ref::kMaxGeometryValue) return false;
+    if (d < 1 || d > ref::kMaxGeometryValue) {
+      return no("input ", dims_str(s.x_shape), " outside the sizes it runs");
+    }
   }
   s.in_layout = input_layout(info, 0);
-  return s.in_layout == Layout::kPlain || (s.in_layout == Layout::kNHWC && rank == 4);
+  if (s.in_layout == Layout::kPlain || (s.in_layout == Layout::kNHWC && rank == 4)) return true;
+  return no("input in layout ", layout_name(s.in_layout));
 }
 
 }  // namespace
 
-std::optional<PoolSpec> pool_spec(const NodeInfo& info) {
+std::optional<PoolSpec> pool_spec(const NodeInfo& info, std::string* why) {
   const Node& node = info.node;
   PoolSpec s;
-  if (!pool_input(info, s)) return {};
+  if (!pool_input(info, s, why)) return {};
   s.out_layout = s.in_layout;
   const bool max = node.op_type() == "MaxPool";
   try {
-    if (!node.has_attr("kernel_shape")) return {};
+    if (!node.has_attr("kernel_shape")) return decline(why, "no kernel_shape");
     const Dims in = spatial(s.x_shape);
     const size_t r = in.size();
     const Dims kernel = ref::spatial_attr(node, "kernel_shape", r, 1, true);
@@ -57,7 +65,7 @@ std::optional<PoolSpec> pool_spec(const NodeInfo& info) {
     bool include_pad = false;
     if (max) {
       const int64_t so = node.attr_int("storage_order", 0);  // affects Indices only
-      if (so != 0 && so != 1) return {};
+      if (so != 0 && so != 1) return decline(why, "storage_order ", so);
       s.alg = dnnl::algorithm::pooling_max;
     } else {
       include_pad = node.attr_int("count_include_pad", 0) != 0;
@@ -72,25 +80,31 @@ std::optional<PoolSpec> pool_spec(const NodeInfo& info) {
     for (size_t j = 0; j < r; ++j) {
       const int64_t span = (kernel[j] - 1) * g.dilations[j] + 1;
       // Windows of padding only have no defined value: the reference kernel reports them.
-      if (g.pad_begin[j] >= span || g.pad_end[j] >= span) return {};
+      if (g.pad_begin[j] >= span || g.pad_end[j] >= span) {
+        return decline(why, "pads as large as the window");
+      }
       s.dilations.push_back(g.dilations[j] - 1);
       // The end padding the last window reaches into (more than pads with ceil_mode).
       const int64_t reach = (g.out[j] - 1) * g.strides[j] + span - in[j] - g.pad_begin[j];
-      if (include_pad && reach > g.pad_end[j]) return {};
+      if (include_pad && reach > g.pad_end[j]) {
+        return decline(why, "count_include_pad with windows past the pads (ceil_mode)");
+      }
       s.pad_r.push_back(std::max(reach, g.pad_end[j]));
     }
-  } catch (const Error&) {
-    return {};  // bad attributes: the reference kernel reports them
+  } catch (const Error& e) {
+    return decline(why, "attributes: ", e.what());  // the reference kernel reports them
   }
-  if (!output_shape_is(info, s.y_shape)) return {};
+  if (!output_shape_is(info, s.y_shape)) {
+    return decline(why, "output shape differs from the computed ", dims_str(s.y_shape));
+  }
   return s;
 }
 
 namespace {
 
-std::optional<PoolSpec> global_pool_spec(const NodeInfo& info) {
+std::optional<PoolSpec> global_pool_spec(const NodeInfo& info, std::string* why) {
   PoolSpec s;
-  if (!pool_input(info, s)) return {};
+  if (!pool_input(info, s, why)) return {};
   s.out_layout = Layout::kPlain;
   s.alg = info.node.op_type() == "GlobalMaxPool" ? dnnl::algorithm::pooling_max
                                                  : dnnl::algorithm::pooling_avg_exclude_padding;
@@ -103,7 +117,9 @@ std::optional<PoolSpec> global_pool_spec(const NodeInfo& info) {
   s.y_shape.assign(s.x_shape.size(), 1);
   s.y_shape[0] = s.x_shape[0];
   s.y_shape[1] = s.x_shape[1];
-  if (!output_shape_is(info, s.y_shape)) return {};
+  if (!output_shape_is(info, s.y_shape)) {
+    return decline(why, "output shape differs from the computed ", dims_str(s.y_shape));
+  }
   return s;
 }
 
@@ -151,36 +167,44 @@ class PoolKernel : public Kernel {
 };
 
 template <auto kSpec>
-bool accepts(const NodeInfo& info) {
-  std::optional<PoolSpec> s = kSpec(info);
-  if (!s) return false;
+std::string declines(const NodeInfo& info) {
+  std::string why;
+  std::optional<PoolSpec> s = kSpec(info, &why);
+  if (!s) return why;
   try {
     ThreadScope threads(info.num_threads);
     make_pd(*s);
-    return true;
-  } catch (const std::exception&) {
-    return false;
+    return "";
+  } catch (const std::exception& e) {
+    return std::string("oneDNN has no implementation for it (") + e.what() + ")";
   }
+}
+
+template <auto kSpec>
+bool accepts(const NodeInfo& info) {
+  return declines<kSpec>(info).empty();
 }
 
 Layout same_layout(const NodeInfo& info, size_t /*k*/) { return input_layout(info, 0); }
 
 template <auto kSpec>
 std::unique_ptr<Kernel> create(const NodeInfo& info) {
-  std::optional<PoolSpec> s = kSpec(info);
+  std::optional<PoolSpec> s = kSpec(info, nullptr);
   if (!s) fail(ErrorKind::kInternal, info.node.describe(), ": not accepted by the oneDNN kernel");
   return std::make_unique<PoolKernel>(info, *s);
 }
 
-}  // namespace
-
-KernelFactory pool_factory() {
-  return {"onednn.pool", accepts<pool_spec>, same_layout, create<pool_spec>, nullptr};
+template <auto kSpec>
+KernelFactory factory(const char* name, Layout (*layout)(const NodeInfo&, size_t)) {
+  return {name, accepts<kSpec>, layout, create<kSpec>, nullptr, declines<kSpec>};
 }
 
+}  // namespace
+
+KernelFactory pool_factory() { return factory<pool_spec>("onednn.pool", same_layout); }
+
 KernelFactory global_pool_factory() {
-  return {"onednn.global_pool", accepts<global_pool_spec>, nullptr, create<global_pool_spec>,
-          nullptr};
+  return factory<global_pool_spec>("onednn.global_pool", nullptr);
 }
 
 }  // namespace nnfuse::onednn

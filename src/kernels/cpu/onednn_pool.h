@@ -4,6 +4,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
+#include <string>
 
 #include "kernels/kernel.h"
 
@@ -17,7 +18,7 @@ struct PoolSpec {
 };
 
 // The node's geometry when oneDNN can pool it, else nullopt (bad attributes included: the
-// reference kernel reports those).
-std::optional<PoolSpec> pool_spec(const NodeInfo& info);
+// reference kernel reports those) with the reason in *why when given.
+std::optional<PoolSpec> pool_spec(const NodeInfo& info, std::string* why = nullptr);
 
 }  // namespace nnfuse::onednn

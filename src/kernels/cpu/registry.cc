@@ -38,6 +38,43 @@ bool NodeInfo::all_inputs_in(Layout l) const {
   return true;
 }
 
+std::string input_label(const NodeInfo& info, size_t i) {
+  const Value* v = info.input(i);
+  return v ? "input '" + v->name() + "'" : "input " + std::to_string(i);
+}
+
+std::string not_static_f32(const NodeInfo& info, size_t i) {
+  if (!info.has_input(i)) return input_label(info, i) + " is missing";
+  const Tensor* c = info.constant(i);
+  const DType t = c ? c->dtype() : info.input_dtype(i);
+  if (t != DType::kFloat32) return input_label(info, i) + " is " + dtype_name(t) + ", not float32";
+  if (!c && !info.input_shape(i)) {
+    return input_label(info, i) + " has no static shape (float32" + info.input(i)->shape().str() +
+           ")";
+  }
+  return "";
+}
+
+std::string decline_reason(const KernelFactory& f, const NodeInfo& info) {
+  if (f.declines) {
+    if (std::string why = f.declines(info); !why.empty()) return why;
+  }
+  // Without a reason of the kernel's own, name the first input most fast kernels would refuse:
+  // a runtime (non-constant) one of another dtype than float32, else one of unknown shape.
+  std::string note;
+  for (size_t i = 0; i < info.node.num_inputs() && note.empty(); ++i) {
+    if (info.has_input(i) && !info.constant(i) && info.input_dtype(i) != DType::kFloat32) {
+      note = input_label(info, i) + " is " + dtype_name(info.input_dtype(i));
+    }
+  }
+  for (size_t i = 0; i < info.node.num_inputs() && note.empty(); ++i) {
+    if (info.has_input(i) && !info.constant(i) && !info.input_shape(i)) {
+      note = input_label(info, i) + " has no static shape";
+    }
+  }
+  return "does not support this configuration" + (note.empty() ? "" : " (" + note + ")");
+}
+
 Tensor& KernelIO::output(size_t k, DType dtype, const Dims& shape, Layout layout) {
   Tensor& t = outputs[k];
   if (t.defined()) {

@@ -1,0 +1,99 @@
+#include "runtime/reference_fallback.h"
+
+#include <map>
+#include <set>
+
+#include "ir/error.h"
+
+namespace nnfuse {
+
+namespace {
+
+std::string value_str(const Value* v) { return dtype_name(v->dtype()) + v->shape().str(); }
+
+// "Conv 'conv3' (float32[1, 64, ?, ?] -> float32?): onednn.conv: reason; ..."
+std::string describe(const ReferenceFallback& f, const char* verb) {
+  std::string s = f.op_type + " '" + f.node + "' (" + f.shapes + ")" + verb + ":";
+  for (size_t i = 0; i < f.declined.size(); ++i) {
+    s += (i ? "; " : " ") + f.declined[i].first + ": " + f.declined[i].second;
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string ReferenceFallback::message() const {
+  return describe(*this, " runs on the reference kernel");
+}
+
+bool is_compute_op(const std::string& op_type) {
+  static const std::set<std::string> kOps = {
+      // Convolutions and dense products.
+      "Conv", "ConvTranspose", "MatMul", "Gemm", "FusedConv", "FusedConvPool", "FusedMatMul",
+      "FusedGemm", "FusedGlobalPoolGemm", "FusedMatMulLayerNorm", "FusedLayerNormMatMul",
+      // Pooling.
+      "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool", "GlobalLpPool",
+      // Normalizations (Softmax normalizes rows: attention's scores).
+      "BatchNormalization", "LayerNormalization", "InstanceNormalization", "GroupNormalization",
+      "ScaleShift", "SkipLayerNorm", "RMSNorm", "EmbedLayerNorm", "Softmax", "LogSoftmax",
+      // Attention and resampling.
+      "Attention", "MultiHeadAttention", "Resize"};
+  return kOps.count(op_type) != 0;
+}
+
+std::optional<ReferenceFallback> reference_fallback(const NodeInfo& info) {
+  const Node& n = info.node;
+  ReferenceFallback f;
+  for (const KernelFactory& k : kernels_for(n.op_type())) {
+    if (std::string(k.name) != "ref") f.declined.emplace_back(k.name, decline_reason(k, info));
+  }
+  if (f.declined.empty()) return std::nullopt;
+  f.graph_node = &n;
+  f.node = n.name();
+  f.op_type = n.op_type();
+  f.compute_op = is_compute_op(n.op_type());
+  std::string ins, outs;
+  for (size_t i = 0; i < n.num_inputs(); ++i) {
+    if (info.has_input(i) && !info.constant(i)) {
+      ins += (ins.empty() ? "" : ", ") + value_str(n.input(i));
+    }
+  }
+  for (const Value* o : n.outputs()) {
+    if (o) outs += (outs.empty() ? "" : ", ") + value_str(o);
+  }
+  f.shapes = ins + (ins.empty() ? "-> " : " -> ") + outs;
+  return f;
+}
+
+void warn_reference_fallbacks(const std::vector<ReferenceFallback>& fallbacks, size_t limit) {
+  std::map<std::string, int> rest;
+  for (size_t i = 0; i < fallbacks.size(); ++i) {
+    if (i < limit) {
+      warn(fallbacks[i].message());
+    } else {
+      rest[fallbacks[i].op_type]++;
+    }
+  }
+  if (rest.empty()) return;
+  std::string ops;
+  for (auto& [op, n] : rest) ops += (ops.empty() ? "" : ", ") + op + " " + std::to_string(n);
+  warn(fallbacks.size() - limit, " more nodes run on the reference kernel (", ops, ")");
+}
+
+void refuse_compute_fallbacks(const std::vector<ReferenceFallback>& fallbacks) {
+  std::vector<const ReferenceFallback*> compute;
+  for (const ReferenceFallback& f : fallbacks) {
+    if (f.compute_op) compute.push_back(&f);
+  }
+  if (compute.empty()) return;
+  std::string msg = "--strict: " + std::to_string(compute.size()) + " compute node" +
+                    (compute.size() == 1 ? "" : "s") + " would run on the reference kernel:";
+  const size_t shown = 5;
+  for (size_t i = 0; i < compute.size() && i < shown; ++i) {
+    msg += (i ? " | " : " ") + describe(*compute[i], "");
+  }
+  if (compute.size() > shown) msg += " | and " + std::to_string(compute.size() - shown) + " more";
+  throw Error(ErrorKind::kUnsupported, msg);
+}
+
+}  // namespace nnfuse

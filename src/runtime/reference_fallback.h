@@ -1,0 +1,49 @@
+// Reference fallbacks: nodes the planner gives the reference kernel although their op has a
+// fast kernel, because every fast kernel declined them. The reference kernels are the oracle,
+// not a production path, so a plan lists these (with each fast kernel's reason) for the
+// runtime to warn about, `bench --json` to count and `--strict` to refuse.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+#include "kernels/kernel.h"
+
+namespace nnfuse {
+
+struct ReferenceFallback {
+  const Node* graph_node = nullptr;
+  std::string node;     // the node's name
+  std::string op_type;  // e.g. "Conv"
+  // "float32[1, 64, ?, ?] -> float32?": the runtime (non-constant) inputs, then the outputs.
+  std::string shapes;
+  // Each fast kernel of the op, in table order, with why it declined the node.
+  std::vector<std::pair<std::string, std::string>> declined;
+  // Conv, ConvTranspose, MatMul, Gemm, pooling, normalization, attention, Resize, and the
+  // ai.nnfuse ops built on them: where the reference kernel costs the most.
+  bool compute_op = false;
+
+  // "Conv 'conv3' (float32[1, 64, ?, ?] -> float32?) runs on the reference kernel:
+  // onednn.conv: input 'x' has no static shape (...)".
+  std::string message() const;
+};
+
+// True for the compute ops (see ReferenceFallback::compute_op).
+bool is_compute_op(const std::string& op_type);
+
+// The fallback record for a node about to run on the reference kernel, when its op has fast
+// kernels; nullopt when the reference kernel is its only kernel. `info` describes the inputs
+// as the fast kernels last saw them (plain layouts).
+std::optional<ReferenceFallback> reference_fallback(const NodeInfo& info);
+
+// Warns on stderr about each fallback, one line per node (at most `limit`, then a count of
+// the rest).
+void warn_reference_fallbacks(const std::vector<ReferenceFallback>& fallbacks, size_t limit = 20);
+
+// Throws kUnsupported naming every compute op on the reference kernel, if there is one.
+void refuse_compute_fallbacks(const std::vector<ReferenceFallback>& fallbacks);
+
+}  // namespace nnfuse

@@ -1,0 +1,204 @@
+#include "runtime/reference_fallback.h"
+
+#include <gtest/gtest.h>
+
+#include "ir/error.h"
+#include "runtime/plan.h"
+#include "runtime/session.h"
+
+namespace nnfuse {
+namespace {
+
+// [1, 3, h, w]: rank and channels known, spatial dims symbolic.
+Shape nchw_with_symbolic_hw() {
+  Shape s = Shape::of({1, 3, 1, 1});
+  s.dims[2] = Dim{-1, "h"};
+  s.dims[3] = Dim{-1, "w"};
+  return s;
+}
+
+// x -> Conv (3x3 weight, pads 1) -> y, x of shape `x_shape`.
+std::unique_ptr<Graph> conv_graph(const Shape& x_shape, const Shape& y_shape) {
+  auto g = std::make_unique<Graph>();
+  g->opsets[""] = 17;
+  Value* x = g->add_value("x", DType::kFloat32, x_shape);
+  g->add_input(x);
+  Value* w = g->add_value("w");
+  w->set_constant(Tensor(DType::kFloat32, {4, 3, 3, 3}));
+  Value* y = g->add_value("y", DType::kFloat32, y_shape);
+  Node* conv = g->add_node("Conv", "conv3", {x, w}, {y});
+  Attribute pads;
+  pads.kind = Attribute::Kind::kInts;
+  pads.ints = {1, 1, 1, 1};
+  conv->set_attr("pads", pads);
+  g->add_output(y);
+  return g;
+}
+
+PlanOptions quiet() {
+  PlanOptions o;
+  o.warn_fallbacks = false;
+  return o;
+}
+
+TEST(ReferenceFallback, ConvWithoutStaticShapeIsRecordedWithTheReason) {
+  auto g = conv_graph(nchw_with_symbolic_hw(), Shape::unknown());
+  ExecutionPlan plan(*g, quiet());
+  ASSERT_EQ(plan.reference_fallbacks().size(), 1u);
+  const ReferenceFallback& f = plan.reference_fallbacks()[0];
+  EXPECT_EQ(f.node, "conv3");
+  EXPECT_EQ(f.op_type, "Conv");
+  EXPECT_TRUE(f.compute_op);
+  EXPECT_EQ(f.shapes, "float32[1, 3, h, w] -> float32?");
+  ASSERT_EQ(f.declined.size(), 1u);
+  EXPECT_EQ(f.declined[0].first, "onednn.conv");
+  EXPECT_EQ(f.declined[0].second, "input 'x' has no static shape (float32[1, 3, h, w])");
+  EXPECT_EQ(f.message(),
+            "Conv 'conv3' (float32[1, 3, h, w] -> float32?) runs on the reference kernel: "
+            "onednn.conv: input 'x' has no static shape (float32[1, 3, h, w])");
+  // The step itself is marked, for bench and profile.
+  size_t marked = 0;
+  for (const PlanStep& s : plan.steps()) marked += s.reference_fallback;
+  EXPECT_EQ(marked, 1u);
+}
+
+TEST(ReferenceFallback, StaticConvRecordsNone) {
+  auto g = conv_graph(Shape::of({1, 3, 8, 8}), Shape::of({1, 4, 8, 8}));
+  ExecutionPlan plan(*g, quiet());
+  EXPECT_TRUE(plan.reference_fallbacks().empty());
+  EXPECT_EQ(plan.kernel_histogram().count("ref"), 0u);
+  EXPECT_EQ(plan.kernel_histogram().at("onednn.conv"), 1);
+}
+
+TEST(ReferenceFallback, TheOracleRecordsNone) {
+  auto g = conv_graph(nchw_with_symbolic_hw(), Shape::unknown());
+  PlanOptions o = quiet();
+  o.reference_only = true;
+  ExecutionPlan plan(*g, o);
+  EXPECT_TRUE(plan.reference_fallbacks().empty());
+  EXPECT_EQ(plan.kernel_histogram().at("ref"), 1);
+}
+
+TEST(ReferenceFallback, MatMulWithRuntimeWeightOfUnknownShape) {
+  auto g = std::make_unique<Graph>();
+  g->opsets[""] = 17;
+  Value* a = g->add_value("a", DType::kFloat32, Shape::of({2, 4}));
+  Value* b = g->add_value("b", DType::kFloat32, Shape::unknown());
+  g->add_input(a);
+  g->add_input(b);
+  Value* y = g->add_value("y", DType::kFloat32, Shape::unknown());
+  g->add_node("MatMul", "mm", {a, b}, {y});
+  g->add_output(y);
+  ExecutionPlan plan(*g, quiet());
+  ASSERT_EQ(plan.reference_fallbacks().size(), 1u);
+  const ReferenceFallback& f = plan.reference_fallbacks()[0];
+  EXPECT_EQ(f.node, "mm");
+  EXPECT_EQ(f.shapes, "float32[2, 4], float32? -> float32?");
+  ASSERT_EQ(f.declined.size(), 1u);
+  EXPECT_EQ(f.declined[0].first, "onednn.matmul");
+  EXPECT_EQ(f.declined[0].second, "input 'b' has no static shape (float32?)");
+}
+
+TEST(ReferenceFallback, ConvWithRuntimeWeightNamesTheWeight) {
+  auto g = std::make_unique<Graph>();
+  g->opsets[""] = 17;
+  Value* x = g->add_value("x", DType::kFloat32, Shape::of({1, 3, 8, 8}));
+  Value* w = g->add_value("w", DType::kFloat32, Shape::of({4, 3, 3, 3}));
+  g->add_input(x);
+  g->add_input(w);
+  Value* y = g->add_value("y", DType::kFloat32, Shape::of({1, 4, 6, 6}));
+  g->add_node("Conv", "conv", {x, w}, {y});
+  g->add_output(y);
+  ExecutionPlan plan(*g, quiet());
+  ASSERT_EQ(plan.reference_fallbacks().size(), 1u);
+  EXPECT_EQ(plan.reference_fallbacks()[0].declined[0].second,
+            "the weight input 'w' is not a constant");
+}
+
+// An int64 Add (shape arithmetic) falls back too, but is no compute op: --strict allows it.
+std::unique_ptr<Graph> int_add_graph() {
+  auto g = std::make_unique<Graph>();
+  g->opsets[""] = 17;
+  Value* a = g->add_value("a", DType::kInt64, Shape::of({3}));
+  g->add_input(a);
+  Value* y = g->add_value("y", DType::kInt64, Shape::of({3}));
+  g->add_node("Add", "add", {a, a}, {y});
+  g->add_output(y);
+  return g;
+}
+
+TEST(ReferenceFallback, NonComputeOpGetsAGenericReason) {
+  auto g = int_add_graph();
+  ExecutionPlan plan(*g, quiet());
+  ASSERT_EQ(plan.reference_fallbacks().size(), 1u);
+  const ReferenceFallback& f = plan.reference_fallbacks()[0];
+  EXPECT_FALSE(f.compute_op);
+  EXPECT_EQ(f.declined[0].first, "cpu.binary");
+  EXPECT_EQ(f.declined[0].second, "does not support this configuration (input 'a' is int64)");
+  PlanOptions strict = quiet();
+  strict.strict = true;
+  EXPECT_NO_THROW(Session(int_add_graph(), strict));
+}
+
+TEST(ReferenceFallback, OpsWithOnlyAReferenceKernelRecordNone) {
+  auto g = std::make_unique<Graph>();
+  g->opsets[""] = 17;
+  Value* x = g->add_value("x", DType::kFloat32, Shape::unknown());
+  g->add_input(x);
+  Value* y = g->add_value("y", DType::kFloat32, Shape::unknown());
+  g->add_node("Floor", "floor", {x}, {y});
+  g->add_output(y);
+  ExecutionPlan plan(*g, quiet());
+  EXPECT_TRUE(plan.reference_fallbacks().empty());
+}
+
+TEST(ReferenceFallback, StrictRefusesAComputeOpNamingNodeShapesAndReason) {
+  PlanOptions o = quiet();
+  o.strict = true;
+  try {
+    Session s(conv_graph(nchw_with_symbolic_hw(), Shape::unknown()), o);
+    FAIL() << "a Conv on the reference kernel was accepted under strict";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("Conv 'conv3'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("float32[1, 3, h, w]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("onednn.conv: input 'x' has no static shape"), std::string::npos) << msg;
+  }
+  // Without strict it runs.
+  Session s(conv_graph(nchw_with_symbolic_hw(), Shape::unknown()), quiet());
+  auto out = s.run({{"x", Tensor(DType::kFloat32, {1, 3, 5, 6})}});
+  EXPECT_EQ(out[0].shape(), (Dims{1, 4, 5, 6}));
+}
+
+TEST(ReferenceFallback, SessionWarnsOncePerNodeUnlessReferenceOnly) {
+  ::testing::internal::CaptureStderr();
+  { Session s(conv_graph(nchw_with_symbolic_hw(), Shape::unknown())); }
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err,
+            "nnfuse: warning: Conv 'conv3' (float32[1, 3, h, w] -> float32?) runs on the "
+            "reference kernel: onednn.conv: input 'x' has no static shape (float32[1, 3, h, w])\n");
+  PlanOptions ref;
+  ref.reference_only = true;
+  ::testing::internal::CaptureStderr();
+  { Session s(conv_graph(nchw_with_symbolic_hw(), Shape::unknown()), ref); }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
+TEST(ReferenceFallback, ManyFallbacksAreSummarizedAfterTheLimit) {
+  std::vector<ReferenceFallback> many(4);
+  for (size_t i = 0; i < many.size(); ++i) {
+    many[i].node = "n" + std::to_string(i);
+    many[i].op_type = i < 2 ? "Conv" : "Add";
+    many[i].shapes = "float32? -> float32?";
+    many[i].declined = {{"k", "why"}};
+  }
+  ::testing::internal::CaptureStderr();
+  warn_reference_fallbacks(many, 1);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "nnfuse: warning: Conv 'n0' (float32? -> float32?) runs on the reference kernel: k: "
+            "why\nnnfuse: warning: 3 more nodes run on the reference kernel (Add 2, Conv 1)\n");
+}
+
+}  // namespace
+}  // namespace nnfuse
