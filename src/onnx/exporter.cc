@@ -30,7 +30,9 @@ void set_type(const Value* v, onnx::ValueInfoProto* vi) {
   }
 }
 
-void set_attr(const std::string& name, const Attribute& a, onnx::AttributeProto* p) {
+}  // namespace
+
+void attribute_to_proto(const std::string& name, const Attribute& a, onnx::AttributeProto* p) {
   using A = onnx::AttributeProto;
   p->set_name(name);
   switch (a.kind) {
@@ -67,8 +69,6 @@ void set_attr(const std::string& name, const Attribute& a, onnx::AttributeProto*
   }
 }
 
-}  // namespace
-
 void graph_to_model(const Graph& g, onnx::ModelProto* m) {
   m->Clear();
   m->set_ir_version(kIrVersion);
@@ -96,7 +96,7 @@ void graph_to_model(const Graph& g, onnx::ModelProto* m) {
     if (!n->domain().empty()) np->set_domain(n->domain());
     for (const Value* v : n->inputs()) np->add_input(v ? v->name() : "");
     for (const Value* v : n->outputs()) np->add_output(v ? v->name() : "");
-    for (auto& [k, a] : n->attrs()) set_attr(k, a, np->add_attribute());
+    for (auto& [k, a] : n->attrs()) attribute_to_proto(k, a, np->add_attribute());
     for (const Value* v : n->outputs()) {
       if (v && !v->is_graph_output() && v->dtype() != DType::kUndefined) {
         set_type(v, gp->add_value_info());

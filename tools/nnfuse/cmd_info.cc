@@ -1,8 +1,10 @@
-// nnfuse info MODEL.onnx [--graph]: inputs, outputs, opsets, op histogram, support.
+// nnfuse info MODEL.onnx [--graph] [--shape NAME=dims]: inputs, outputs, opsets, op
+// histogram, support, and which values have no static shape once shapes are folded.
 #include <iostream>
 
 #include "onnx/importer.h"
 #include "runtime/session.h"
+#include "shape/shape_inference.h"
 #include "tools/nnfuse/commands.h"
 
 namespace nnfuse::cli {
@@ -12,10 +14,38 @@ namespace {
 struct InfoArgs {
   std::string model;
   bool graph = false;
+  FusionFlags flags;  // --shape only
 };
 
+// What shape folding and inference leave without a static shape, and where each loss began.
+void print_shape_coverage(Graph& g) {
+  const shape::SweepStats st = shape::infer_and_fold(g);
+  const shape::ShapeCoverage c = shape::shape_coverage(g);
+  std::cout << "static shapes: " << c.values - c.unknown << " of " << c.values << " values"
+            << " (after folding " << st.folded << " node" << (st.folded == 1 ? "" : "s")
+            << " of shape arithmetic and constants)\n";
+  if (c.unknown == 0) return;
+  size_t from_inputs = c.unknown;
+  for (const auto& l : c.lost) from_inputs -= 1 + l.downstream;
+  if (from_inputs > 0) {
+    std::cout << "  " << from_inputs << " values are dynamic because an input is (give --shape)\n";
+  }
+  if (c.lost.empty()) return;
+  std::cout << "  shapes lost at " << c.lost.size() << " node" << (c.lost.size() == 1 ? "" : "s")
+            << " whose inputs are all static:\n";
+  constexpr size_t kShown = 20;
+  for (size_t i = 0; i < c.lost.size() && i < kShown; ++i) {
+    const shape::LostShape& l = c.lost[i];
+    std::cout << "    " << l.node->describe() << ": output '" << l.value << "' is "
+              << dtype_name(g.find_value(l.value)->dtype()) << l.shape;
+    if (l.downstream) std::cout << ", and " << l.downstream << " values after it";
+    std::cout << "\n";
+  }
+  if (c.lost.size() > kShown) std::cout << "    ... and " << c.lost.size() - kShown << " more\n";
+}
+
 int info(const InfoArgs& a) {
-  auto g = load_onnx(a.model);
+  auto g = load_onnx(a.model, import_options(a.flags));
   std::cout << "model " << a.model << "\n";
   std::cout << "opsets:";
   for (auto& [d, v] : g->opsets) std::cout << " " << (d.empty() ? "ai.onnx" : d) << "=" << v;
@@ -48,6 +78,7 @@ int info(const InfoArgs& a) {
     for (auto& u : bad)
       std::cout << "  " << u.op_type << " '" << u.node << "': " << u.reason << "\n";
   }
+  print_shape_coverage(*g);
   if (a.graph) std::cout << "\n" << graph_to_text(*g);
   return 0;
 }
@@ -59,7 +90,9 @@ Action add_info(CLI::App& app) {
   CLI::App* c =
       app.add_subcommand("info", "Describe a model: inputs, outputs, opsets, op histogram");
   c->add_option("model", a->model, "ONNX model file")->required();
-  c->add_flag("--graph", a->graph, "Also print the whole graph as text");
+  c->add_flag("--graph", a->graph,
+              "Also print the whole graph as text (shape arithmetic folded, shapes inferred)");
+  add_shape_flag(c, a->flags);
   return [a] { return info(*a); };
 }
 

@@ -18,6 +18,7 @@
 #include "passes/canonicalize/canonicalize.h"
 #include "passes/pipeline.h"
 #include "runtime/npy.h"
+#include "shape/shape_inference.h"
 #include "tools/nnfuse/commands.h"
 
 namespace nnfuse::cli {
@@ -211,37 +212,10 @@ ImportOptions import_options(const FusionFlags& f) {
   return o;
 }
 
-namespace {
-
-// Values produced by nodes whose shape is not fully known.
-size_t unknown_shapes(const Graph& g) {
-  size_t n = 0;
-  for (const Node* node : g.nodes()) {
-    for (const Value* v : node->outputs()) n += v && !v->shape().fully_known();
-  }
-  return n;
-}
-
-}  // namespace
-
-std::unique_ptr<Graph> specialize_shapes(std::unique_ptr<Graph> g, const std::string& label) {
+std::unique_ptr<Graph> specialize_shapes(std::unique_ptr<Graph> g, const std::string&) {
   // Exported dynamic shapes are computed by Shape -> Gather -> ... -> Reshape subgraphs, which
-  // fold to constants once the inputs are static; inference then runs again over the folded
-  // graph (an ONNX round trip) so that every value gets its static shape.
-  // ONNX's data propagation stops at some ops, so a deep model may take a round per block.
-  for (size_t unknown = unknown_shapes(*g); unknown > 0;) {
-    FusionReport r;
-    PassContext ctx{r};
-    std::vector<std::unique_ptr<Pass>> passes;
-    passes.push_back(make_identity_elimination_pass());
-    passes.push_back(make_shape_folding_pass());
-    passes.push_back(make_constant_folding_pass());
-    for (auto& p : passes) p->run(*g, ctx);
-    g = load_onnx_from_string(export_onnx_string(*g), "", label);
-    const size_t now = unknown_shapes(*g);
-    if (now >= unknown) break;  // no progress: the rest stays dynamic
-    unknown = now;
-  }
+  // fold to constants once the inputs are static, every value's shape inferred on the way.
+  shape::infer_and_fold(*g);
   return g;
 }
 

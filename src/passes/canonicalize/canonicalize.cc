@@ -5,13 +5,11 @@
 
 #include "ir/error.h"
 #include "kernels/ref/ref_kernels.h"
+#include "shape/shape_inference.h"
 
 namespace nnfuse {
 
 namespace {
-
-// Folding is skipped for results bigger than this: they are cheaper to compute than to store.
-constexpr int64_t kMaxFoldedElements = int64_t{1} << 22;
 
 class ConstantFolding : public Pass {
  public:
@@ -22,32 +20,7 @@ class ConstantFolding : public Pass {
     return i;
   }
   void run(Graph& g, PassContext&) override {
-    static const std::set<std::string> kNondeterministic = {"RandomNormal",     "RandomUniform",
-                                                            "RandomNormalLike", "RandomUniformLike",
-                                                            "Multinomial",      "Bernoulli"};
-    for (Node* n : g.nodes()) {
-      if (!is_default_domain(n->domain()) || kNondeterministic.count(n->op_type())) continue;
-      bool all_const = true;
-      for (Value* v : n->inputs()) all_const &= !v || v->is_constant();
-      if (!all_const) continue;
-      bool outputs_ok = n->num_outputs() > 0;
-      for (Value* o : n->outputs()) outputs_ok &= o && !o->is_graph_output();
-      if (!outputs_ok) continue;
-      if (!ref_unsupported_reason(*n, g.opset()).empty()) continue;
-      KernelContext ctx{*n, g.opset(), {}, std::vector<Tensor>(n->num_outputs())};
-      for (Value* v : n->inputs()) ctx.inputs.push_back(v ? &v->constant() : nullptr);
-      try {
-        find_ref_kernel(n->op_type())->run(ctx);
-      } catch (const Error&) {
-        continue;  // leave it to run time, where the error is reported with its inputs
-      }
-      bool small = true;
-      for (const Tensor& t : ctx.outputs) small &= t.defined() && t.numel() <= kMaxFoldedElements;
-      if (!small) continue;
-      std::vector<Value*> outs = n->outputs();
-      g.remove_node(n);
-      for (size_t k = 0; k < outs.size(); ++k) outs[k]->set_constant(std::move(ctx.outputs[k]));
-    }
+    for (Node* n : g.nodes()) shape::fold_constant(g, n);
     g.remove_dead_values();
   }
 };
@@ -103,39 +76,19 @@ class IdentityElimination : public Pass {
   }
 };
 
+// Shape folding and shape inference in one sweep (src/shape/): each Shape or Size of a value
+// whose shape became static, and each node whose inputs became constants, folds; every other
+// node's outputs are inferred again from what its inputs now say.
 class ShapeFolding : public Pass {
  public:
   const PassInfo& info() const override {
     static const PassInfo i{"ShapeFoldingPass",
-                            "Replaces Shape and Size of statically shaped values by constants",
+                            "Folds Shape/Size and constant shape arithmetic, inferring static "
+                            "shapes on the way",
                             false, true};
     return i;
   }
-  void run(Graph& g, PassContext&) override {
-    for (Node* n : g.nodes()) {
-      if (!is_default_domain(n->domain()) || (n->op_type() != "Shape" && n->op_type() != "Size"))
-        continue;
-      Value* x = n->input(0);
-      Value* out = n->output(0);
-      if (!x || !out || out->is_graph_output() || !x->shape().fully_known()) continue;
-      Dims d = x->shape().static_dims();
-      Tensor t;
-      if (n->op_type() == "Size") {
-        t = Tensor::scalar<int64_t>(checked_numel(d));
-      } else {
-        int64_t r = static_cast<int64_t>(d.size());
-        int64_t start = n->attr_int("start", 0), end = n->attr_int("end", r);
-        if (start < 0) start += r;
-        if (end < 0) end += r;
-        start = std::clamp<int64_t>(start, 0, r);
-        end = std::clamp<int64_t>(end, start, r);
-        t = Tensor::from_vector<int64_t>({end - start}, Dims(d.begin() + start, d.begin() + end));
-      }
-      g.remove_node(n);
-      out->set_constant(std::move(t));
-    }
-    g.remove_dead_values();
-  }
+  void run(Graph& g, PassContext&) override { shape::infer_and_fold(g); }
 };
 
 }  // namespace

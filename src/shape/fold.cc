@@ -1,0 +1,65 @@
+// Folding: what is known at compile time becomes a constant.
+#include <algorithm>
+#include <set>
+
+#include "ir/error.h"
+#include "kernels/ref/ref_kernels.h"
+#include "shape/shape_inference.h"
+
+namespace nnfuse::shape {
+
+bool fold_shape_of(Graph& g, Node* n) {
+  if (!is_default_domain(n->domain()) || (n->op_type() != "Shape" && n->op_type() != "Size")) {
+    return false;
+  }
+  Value* x = n->input(0);
+  Value* out = n->output(0);
+  if (!x || !out || out->is_graph_output() || !x->shape().fully_known()) return false;
+  Dims d = x->shape().static_dims();
+  Tensor t;
+  if (n->op_type() == "Size") {
+    t = Tensor::scalar<int64_t>(checked_numel(d));
+  } else {
+    int64_t r = static_cast<int64_t>(d.size());
+    int64_t start = n->attr_int("start", 0), end = n->attr_int("end", r);
+    if (start < 0) start += r;
+    if (end < 0) end += r;
+    start = std::clamp<int64_t>(start, 0, r);
+    end = std::clamp<int64_t>(end, start, r);
+    t = Tensor::from_vector<int64_t>({end - start}, Dims(d.begin() + start, d.begin() + end));
+  }
+  g.remove_node(n);
+  out->set_constant(std::move(t));
+  return true;
+}
+
+bool fold_constant(Graph& g, Node* n) {
+  static const std::set<std::string> kNondeterministic = {"RandomNormal",     "RandomUniform",
+                                                          "RandomNormalLike", "RandomUniformLike",
+                                                          "Multinomial",      "Bernoulli"};
+  if (!is_default_domain(n->domain()) || kNondeterministic.count(n->op_type())) return false;
+  for (Value* v : n->inputs()) {
+    if (v && !v->is_constant()) return false;
+  }
+  if (n->num_outputs() == 0) return false;
+  for (Value* o : n->outputs()) {
+    if (!o || o->is_graph_output()) return false;
+  }
+  if (!ref_unsupported_reason(*n, g.opset()).empty()) return false;
+  KernelContext ctx{*n, g.opset(), {}, std::vector<Tensor>(n->num_outputs())};
+  for (Value* v : n->inputs()) ctx.inputs.push_back(v ? &v->constant() : nullptr);
+  try {
+    find_ref_kernel(n->op_type())->run(ctx);
+  } catch (const Error&) {
+    return false;  // left to run time, where the error is reported with its inputs
+  }
+  for (const Tensor& t : ctx.outputs) {
+    if (!t.defined() || t.numel() > kMaxFoldedElements) return false;
+  }
+  std::vector<Value*> outs = n->outputs();
+  g.remove_node(n);
+  for (size_t k = 0; k < outs.size(); ++k) outs[k]->set_constant(std::move(ctx.outputs[k]));
+  return true;
+}
+
+}  // namespace nnfuse::shape
