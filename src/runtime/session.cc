@@ -36,6 +36,7 @@ Session::Session(std::unique_ptr<Graph> graph, const PlanOptions& opts) : graph_
     msg.pop_back();
     throw Error(ErrorKind::kUnsupported, msg);
   }
+  inputs_ = input_decls(*graph_);
   plan_ = std::make_unique<ExecutionPlan>(*graph_, opts);
   if (opts.strict) refuse_compute_fallbacks(plan_->reference_fallbacks());
   if (opts.warn_fallbacks) warn_reference_fallbacks(plan_->reference_fallbacks());
@@ -47,24 +48,30 @@ Session::Session(std::unique_ptr<Graph> graph, const PlanOptions& opts) : graph_
       [](std::byte* p) { ::operator delete[](p, std::align_val_t(kArenaAlignment)); });
 }
 
-void Session::check_feeds(const std::map<std::string, Tensor>& feeds) const {
+std::vector<InputDecl> input_decls(const Graph& g) {
+  std::vector<InputDecl> r;
+  for (const Value* v : g.runtime_inputs()) r.push_back({v->name(), v->dtype(), v->shape()});
+  return r;
+}
+
+void check_feeds(const std::vector<InputDecl>& inputs, const std::map<std::string, Tensor>& feeds) {
   std::set<std::string> expected;
   std::map<std::string, int64_t> symbols;  // symbolic dim -> size, consistent across inputs
-  for (const Value* v : graph_->runtime_inputs()) {
-    expected.insert(v->name());
-    auto it = feeds.find(v->name());
-    std::string want = dtype_name(v->dtype()) + v->shape().str();
+  for (const InputDecl& v : inputs) {
+    expected.insert(v.name);
+    auto it = feeds.find(v.name);
+    std::string want = dtype_name(v.dtype) + v.shape.str();
     if (it == feeds.end()) {
-      fail(ErrorKind::kInvalidInput, "missing input '", v->name(), "' (", want, ")");
+      fail(ErrorKind::kInvalidInput, "missing input '", v.name, "' (", want, ")");
     }
     const Tensor& t = it->second;
-    if (t.dtype() != v->dtype()) {
-      fail(ErrorKind::kInvalidInput, "input '", v->name(), "' has type ", dtype_name(t.dtype()),
+    if (t.dtype() != v.dtype) {
+      fail(ErrorKind::kInvalidInput, "input '", v.name, "' has type ", dtype_name(t.dtype()),
            ", the model expects ", want);
     }
     // Refused here, before any kernel runs: a rank or a fixed dim other than the declared
     // one. A symbolic dim takes any size, the same one wherever its name appears.
-    const Shape& s = v->shape();
+    const Shape& s = v.shape;
     if (!s.has_rank) continue;
     std::string why;
     if (static_cast<size_t>(t.rank()) != s.dims.size()) {
@@ -83,7 +90,7 @@ void Session::check_feeds(const std::map<std::string, Tensor>& feeds) const {
       }
     }
     if (!why.empty()) {
-      fail(ErrorKind::kInvalidInput, "input '", v->name(), "' has shape ", dims_str(t.shape()),
+      fail(ErrorKind::kInvalidInput, "input '", v.name, "' has shape ", dims_str(t.shape()),
            "; the model expects ", s.str(), why);
     }
   }
@@ -123,7 +130,7 @@ void check_output(const Node& n, const Value* v, const Tensor& t) {
 
 std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds,
                                  std::vector<StepTiming>* timings) {
-  check_feeds(feeds);
+  check_feeds(inputs_, feeds);
   const ExecutionPlan& plan = *plan_;
   const auto& values = plan.values();
   std::vector<Tensor> env(values.size());

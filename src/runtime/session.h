@@ -23,6 +23,18 @@ struct UnsupportedNode {
 // Every node no kernel can run, in graph order.
 std::vector<UnsupportedNode> find_unsupported(const Graph& g);
 
+// A graph input as the model declares it, to check feeds against.
+struct InputDecl {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  Shape shape;
+};
+std::vector<InputDecl> input_decls(const Graph& g);
+// Refuses feeds that do not fit `inputs`: a missing or unknown name, another dtype, another
+// rank, a fixed dim of another size, or a symbolic dim given two sizes (kInvalidInput, naming
+// the input and both shapes).
+void check_feeds(const std::vector<InputDecl>& inputs, const std::map<std::string, Tensor>& feeds);
+
 // Time of one plan step, collected by run() when asked.
 struct StepTiming {
   size_t step;
@@ -44,9 +56,8 @@ class Session {
                           std::vector<StepTiming>* timings = nullptr);
 
  private:
-  void check_feeds(const std::map<std::string, Tensor>& feeds) const;
-
   std::unique_ptr<Graph> graph_;
+  std::vector<InputDecl> inputs_;
   std::unique_ptr<ExecutionPlan> plan_;
   std::shared_ptr<std::byte[]> arena_;
 };

@@ -128,9 +128,12 @@ ZOO = {
     "mobilenet_v3_small": (lambda: TV.mobilenet_v3_small(), img, 14, True),
     # Batch and sequence as symbolic dims, for benchmarks at other shapes (bench --shape).
     "bert_base_dyn": (lambda: Bert(), bert_inputs, 13, False),
+    "bert_tiny_dyn": (lambda: Bert(layers=2, h=128, nh=2, inter=512), lambda: bert_inputs(1, 32),
+                      13, False),
 }
-DYNAMIC = {"bert_base_dyn": {n: {0: "batch", 1: "sequence"}
-                             for n in ["input_ids", "attention_mask", "token_type_ids"]}}
+DYNAMIC = {m: {n: {0: "batch", 1: "sequence"} for n in ["input_ids", "attention_mask",
+                                                         "token_type_ids"]}
+           for m in ["bert_base_dyn", "bert_tiny_dyn"]}
 
 
 def save_reference(m, args, names, outdir, name):

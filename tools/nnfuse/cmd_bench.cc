@@ -4,6 +4,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "ir/error.h"
 #include "onnx/importer.h"
 #include "runtime/session.h"
 #include "tools/nnfuse/commands.h"
@@ -19,7 +20,119 @@ struct BenchArgs {
   FusionFlags fusion;
   bool json = false, reference = false, strict = false;
   uint32_t seed = 0;
+  std::vector<std::string> shape_sets;  // --shape-cycle: one set of NAME=dims per entry
+  size_t plan_cache = 8;
 };
+
+// "input_ids=1,32 attention_mask=1,32" (or ';'-separated) -> name -> dims.
+PlanCache::Shapes parse_shape_set(const std::string& set) {
+  FusionFlags f;
+  std::string item;
+  for (char c : set + " ") {
+    if (c == ' ' || c == ';') {
+      if (!item.empty()) f.shapes.push_back(item);
+      item.clear();
+    } else {
+      item += c;
+    }
+  }
+  if (f.shapes.empty()) fail(ErrorKind::kInvalidArgument, "--shape-cycle '", set, "' is empty");
+  PlanCache::Shapes shapes;
+  for (auto& [name, dims] : import_options(f).input_shapes) shapes[name] = dims;
+  return shapes;
+}
+
+std::string shape_set_str(const PlanCache::Shapes& s) {
+  std::string r;
+  for (const std::string& spec : shape_specs(s)) r += (r.empty() ? "" : " ") + spec;
+  return r;
+}
+
+// Runs through the shape sets in turn, ROUNDS = runs times, on one plan cache: the first run
+// at each set builds its plan; the others reuse it (or rebuild it when the cache is smaller
+// than the number of sets).
+int bench_cycle(const BenchArgs& a) {
+  if (!a.fusion.shapes.empty()) {
+    fail(ErrorKind::kInvalidArgument, "--shape-cycle and --shape cannot be given together");
+  }
+  PlanOptions opts;
+  opts.threads = a.threads;
+  opts.reference_only = a.reference;
+  opts.strict = a.strict;
+  auto cache = make_plan_cache(a.model, a.fusion, opts, a.plan_cache);
+  std::vector<PlanCache::Shapes> sets;
+  for (const std::string& s : a.shape_sets) sets.push_back(parse_shape_set(s));
+  const auto given = load_inputs(a.inputs);
+  std::vector<std::map<std::string, Tensor>> feeds;
+  std::vector<double> first_ms;
+  const std::vector<InputDecl> decls = declared_inputs(a.model);
+  for (PlanCache::Shapes& s : sets) {
+    // Inputs the set does not name keep the given file's dims, or the model's fixed ones.
+    for (const InputDecl& d : decls) {
+      if (s.count(d.name)) continue;
+      if (auto it = given.find(d.name); it != given.end()) {
+        s[d.name] = it->second.shape();
+      } else if (d.shape.fully_known()) {
+        s[d.name] = d.shape.static_dims();
+      } else {
+        fail(ErrorKind::kInvalidArgument, "--shape-cycle '", shape_set_str(s), "': input '", d.name,
+             "' has shape ", d.shape.str(), "; give its dims too");
+      }
+    }
+    // The first run at each set builds its plan; the feeds are generated for its graph.
+    auto t0 = std::chrono::steady_clock::now();
+    Session& session = cache->session_for_shapes(s);
+    feeds.push_back(complete_inputs(session.graph(), given, a.seed));
+    session.run(feeds.back());
+    first_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  for (int w = 0; w < a.warmup; ++w) {
+    for (const auto& f : feeds) cache->run(f);
+  }
+  std::vector<std::vector<double>> ms(sets.size());
+  for (int r = 0; r < a.runs; ++r) {
+    for (size_t i = 0; i < sets.size(); ++i) {
+      auto s = std::chrono::steady_clock::now();
+      cache->run(feeds[i]);
+      ms[i].push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
+    }
+  }
+  nlohmann::json j;
+  j["model"] = a.model;
+  j["threads"] = num_threads();
+  j["runs"] = a.runs;
+  j["plan_cache_capacity"] = cache->capacity();
+  j["plans_built"] = cache->builds();
+  j["plans_held"] = cache->size();
+  j["shape_sets"] = nlohmann::json::array();
+  for (size_t i = 0; i < sets.size(); ++i) {
+    std::sort(ms[i].begin(), ms[i].end());
+    const Session& s = cache->session_for(feeds[i]);
+    nlohmann::json e;
+    e["shapes"] = shape_set_str(sets[i]);
+    e["first_run_ms"] = first_ms[i];
+    e["median_ms"] = ms[i][ms[i].size() / 2];
+    e["min_ms"] = ms[i].front();
+    e["kernels"] = s.plan().num_kernels();
+    e["reference_kernels"] = s.plan().reference_fallbacks().size();
+    j["shape_sets"].push_back(e);
+  }
+  if (a.json) {
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  for (const auto& e : j["shape_sets"]) {
+    std::cout << e["shapes"].get<std::string>() << ": median " << e["median_ms"].get<double>()
+              << " ms, first run " << e["first_run_ms"].get<double>() << " ms (planning), "
+              << e["kernels"].get<size_t>() << " kernels, " << e["reference_kernels"].get<size_t>()
+              << " on reference kernels\n";
+  }
+  std::cout << "plans built " << cache->builds() << ", held " << cache->size() << " of "
+            << cache->capacity() << "\n";
+  return 0;
+}
 
 // The share of the run time spent in steps on the reference kernel although their op has a
 // fast kernel, from `runs` runs timed per step (as `nnfuse profile` times them), apart from
@@ -39,18 +152,23 @@ double reference_share(Session& session, const std::map<std::string, Tensor>& fe
 }
 
 int bench(const BenchArgs& a) {
+  if (!a.shape_sets.empty()) return bench_cycle(a);
   auto t0 = std::chrono::steady_clock::now();
   PlanOptions opts;
   opts.threads = a.threads;
   opts.reference_only = a.reference;
   opts.strict = a.strict;
   size_t nodes = 0;
-  auto graph = load_and_fuse(a.model, a.fusion, nullptr, &nodes);
+  // A model with symbolic dims is specialized to the shapes of the inputs given.
+  std::map<std::string, Tensor> given;
+  auto graph = a.reference ? load_and_fuse(a.model, a.fusion, nullptr, &nodes)
+                           : load_for_inputs(a.model, a.fusion, a.inputs, given, &nodes);
+  if (given.empty()) given = load_inputs(a.inputs);
   size_t fused_nodes = graph->num_nodes();
   Session session(std::move(graph), opts);
   double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  auto feeds = complete_inputs(session.graph(), load_inputs(a.inputs), a.seed);
+  auto feeds = complete_inputs(session.graph(), given, a.seed);
   if (!a.json) {
     std::cerr << "bench " << a.model << ": " << a.warmup << " warm-up + " << a.runs
               << " timed runs on " << num_threads() << " threads\n";
@@ -122,6 +240,15 @@ Action add_bench(CLI::App& app) {
   add_strict_flag(c, a->strict);
   c->add_flag("--json", a->json, "Print one JSON object");
   add_shape_flag(c, a->fusion);
+  c->add_option("--shape-cycle", a->shape_sets,
+                "A set of input dims, 'NAME=d0,d1 NAME2=...' (repeatable): the timed runs go "
+                "through the sets in turn on one plan cache, one plan per set")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  c->add_option("--plan-cache", a->plan_cache,
+                "Plans (one per input-shape set) kept by --shape-cycle; least recently used "
+                "evicted")
+      ->check(CLI::Range(1, 1024));
   return [a] { return bench(*a); };
 }
 

@@ -31,8 +31,12 @@ int profile(const ProfileArgs& a) {
   PlanOptions opts;
   opts.threads = a.threads;
   opts.strict = a.strict;
-  Session session(load_and_fuse(a.model, a.fusion), opts);
-  auto feeds = complete_inputs(session.graph(), load_inputs(a.inputs), 0);
+  std::map<std::string, Tensor> given;
+  Session session(opts.reference_only ? load_and_fuse(a.model, a.fusion)
+                                      : load_for_inputs(a.model, a.fusion, a.inputs, given),
+                  opts);
+  if (given.empty()) given = load_inputs(a.inputs);
+  auto feeds = complete_inputs(session.graph(), given, 0);
   for (int i = 0; i < a.warmup; ++i) session.run(feeds);
   const auto& steps = session.plan().steps();
   struct Agg {

@@ -62,7 +62,17 @@ int verify(const VerifyArgs& a) {
   fused_opts.strict = a.strict;
   FusionFlags fusion = a.fusion;
   fusion.no_fusion = false;
-  auto fused_graph = load_and_fuse(a.model, fusion);
+  std::map<std::string, Tensor> given;
+  auto fused_graph = load_for_inputs(a.model, fusion, a.inputs, given);
+  // The unfused side is specialized to the same shapes.
+  if (fusion.shapes.empty() && !given.empty()) {
+    PlanCache::Shapes shapes;
+    for (const Value* v : fused_graph->runtime_inputs()) {
+      if (given.count(v->name())) shapes[v->name()] = given.at(v->name()).shape();
+    }
+    fusion.shapes = shape_specs(shapes);
+  }
+  if (given.empty()) given = load_inputs(a.inputs);
   auto plain_graph = load_onnx(a.model, import_options(fusion));
   if (!fusion.shapes.empty()) plain_graph = specialize_shapes(std::move(plain_graph), a.model);
   // With --bisect, every fused node's outputs become graph outputs on both sides.
@@ -82,7 +92,7 @@ int verify(const VerifyArgs& a) {
   }
   Session fused(std::move(fused_graph), fused_opts);
   Session plain(std::move(plain_graph), plain_opts);
-  auto feeds = complete_inputs(plain.graph(), load_inputs(a.inputs), a.seed);
+  auto feeds = complete_inputs(plain.graph(), given, a.seed);
   auto got = fused.run(feeds);
   auto want = plain.run(feeds);
   std::map<std::string, Tensor> got_by, want_by;

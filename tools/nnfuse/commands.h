@@ -11,6 +11,7 @@
 #include "ir/tensor.h"
 #include "onnx/importer.h"
 #include "passes/pass.h"
+#include "runtime/plan_cache.h"
 
 namespace nnfuse::cli {
 
@@ -67,6 +68,24 @@ std::unique_ptr<Graph> load_and_fuse(const std::string& model, const FusionFlags
                                      FusionReport* report = nullptr,
                                      size_t* imported_nodes = nullptr, FuseTimes* times = nullptr);
 Action add_profile(CLI::App& app);
+
+// The model's runtime inputs as it declares them (symbolic dims kept).
+std::vector<InputDecl> declared_inputs(const std::string& model);
+// --shape NAME=d0,d1,... values pinning each input to `shapes`.
+std::vector<std::string> shape_specs(const PlanCache::Shapes& shapes);
+// Loads and fuses the model (load_and_fuse); when `f` has no --shape and the model's inputs
+// have symbolic dims, loads the inputs given as NAME=FILE into `feeds` (checked against the
+// declarations) and loads the model again specialized to their shapes, so that it runs on
+// fast kernels. `feeds` is left empty otherwise: the caller loads the inputs after building
+// its session, so that a model's own errors come first.
+std::unique_ptr<Graph> load_for_inputs(const std::string& model, FusionFlags f,
+                                       const std::vector<std::string>& input_specs,
+                                       std::map<std::string, Tensor>& feeds,
+                                       size_t* imported_nodes = nullptr);
+// A plan cache over the model: each input-shape signature is imported with those dims (every
+// value static), fused with `f` and planned with `opts`; at most `capacity` plans are kept.
+std::unique_ptr<PlanCache> make_plan_cache(const std::string& model, const FusionFlags& f,
+                                           const PlanOptions& opts, size_t capacity);
 
 // Parses NAME=FILE pairs and loads each tensor (.npy or .pb).
 std::map<std::string, Tensor> load_inputs(const std::vector<std::string>& specs);

@@ -219,6 +219,54 @@ std::unique_ptr<Graph> specialize_shapes(std::unique_ptr<Graph> g, const std::st
   return g;
 }
 
+std::vector<InputDecl> declared_inputs(const std::string& model) {
+  ImportOptions o;
+  o.infer_shapes = false;  // the inputs' declarations are all that is read
+  return input_decls(*load_onnx(model, o));
+}
+
+std::vector<std::string> shape_specs(const PlanCache::Shapes& shapes) {
+  std::vector<std::string> specs;
+  for (const auto& [name, dims] : shapes) {
+    std::ostringstream s;
+    s << name << "=";
+    for (size_t i = 0; i < dims.size(); ++i) s << (i ? "," : "") << dims[i];
+    specs.push_back(s.str());
+  }
+  return specs;
+}
+
+std::unique_ptr<Graph> load_for_inputs(const std::string& model, FusionFlags f,
+                                       const std::vector<std::string>& input_specs,
+                                       std::map<std::string, Tensor>& feeds,
+                                       size_t* imported_nodes) {
+  auto g = load_and_fuse(model, f, nullptr, imported_nodes);
+  const std::vector<InputDecl> decls = input_decls(*g);
+  if (!f.shapes.empty() || input_specs.empty() || !has_dynamic_inputs(decls)) return g;
+  feeds = load_inputs(input_specs);
+  std::vector<InputDecl> given;
+  PlanCache::Shapes shapes;
+  for (const InputDecl& d : decls) {
+    auto it = feeds.find(d.name);
+    if (it == feeds.end()) continue;
+    given.push_back(d);
+    if (!d.shape.fully_known()) shapes[d.name] = it->second.shape();
+  }
+  if (given.size() == feeds.size()) check_feeds(given, feeds);
+  f.shapes = shape_specs(shapes);
+  return load_and_fuse(model, f, nullptr, imported_nodes);
+}
+
+std::unique_ptr<PlanCache> make_plan_cache(const std::string& model, const FusionFlags& f,
+                                           const PlanOptions& opts, size_t capacity) {
+  auto make = [model, f, opts](const PlanCache::Shapes& shapes) {
+    FusionFlags pinned = f;
+    pinned.shapes = shape_specs(shapes);
+    return std::make_unique<Session>(load_and_fuse(model, pinned), opts);
+  };
+  return std::make_unique<PlanCache>(declared_inputs(model), make, capacity);
+}
+
 std::unique_ptr<Graph> load_and_fuse(const std::string& model, const FusionFlags& f,
                                      FusionReport* report, size_t* imported_nodes,
                                      FuseTimes* times) {
