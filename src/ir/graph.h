@@ -67,6 +67,9 @@ class Value {
   bool is_constant() const { return constant_.defined(); }
   const Tensor& constant() const { return constant_; }
   void set_constant(Tensor t);
+  // Drops the constant's data (its dtype and shape stay): for a runtime whose kernels hold
+  // their own copies, so that the weights are held once.
+  void release_constant() { constant_ = Tensor(); }
 
   bool is_graph_input() const { return is_input_; }
   bool is_graph_output() const { return is_output_; }

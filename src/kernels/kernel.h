@@ -56,6 +56,9 @@ class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual void run(KernelIO& io) = 0;
+  // False for a constant input the kernel copied (prepacked) when it was created and never
+  // reads when it runs: the runtime then need not keep the original.
+  virtual bool reads_input(size_t /*i*/) const { return true; }
 };
 
 struct KernelFactory {

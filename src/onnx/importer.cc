@@ -4,7 +4,6 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -117,7 +116,7 @@ void check_opsets(const Ctx& c, const onnx::ModelProto& m) {
   }
 }
 
-void build_graph(const Ctx& c, const onnx::ModelProto& m) {
+void build_graph(const Ctx& c, onnx::ModelProto& m) {
   Graph& g = *c.g;
   const onnx::GraphProto& gp = m.graph();
   g.name = gp.name();
@@ -126,11 +125,12 @@ void build_graph(const Ctx& c, const onnx::ModelProto& m) {
   for (const auto& vi : gp.value_info()) types[vi.name()] = &vi.type();
   for (const auto& vi : gp.output()) types[vi.name()] = &vi.type();
 
-  for (const auto& init : gp.initializer()) {
+  for (auto& init : *m.mutable_graph()->mutable_initializer()) {
     if (init.name().empty()) bad(c, "an initializer has no name");
     Value* v = g.add_value(init.name());
     v->set_constant(
         tensor_from_proto(init, c.base_dir, c.label + ": initializer '" + init.name() + "'"));
+    onnx::TensorProto().Swap(&init);  // its bytes are freed now, not with the whole model
   }
   for (const auto& in : gp.input()) {
     if (Value* v = g.find_value(in.name())) {
@@ -243,10 +243,9 @@ void override_input_shapes(onnx::ModelProto& m,
   }
 }
 
-std::unique_ptr<Graph> load_onnx_from_bytes(const char* bytes, size_t size,
-                                            const std::string& base_dir, const std::string& label,
-                                            const ImportOptions& opts) {
-  onnx::ModelProto m;
+void check_parsed(const onnx::ModelProto& m, const std::string& label);
+
+void parse_model(const char* bytes, size_t size, const std::string& label, onnx::ModelProto& m) {
   if (size == 0) fail(ErrorKind::kInvalidModel, label, ": the file is empty");
   if (size > static_cast<size_t>(INT_MAX)) {
     fail(ErrorKind::kInvalidModel, label,
@@ -256,10 +255,19 @@ std::unique_ptr<Graph> load_onnx_from_bytes(const char* bytes, size_t size,
     fail(ErrorKind::kInvalidModel, label,
          ": not a valid ONNX model (the protobuf could not be parsed; is the file truncated?)");
   }
+  check_parsed(m, label);
+}
+
+void check_parsed(const onnx::ModelProto& m, const std::string& label) {
   if (!m.has_graph())
     fail(ErrorKind::kInvalidModel, label, ": not an ONNX model (it has no graph)");
   if (m.ir_version() <= 0) fail(ErrorKind::kInvalidModel, label, ": the model has no IR version");
+}
 
+// Imports a parsed model; its initializers' data is released as each becomes a tensor, so the
+// weights are never held twice.
+std::unique_ptr<Graph> import_model(onnx::ModelProto& m, const std::string& base_dir,
+                                    const std::string& label, const ImportOptions& opts) {
   auto g = std::make_unique<Graph>();
   Ctx c{label, base_dir, g.get()};
   check_opsets(c, m);
@@ -299,41 +307,39 @@ std::unique_ptr<Graph> load_onnx_from_bytes(const char* bytes, size_t size,
   return g;
 }
 
-// The file mapped read-only for the life of the object (the importer reads it once, so the
-// page cache serves it without a copy into the process).
-class MappedFile {
- public:
-  explicit MappedFile(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) fail(ErrorKind::kInvalidModel, path, ": cannot open the file");
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0) fail(ErrorKind::kInvalidModel, path, ": cannot read the file");
-    size_ = static_cast<size_t>(st.st_size);
-    if (size_ == 0) return;
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
-    if (p == MAP_FAILED) fail(ErrorKind::kInvalidModel, path, ": cannot read the file");
-    data_ = static_cast<const char*>(p);
+// Parses the model straight from the file through protobuf's buffered stream: neither the
+// file's bytes nor a copy of them stay in memory beside the parsed model.
+void parse_model_file(const std::string& path, onnx::ModelProto& m) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(ErrorKind::kInvalidModel, path, ": cannot open the file");
+  struct stat st {};
+  const bool stat_ok = ::fstat(fd, &st) == 0;
+  const size_t size = stat_ok ? static_cast<size_t>(st.st_size) : 0;
+  bool parsed = false;
+  if (stat_ok && size > 0 && size <= static_cast<size_t>(INT_MAX)) {
+    parsed = m.ParseFromFileDescriptor(fd);
   }
-  ~MappedFile() {
-    if (data_) ::munmap(const_cast<char*>(data_), size_);
-    if (fd_ >= 0) ::close(fd_);
+  ::close(fd);
+  if (!stat_ok) fail(ErrorKind::kInvalidModel, path, ": cannot read the file");
+  if (size == 0) fail(ErrorKind::kInvalidModel, path, ": the file is empty");
+  if (size > static_cast<size_t>(INT_MAX)) {
+    fail(ErrorKind::kInvalidModel, path,
+         ": the model is larger than 2 GiB; keep its weights in external data");
   }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  const char* data() const { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  int fd_ = -1;
-  const char* data_ = nullptr;
-  size_t size_ = 0;
-};
+  if (!parsed) {
+    fail(ErrorKind::kInvalidModel, path,
+         ": not a valid ONNX model (the protobuf could not be parsed; is the file truncated?)");
+  }
+  check_parsed(m, path);
+}
 
 }  // namespace
 
 std::unique_ptr<Graph> load_onnx_from_string(const std::string& bytes, const std::string& base_dir,
                                              const std::string& label, const ImportOptions& opts) {
-  return load_onnx_from_bytes(bytes.data(), bytes.size(), base_dir, label, opts);
+  onnx::ModelProto m;
+  parse_model(bytes.data(), bytes.size(), label, m);
+  return import_model(m, base_dir, label, opts);
 }
 
 std::unique_ptr<Graph> load_onnx(const std::string& path, const ImportOptions& opts) {
@@ -341,9 +347,10 @@ std::unique_ptr<Graph> load_onnx(const std::string& path, const ImportOptions& o
   std::error_code ec;
   if (!fs::exists(path, ec)) fail(ErrorKind::kInvalidModel, path, ": no such file");
   if (fs::is_directory(path, ec)) fail(ErrorKind::kInvalidModel, path, ": is a directory");
-  const MappedFile f(path);
   std::string dir = fs::absolute(path, ec).parent_path().string();
-  return load_onnx_from_bytes(f.data(), f.size(), dir, path, opts);
+  onnx::ModelProto m;
+  parse_model_file(path, m);
+  return import_model(m, dir, path, opts);
 }
 
 }  // namespace nnfuse

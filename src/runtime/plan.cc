@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "ir/error.h"
 #include "kernels/ref/ref_kernels.h"
@@ -25,6 +27,27 @@ ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : graph_(g
   }
   for (const Value* v : g.runtime_inputs()) inputs_.push_back(add_value(v, Layout::kPlain));
 
+  // Weights held once (opts.release_weights): a constant whose readers are all planned and
+  // none of which reads it at run time (each prepacked it) is dropped from the graph as soon
+  // as its last reader's kernel exists, so the original and every packed copy never coexist.
+  std::unordered_map<int, size_t> readers_left;
+  std::unordered_set<int> read_at_run;
+  auto consumed = [&](const std::vector<int>& ids, const Kernel* kernel) {
+    for (size_t j = 0; j < ids.size(); ++j) {
+      const int id = ids[j];
+      if (id < 0 || !values_[id].constant || values_[id].folded.defined()) continue;
+      const Value* v = values_[id].value;
+      auto it = readers_left.emplace(id, v->uses().size()).first;
+      if (!kernel || kernel->reads_input(j)) read_at_run.insert(id);
+      if (--it->second == 0 && opts_.release_weights && !read_at_run.count(id) &&
+          !v->is_graph_input() && !v->is_graph_output()) {
+        // The caller handed over the graph for this (PlanOptions::release_weights).
+        const_cast<Value*>(v)->release_constant();
+        values_[id].unread_constant = true;
+      }
+    }
+  };
+
   for (const Node* n : g.nodes()) {
     std::vector<int> in_ids;
     for (const Value* v : n->inputs()) in_ids.push_back(v ? id_of_.at(v) : -1);
@@ -46,9 +69,13 @@ ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : graph_(g
       values_[id].static_shape = true;
       values_[id].shape = ctx.outputs[0].shape();
       values_[id].folded = std::move(ctx.outputs[0]);
+      consumed(in_ids, nullptr);
       continue;
     }
-    if (!opts.reference_only && try_view(*n, in_ids)) continue;
+    if (!opts.reference_only && try_view(*n, in_ids)) {
+      consumed(in_ids, nullptr);
+      continue;
+    }
 
     std::vector<Layout> layouts;
     for (int id : in_ids) layouts.push_back(id < 0 ? Layout::kPlain : values_[id].layout);
@@ -106,6 +133,7 @@ ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : graph_(g
       step.outputs.push_back(o ? add_value(o, l) : -1);
       step.in_place.push_back(chosen->in_place_input ? chosen->in_place_input(info, k) : -1);
     }
+    consumed(step.inputs, step.kernel.get());
     steps_.push_back(std::move(step));
   }
 

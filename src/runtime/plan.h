@@ -21,6 +21,9 @@ struct PlanOptions {
   int threads = 0;              // 0: all cores
   bool reference_only = false;  // only reference kernels, plain layouts (the oracle)
   bool plan_memory = true;      // arena planning; off: every output allocated at run time
+  // Drop from the graph each constant that its kernels prepacked and never read when running
+  // (the graph's values keep their dtype and shape): for a caller that owns the graph.
+  bool release_weights = false;
   // What a Session does with reference fallbacks (never any with reference_only): warn on
   // stderr, and with strict refuse a compute op on the reference kernel (kUnsupported).
   bool warn_fallbacks = true;
@@ -39,6 +42,9 @@ struct PlanValue {
   int64_t buffer = -1;  // index into the memory plan's requests, or -1: allocated at run time
   bool graph_input = false, constant = false, graph_output = false;
   Tensor folded;  // the value of a Constant node, computed once when the plan is built
+  // A constant no step reads when the plan runs (every reader prepacked it), whose data was
+  // released (PlanOptions::release_weights).
+  bool unread_constant = false;
 };
 
 struct PlanStep {

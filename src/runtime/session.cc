@@ -37,7 +37,10 @@ Session::Session(std::unique_ptr<Graph> graph, const PlanOptions& opts) : graph_
     throw Error(ErrorKind::kUnsupported, msg);
   }
   inputs_ = input_decls(*graph_);
-  plan_ = std::make_unique<ExecutionPlan>(*graph_, opts);
+  // The session owns the graph: weights its kernels prepacked are held once, by them.
+  PlanOptions plan_opts = opts;
+  plan_opts.release_weights = true;
+  plan_ = std::make_unique<ExecutionPlan>(*graph_, plan_opts);
   if (opts.strict) refuse_compute_fallbacks(plan_->reference_fallbacks());
   if (opts.warn_fallbacks) warn_reference_fallbacks(plan_->reference_fallbacks());
   size_t bytes = plan_->peak_activation_bytes();

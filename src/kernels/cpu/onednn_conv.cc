@@ -392,6 +392,9 @@ class ConvKernel : public Kernel {
     });
   }
 
+  // The weights and bias are prepacked.
+  bool reads_input(size_t i) const override { return i != 1 && i != 2; }
+
   void run(KernelIO& io) override {
     const Tensor& x = io.in(0);
     check_input(x, s_.x_shape, s_.in_layout, what_, 0);

@@ -434,6 +434,11 @@ class MatMulKernel : public Kernel {
     s_.const_wei = s_.const_c = nullptr;  // not needed after prepacking
   }
 
+  // Constant weights and bias (or C) are prepacked (or copied).
+  bool reads_input(size_t i) const override {
+    return (i != 1 || s_.runtime_wei) && (i != 2 || s_.runtime_c);
+  }
+
   void run(KernelIO& io) override {
     check_input(io.in(0), s_.in_shape[0], s_.x_layout, what_, 0);
     if (s_.runtime_wei) check_input(io.in(1), s_.in_shape[1], Layout::kPlain, what_, 1);
