@@ -34,6 +34,7 @@ class PlanCache {
   std::vector<Tensor> run(const std::map<std::string, Tensor>& feeds,
                           std::vector<StepTiming>* timings = nullptr);
 
+  const std::vector<InputDecl>& inputs() const { return inputs_; }
   size_t size() const { return lru_.size(); }
   size_t capacity() const { return capacity_; }
   size_t builds() const { return builds_; }  // sessions built so far (misses)
