@@ -257,6 +257,31 @@ TEST(CpuConcat, AlongEachAxis) {
   EXPECT_FALSE(fast_accepts("cpu.concat", "Concat", {{random_tensor({3}, 1)}}));  // no axis
 }
 
+TEST(CpuConcat, ChannelsLastAlongEachAxis) {
+  uint32_t seed = 700;
+  for (DType t : {DType::kFloat32, DType::kUInt8}) {
+    for (int64_t axis : {0, 1, 2, 3, -3}) {
+      SCOPED_TRACE(dtype_name(t) + " axis " + std::to_string(axis));
+      const size_t a = static_cast<size_t>(axis < 0 ? axis + 4 : axis);
+      std::vector<FastInput> in;
+      for (int64_t len : {3, 1, 0, 16}) {
+        Dims s = {2, 5, 4, 3};
+        s[a] = len;
+        in.push_back({typed_tensor(t, s, seed++), false, Layout::kNHWC});
+      }
+      expect_same_as_ref("cpu.concat", "Concat", in, {{"axis", attr_i(axis)}});
+      testing::OneNode one("Concat", in, {{"axis", attr_i(axis)}});
+      EXPECT_EQ(testing::find_factory("Concat", "cpu.concat")->output_layout(one.info(), 0),
+                Layout::kNHWC);
+    }
+  }
+  // Mixed layouts are left to the planner, which makes them plain.
+  EXPECT_FALSE(fast_accepts(
+      "cpu.concat", "Concat",
+      {{random_tensor({1, 2, 3, 3}, 1), false, Layout::kNHWC}, {random_tensor({1, 2, 3, 3}, 2)}},
+      {{"axis", attr_i(1)}}));
+}
+
 TEST(CpuCast, BetweenFloatIntAndBool) {
   const float inf = std::numeric_limits<float>::infinity();
   Tensor f = Tensor::from_vector<float>({10}, {0.0f, -0.0f, 1.5f, -1.5f, 2.9f, -2.9f, 1e20f, -1e20f,

@@ -1,5 +1,6 @@
-// Gather, Concat (blocks of bytes, any element type of 1, 2, 4 or 8 bytes, plain layout) and
-// Cast between float32, float64, int32, int64 and bool (layout-transparent).
+// Gather, Concat (blocks of bytes, any element type of 1, 2, 4 or 8 bytes; Gather in plain
+// layout, Concat in plain or channels-last, where it concatenates the stored dims) and Cast
+// between float32, float64, int32, int64 and bool (layout-transparent).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -100,12 +101,16 @@ class ConcatKernel : public Kernel {
   void run(KernelIO& io) override {
     const size_t nin = io.inputs.size();
     const Tensor& first = io.in(0);
+    const Layout layout = first.layout();
+    if (layout == Layout::kNHWC && first.rank() != 4) {
+      fail(ErrorKind::kRuntime, who_, ": channels-last input 0 must have rank 4");
+    }
     const size_t axis = static_cast<size_t>(checked_axis(axis_, first.rank(), who_));
     Dims out = first.shape();
     out[axis] = 0;
     for (size_t i = 0; i < nin; ++i) {
       const Tensor& t = io.in(i);
-      if (t.dtype() != first.dtype() || t.rank() != first.rank() || t.layout() != Layout::kPlain) {
+      if (t.dtype() != first.dtype() || t.rank() != first.rank() || t.layout() != layout) {
         fail(ErrorKind::kRuntime, who_, ": input ", i,
              " differs in type, rank or layout from input 0");
       }
@@ -117,12 +122,20 @@ class ConcatKernel : public Kernel {
       }
       out[axis] += t.shape()[axis];
     }
-    Tensor& y = io.output(0, first.dtype(), out);
+    Tensor& y = io.output(0, first.dtype(), out, layout);
     if (y.numel() == 0) return;
+    // Channels-last storage is the plain storage of [N, H, W, C]: concatenate those dims.
+    Dims stored = out;
+    size_t saxis = axis;
+    if (layout == Layout::kNHWC) {
+      static constexpr size_t kStoredAxis[4] = {0, 3, 1, 2};
+      stored = {out[0], out[2], out[3], out[1]};
+      saxis = kStoredAxis[axis];
+    }
     const size_t es = dtype_size(first.dtype());
-    const int64_t outer = numel_of(out, 0, axis);
-    const int64_t inner = numel_of(out, axis + 1, out.size());
-    const size_t row = static_cast<size_t>(out[axis] * inner) * es;
+    const int64_t outer = numel_of(stored, 0, saxis);
+    const int64_t inner = numel_of(stored, saxis + 1, stored.size());
+    const size_t row = static_cast<size_t>(stored[saxis] * inner) * es;
     std::vector<size_t> block(nin), offset(nin);
     size_t biggest = 0;
     for (size_t i = 0, off = 0; i < nin; ++i) {
@@ -174,8 +187,18 @@ bool concat_accepts(const NodeInfo& info) {
   } catch (const Error&) {
     return false;
   }
-  return copyable_elem_size(dtype_size(t)) && info.all_inputs_in(Layout::kPlain);
+  if (!copyable_elem_size(dtype_size(t))) return false;
+  if (info.all_inputs_in(Layout::kPlain)) return true;
+  if (!info.all_inputs_in(Layout::kNHWC)) return false;
+  for (size_t i = 0; i < n.num_inputs(); ++i) {
+    std::optional<Dims> s = info.input_shape(i);
+    if (!s || s->size() != 4) return false;
+  }
+  return true;
 }
+
+// Concat's output is stored like its inputs (all in one layout, or the planner makes them plain).
+Layout concat_output_layout(const NodeInfo& info, size_t) { return input_layout(info, 0); }
 
 // ---- Cast
 
@@ -283,8 +306,8 @@ std::unique_ptr<Kernel> make(const NodeInfo& info) {
 void append_gather_kernels(FactoryTable& t) {
   t.emplace_back("Gather",
                  KernelFactory{"cpu.gather", gather_accepts, nullptr, make<GatherKernel>, nullptr});
-  t.emplace_back("Concat",
-                 KernelFactory{"cpu.concat", concat_accepts, nullptr, make<ConcatKernel>, nullptr});
+  t.emplace_back("Concat", KernelFactory{"cpu.concat", concat_accepts, concat_output_layout,
+                                         make<ConcatKernel>, nullptr});
   t.emplace_back("Cast", KernelFactory{"cpu.cast", cast_accepts, cast_output_layout,
                                        make<CastKernel>, nullptr});
 }
