@@ -6,12 +6,15 @@
 // LayerNorm normalizes each row of the trailing dims: mean and variance (two passes over the
 // row while it is in cache, sums in double), then one pass writing the output.
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <optional>
 
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/cpu_math.h"
 #include "kernels/cpu/cpu_rows.h"
 #include "kernels/cpu/cpu_util.h"
+#include "kernels/ref/fused.h"
 
 namespace nnfuse::cpu {
 
@@ -45,6 +48,76 @@ NNFUSE_TARGET_CLONES void affine_rows(const float* x, float* y, int64_t rows, in
   }
 }
 
+// The piecewise-linear epilogues (ScaleShift's activation): LeakyRelu (slope for x < 0), or a
+// clamp to [lo, hi] (Relu is [0, inf), Clip its bounds). NaN passes through both, as in ONNX.
+struct Epilogue {
+  bool leaky = false;
+  float slope = 0.0f, lo = 0.0f, hi = 0.0f;
+};
+
+NNFUSE_TARGET_CLONES void affine_plane_act(const float* x, float* y, int64_t n, float a, float b,
+                                           Epilogue e) {
+  if (e.leaky) {
+#pragma GCC ivdep
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i] * a + b;
+      y[i] = v >= 0.0f ? v : e.slope * v;
+    }
+    return;
+  }
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i] * a + b;
+    v = v < e.lo ? e.lo : v;
+    y[i] = e.hi < v ? e.hi : v;
+  }
+}
+
+NNFUSE_TARGET_CLONES void affine_rows_act(const float* x, float* y, int64_t rows, int64_t c,
+                                          const float* a, const float* b, Epilogue e) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * c;
+    float* yr = y + r * c;
+    if (e.leaky) {
+#pragma GCC ivdep
+      for (int64_t j = 0; j < c; ++j) {
+        const float v = xr[j] * a[j] + b[j];
+        yr[j] = v >= 0.0f ? v : e.slope * v;
+      }
+      continue;
+    }
+#pragma GCC ivdep
+    for (int64_t j = 0; j < c; ++j) {
+      float v = xr[j] * a[j] + b[j];
+      v = v < e.lo ? e.lo : v;
+      yr[j] = e.hi < v ? e.hi : v;
+    }
+  }
+}
+
+// The epilogue of a ScaleShift's activation attributes; nullopt for one it does not apply.
+std::optional<std::optional<Epilogue>> scale_shift_epilogue(const Node& n) {
+  ref::Activation a;
+  try {
+    a = ref::read_activation(n);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  switch (a.kind) {
+    case ref::ActivationKind::kNone:
+      return std::optional<Epilogue>();
+    case ref::ActivationKind::kRelu:
+      return Epilogue{false, 0.0f, 0.0f, inf};
+    case ref::ActivationKind::kLeakyRelu:
+      return Epilogue{true, a.alpha, 0.0f, 0.0f};
+    case ref::ActivationKind::kClip:
+      return Epilogue{false, 0.0f, a.alpha, a.beta};
+    default:
+      return std::nullopt;
+  }
+}
+
 // ---- BatchNormalization
 
 // The per-channel parameter i as doubles, when it is a constant float32 [C] (C from input 1).
@@ -70,6 +143,7 @@ class BatchNormKernel : public Kernel {
       b_.push_back(static_cast<float>(b[c]));
     }
     (void)scale_shift;
+    if (auto e = scale_shift_epilogue(info.node)) epilogue_ = *e;
   }
 
   explicit BatchNormKernel(const NodeInfo& info) : who_(info.node.describe()) {
@@ -109,9 +183,14 @@ class BatchNormKernel : public Kernel {
     if (x.layout() == Layout::kNHWC || inner == 1) {
       // Channel innermost: rows of C.
       const int64_t rows = x.numel() / std::max<int64_t>(c, 1);
-      parallel_range(
-          rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(c, 1)),
-          [&](int64_t lo, int64_t hi) { affine_rows(px + lo * c, py + lo * c, hi - lo, c, a, b); });
+      parallel_range(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(c, 1)),
+                     [&](int64_t lo, int64_t hi) {
+                       if (epilogue_) {
+                         affine_rows_act(px + lo * c, py + lo * c, hi - lo, c, a, b, *epilogue_);
+                       } else {
+                         affine_rows(px + lo * c, py + lo * c, hi - lo, c, a, b);
+                       }
+                     });
       return;
     }
     // Planes of `inner` elements, channel (plane % C): walk element ranges plane by plane.
@@ -119,7 +198,11 @@ class BatchNormKernel : public Kernel {
       for (int64_t i = lo; i < hi;) {
         const int64_t plane = i / inner, end = std::min(hi, (plane + 1) * inner);
         const int64_t ch = plane % c;
-        affine_plane(px + i, py + i, end - i, a[ch], b[ch]);
+        if (epilogue_) {
+          affine_plane_act(px + i, py + i, end - i, a[ch], b[ch], *epilogue_);
+        } else {
+          affine_plane(px + i, py + i, end - i, a[ch], b[ch]);
+        }
         i = end;
       }
     });
@@ -128,6 +211,7 @@ class BatchNormKernel : public Kernel {
  private:
   std::string who_;
   std::vector<float> a_, b_;
+  std::optional<Epilogue> epilogue_;  // ScaleShift's activation
 };
 
 // Why the kernel declines a BatchNormalization, "" when it runs it.
@@ -279,6 +363,10 @@ std::string scale_shift_declines(const NodeInfo& info) {
   if (!bn_param(info, 2, &b)) return "the scale and shift differ in size";
   if (input_layout(info, 1) != Layout::kPlain || input_layout(info, 2) != Layout::kPlain) {
     return "the scale or shift is not plain";
+  }
+  if (!scale_shift_epilogue(n)) {
+    return "the activation '" + n.attr_string("activation", "") +
+           "' is not one it applies (Relu, LeakyRelu, Clip)";
   }
   if (std::optional<Dims> s = info.input_shape(0)) {
     if (s->size() < 2 || (*s)[1] != static_cast<int64_t>(a.size())) {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "kernels/cpu/cpu_test_support.h"
 
 namespace nnfuse {
@@ -82,6 +84,42 @@ TEST(CpuScaleShift, PlainAndChannelsLastInPlace) {
                             {{random_tensor({1, 3, 2}, 1)},
                              {random_tensor({3}, 2), false},
                              {random_tensor({3}, 3), true}}));
+}
+
+TEST(CpuScaleShift, PiecewiseLinearActivations) {
+  auto act = [](const std::string& name, float alpha, float beta) {
+    Attribute a;
+    a.kind = Attribute::Kind::kString;
+    a.s = name;
+    return std::map<std::string, Attribute>{
+        {"activation", a}, {"activation_alpha", attr_f(alpha)}, {"activation_beta", attr_f(beta)}};
+  };
+  const std::vector<std::map<std::string, Attribute>> acts = {
+      act("Relu", 0, 0), act("LeakyRelu", 0.1f, 0), act("Clip", -0.5f, 1.5f), act("Clip", 0, 6)};
+  uint32_t seed = 60;
+  for (const Dims& s : std::vector<Dims>{{2, 3, 4, 5}, {1, 32, 7, 7}, {1, 5, 17}}) {
+    for (Layout layout : {Layout::kPlain, Layout::kNHWC}) {
+      if (layout == Layout::kNHWC && s.size() != 4) continue;
+      for (const auto& attrs : acts) {
+        SCOPED_TRACE(dims_str(s) + " " + layout_name(layout) + " " + attrs.at("activation").s);
+        seed += 3;
+        Tensor x = random_tensor(s, seed, -3, 3);
+        // NaN and infinities pass through as the reference lets them.
+        x.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+        x.data<float>()[1] = std::numeric_limits<float>::infinity();
+        x.data<float>()[2] = -std::numeric_limits<float>::infinity();
+        std::vector<FastInput> in = {{x, false, layout},
+                                     {random_tensor({s[1]}, seed + 1), true},
+                                     {random_tensor({s[1]}, seed + 2), true}};
+        expect_matches_ref("cpu.scale_shift", "ScaleShift", in, attrs);
+        expect_in_place_matches_ref("cpu.scale_shift", "ScaleShift", in, 0, attrs);
+      }
+    }
+  }
+  // Activations it does not apply stay with the reference kernel, with the reason.
+  std::vector<FastInput> in = {
+      {random_tensor({1, 3, 2}, 1)}, {random_tensor({3}, 2), true}, {random_tensor({3}, 3), true}};
+  EXPECT_FALSE(fast_accepts("cpu.scale_shift", "ScaleShift", in, act("Sigmoid", 0, 0)));
 }
 
 TEST(CpuBatchNorm, Declines) {

@@ -90,13 +90,19 @@ std::vector<T> values(const Tensor& t) {
   return std::vector<T>(p, p + t.numel());
 }
 
-// Expects equal shape and elementwise closeness for float32 tensors.
+// Expects equal shape and elementwise closeness for float32 tensors (a NaN or an infinity
+// wanted must be got exactly).
 inline void expect_close(const Tensor& got, const Tensor& want, float atol = 1e-5f,
                          float rtol = 1e-5f) {
   ASSERT_EQ(got.dtype(), want.dtype());
   ASSERT_EQ(got.shape(), want.shape());
   for (int64_t i = 0; i < got.numel(); ++i) {
     double g = got.double_at(i), w = want.double_at(i);
+    if (std::isnan(w) || std::isinf(w)) {
+      EXPECT_TRUE(std::isnan(w) ? std::isnan(g) : g == w)
+          << "at element " << i << ": got " << g << ", want " << w;
+      continue;
+    }
     EXPECT_LE(std::abs(g - w), atol + rtol * std::abs(w)) << "at element " << i;
   }
 }

@@ -85,7 +85,7 @@ class BatchNormScaleShift : public Pass {
   const PassInfo& info() const override {
     static const PassInfo i{"BatchNormScaleShiftPass",
                             "Turns a BatchNormalization no Conv absorbed into a per-channel scale "
-                            "and shift",
+                            "and shift, with a Relu, LeakyRelu or Clip after it",
                             true, true};
     return i;
   }
@@ -97,42 +97,58 @@ class BatchNormScaleShift : public Pass {
                 false)
                  .named("bn");
     const std::string pass = info().name;
-    rewrite_all(g, ctx, pass, {{"", bn}}, [&](const std::string&, const Match& m) -> std::string {
-      Node* n = m.node("bn");
-      if (n->attr_int("training_mode", 0) != 0) {
-        return std::string("BatchNormalization is in training mode");
-      }
-      for (size_t k = 1; k < n->num_outputs(); ++k) {
-        if (n->output(k)) return std::string("BatchNormalization's running statistics are used");
-      }
-      const Value* x = m.value("x");
-      if (x->dtype() != DType::kFloat32) return std::string("the input is not float32");
-      const Tensor* p[4] = {constant_value(m.value("scale")), constant_value(m.value("shift")),
-                            constant_value(m.value("mean")), constant_value(m.value("var"))};
-      const int64_t c = p[0]->numel();
-      for (const Tensor* t : p) {
-        if (t->dtype() != DType::kFloat32 || t->rank() != 1 || t->numel() != c) {
-          return std::string("the parameters are not float32 vectors of one length");
-        }
-      }
-      if (!x->shape().has_rank || x->shape().dims.size() < 2 ||
-          (x->shape().dims[1].known() && x->shape().dims[1].value != c)) {
-        return std::string("the input's dim 1 is not the parameters' length");
-      }
-      const double eps = n->attr_float("epsilon", 1e-5f);
-      Tensor a(DType::kFloat32, {c}), b(DType::kFloat32, {c});
-      for (int64_t i = 0; i < c; ++i) {
-        const double s =
-            p[0]->data<float>()[i] / std::sqrt(static_cast<double>(p[3]->data<float>()[i]) + eps);
-        a.data<float>()[i] = static_cast<float>(s);
-        b.data<float>()[i] =
-            static_cast<float>(p[1]->data<float>()[i] - p[2]->data<float>()[i] * s);
-      }
-      Value* av = add_constant(g, n->name() + "_scale", std::move(a));
-      Value* bv = add_constant(g, n->name() + "_shift", std::move(b));
-      return apply_fusion(g, ctx, pass, {n}, "ScaleShift", kFusedDomain, {m.value("x"), av, bv},
-                          {n->output(0)}, {});
-    });
+    // The piecewise-linear activations the scale-shift kernels apply in the same pass over the
+    // data (a pre-activation block's BN + ReLU is one kernel, not two).
+    std::vector<ActivationPattern> pats;
+    for (ActivationPattern& p : activation_patterns(bn)) {
+      if (p.name == "Relu" || p.name == "LeakyRelu" || p.name == "Clip") pats.push_back(p);
+    }
+    pats.push_back({"", bn});
+    rewrite_all(
+        g, ctx, pass, pats, [&](const std::string& act_name, const Match& m) -> std::string {
+          Node* n = m.node("bn");
+          if (n->attr_int("training_mode", 0) != 0) {
+            return std::string("BatchNormalization is in training mode");
+          }
+          for (size_t k = 1; k < n->num_outputs(); ++k) {
+            if (n->output(k))
+              return std::string("BatchNormalization's running statistics are used");
+          }
+          const Value* x = m.value("x");
+          if (x->dtype() != DType::kFloat32) return std::string("the input is not float32");
+          const Tensor* p[4] = {constant_value(m.value("scale")), constant_value(m.value("shift")),
+                                constant_value(m.value("mean")), constant_value(m.value("var"))};
+          const int64_t c = p[0]->numel();
+          for (const Tensor* t : p) {
+            if (t->dtype() != DType::kFloat32 || t->rank() != 1 || t->numel() != c) {
+              return std::string("the parameters are not float32 vectors of one length");
+            }
+          }
+          if (!x->shape().has_rank || x->shape().dims.size() < 2 ||
+              (x->shape().dims[1].known() && x->shape().dims[1].value != c)) {
+            return std::string("the input's dim 1 is not the parameters' length");
+          }
+          const double eps = n->attr_float("epsilon", 1e-5f);
+          Tensor a(DType::kFloat32, {c}), b(DType::kFloat32, {c});
+          for (int64_t i = 0; i < c; ++i) {
+            const double s = p[0]->data<float>()[i] /
+                             std::sqrt(static_cast<double>(p[3]->data<float>()[i]) + eps);
+            a.data<float>()[i] = static_cast<float>(s);
+            b.data<float>()[i] =
+                static_cast<float>(p[1]->data<float>()[i] - p[2]->data<float>()[i] * s);
+          }
+          std::map<std::string, Attribute> attrs;
+          if (!act_name.empty()) {
+            std::string why;
+            const auto act = activation_from_match(act_name, m, &why);
+            if (!act) return why;
+            set_activation_attrs(attrs, *act);
+          }
+          Value* av = add_constant(g, n->name() + "_scale", std::move(a));
+          Value* bv = add_constant(g, n->name() + "_shift", std::move(b));
+          return apply_fusion(g, ctx, pass, m.nodes(), "ScaleShift", kFusedDomain,
+                              {m.value("x"), av, bv}, {m.root()->output(0)}, attrs);
+        });
   }
 };
 
