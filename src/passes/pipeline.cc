@@ -26,6 +26,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   // CNN fusions: BN into conv weights first, then the conv epilogues (residual Add and
   // activation), largest first.
   p.push_back(make_pad_conv_pass());
+  p.push_back(make_pad_pool_pass());
   p.push_back(make_conv_bn_pass());
   p.push_back(make_conv_add_act_pass());
   p.push_back(make_conv_act_pass());
@@ -62,6 +63,7 @@ std::map<std::string, std::vector<std::string>> pass_op_lists() {
       {"ConvActivationFusionPass", {"Conv", "Relu"}},
       {"ConvAddFusionPass", {"Conv", "Add", "Relu"}},
       {"PadConvFusionPass", {"Pad", "Conv"}},
+      {"PadPoolFusionPass", {"Pad", "AveragePool"}},
       {"ConvMaxPoolFusionPass", {"Conv", "MaxPool"}},
       {"BatchNormScaleShiftPass", {"BatchNormalization"}},
       {"AttentionFusionPass", {"MatMul", "Div", "Add", "Softmax", "MatMul"}},

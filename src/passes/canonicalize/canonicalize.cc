@@ -5,6 +5,7 @@
 
 #include "ir/error.h"
 #include "kernels/ref/ref_kernels.h"
+#include "pattern/pattern.h"
 #include "shape/shape_inference.h"
 
 namespace nnfuse {
@@ -40,11 +41,27 @@ bool is_noop_pool(const Node& n) {
          n.attr_string("auto_pad", "NOTSET") != "SAME_LOWER";
 }
 
+// A Pad whose pads are all 0 copies its input, whatever its mode (exporters emit one before
+// an AveragePool without padding). The pads are the attribute below opset 11, else input 1.
+bool is_noop_pad(const Node& n) {
+  if (n.num_outputs() != 1) return false;
+  std::vector<int64_t> pads;
+  if (n.has_attr("pads")) {
+    pads = n.attr_ints("pads");
+  } else {
+    const Tensor* t = n.num_inputs() > 1 ? pattern::constant_value(n.input(1)) : nullptr;
+    if (!t || (t->dtype() != DType::kInt64 && t->dtype() != DType::kInt32)) return false;
+    pads = t->to_int64_vector();
+  }
+  return !pads.empty() && std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+}
+
 class IdentityElimination : public Pass {
  public:
   const PassInfo& info() const override {
     static const PassInfo i{"IdentityEliminationPass",
-                            "Removes Identity, inference-mode Dropout and 1x1 stride-1 pools",
+                            "Removes Identity, inference-mode Dropout, 1x1 stride-1 pools and "
+                            "zero Pads",
                             false, true};
     return i;
   }
@@ -63,6 +80,7 @@ class IdentityElimination : public Pass {
       if ((n->op_type() == "AveragePool" || n->op_type() == "MaxPool") && n->num_outputs() == 1) {
         identity = is_noop_pool(*n);
       }
+      if (n->op_type() == "Pad") identity = is_noop_pad(*n);
       if (!identity || !n->input(0) || !n->output(0)) continue;
       Value* in = n->input(0);
       Value* out = n->output(0);

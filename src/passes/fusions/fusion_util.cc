@@ -34,6 +34,13 @@ Attribute attr_int(int64_t i) {
   return a;
 }
 
+Attribute attr_ints(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+
 bool is_layer_norm(const Node& n) {
   return n.op_type() == "LayerNormalization" &&
          (is_default_domain(n.domain()) || n.domain() == kFusedDomain);

@@ -69,6 +69,7 @@ void set_activation_attrs(std::map<std::string, Attribute>& attrs, const Activat
 Attribute attr_string(std::string s);
 Attribute attr_float(float f);
 Attribute attr_int(int64_t i);
+Attribute attr_ints(std::vector<int64_t> v);
 
 // For passes that find their candidates by hand: scans the graph (restarting after every
 // change) for nodes `select` picks, given as the nodes the candidate involves (empty: not a

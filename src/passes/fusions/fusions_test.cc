@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "passes/fusions/fusion_test_util.h"
 
@@ -197,6 +198,99 @@ TEST(PadConvFusion, ZeroPadFoldsIntoConvPads) {
             std::string::npos);
 }
 
+// Pad(x) -> pool, with the pool's own attributes and the Pad's value.
+std::unique_ptr<Graph> pad_pool_graph(const std::string& pool, float value,
+                                      std::map<std::string, Attribute> attrs) {
+  B b;
+  Value* x = b.in("x", {1, 3, 7, 6});
+  Value* p = b.n("Pad",
+                 {x, b.c(Tensor::from_vector<int64_t>({8}, {0, 0, 1, 0, 0, 0, 2, 1})),
+                  b.c(Tensor::from_vector<float>({}, {value}))},
+                 {1, 3, 10, 7}, {}, "pad");
+  attrs["kernel_shape"] = attr_ints({3, 2});
+  std::vector<int64_t> own = attrs.count("pads") ? attrs["pads"].ints : std::vector<int64_t>(4, 0);
+  const int64_t up = attrs.count("ceil_mode") ? attrs["ceil_mode"].i : 0;  // ceil: round up
+  const int64_t h = (10 + own[0] + own[2] - 3 + up) / 2 + 1,
+                w = (7 + own[1] + own[3] - 2 + up) / 2 + 1;
+  attrs["strides"] = attr_ints({2, 2});
+  b.out(b.n(pool, {p}, {1, 3, h, w}, attrs, "pool"));
+  return std::move(b.g);
+}
+
+TEST(PadPoolFusion, ZeroPadFoldsIntoAveragePoolCountingThePads) {
+  for (int64_t include : {0, 1}) {
+    auto build = [&] {
+      return pad_pool_graph("AveragePool", 0.0f, {{"count_include_pad", attr_int(include)}});
+    };
+    auto f = fuse(build());
+    ASSERT_EQ(f.graph->num_nodes(), 1u) << graph_to_text(*f.graph);
+    const Node* n = f.graph->nodes()[0];
+    EXPECT_EQ(n->attr_ints("pads"), (std::vector<int64_t>{1, 0, 2, 1}));
+    EXPECT_EQ(n->attr_int("count_include_pad", 0), 1);
+    expect_same_numbers(std::move(f.graph), build());
+  }
+  // Own pads counted: the Pad's add to them.
+  auto counted = [] {
+    return pad_pool_graph("AveragePool", 0.0f,
+                          {{"count_include_pad", attr_int(1)}, {"pads", attr_ints({1, 0, 0, 0})}});
+  };
+  auto f = fuse(counted());
+  ASSERT_EQ(f.graph->num_nodes(), 1u);
+  EXPECT_EQ(f.graph->nodes()[0]->attr_ints("pads"), (std::vector<int64_t>{2, 0, 2, 1}));
+  expect_same_numbers(std::move(f.graph), counted());
+}
+
+TEST(PadPoolFusion, DeclinesWhatWouldChangeTheNumbers) {
+  struct Case {
+    std::string pool;
+    float value;
+    std::map<std::string, Attribute> attrs;
+    std::string reason;
+  };
+  const std::vector<Case> cases = {
+      {"AveragePool", 1.0f, {}, "not 0"},
+      {"AveragePool", 0.0f, {{"ceil_mode", attr_int(1)}}, "ceil_mode"},
+      {"AveragePool", 0.0f, {{"pads", attr_ints({1, 0, 0, 0})}}, "does not count"},
+      {"AveragePool",
+       0.0f,
+       {{"count_include_pad", attr_int(1)}, {"pads", attr_ints({0, 0, 0, 1})}},
+       "narrower than the window"},
+      {"MaxPool", 0.0f, {}, "not -inf"},
+  };
+  for (const Case& c : cases) {
+    auto f = fuse(pad_pool_graph(c.pool, c.value, c.attrs));
+    EXPECT_EQ(f.graph->num_nodes(), 2u) << c.reason;
+    const PassRecord* r = record(f.report, "PadPoolFusionPass");
+    ASSERT_FALSE(r->rejected.empty()) << c.reason;
+    EXPECT_NE(r->rejected[0].reason.find(c.reason), std::string::npos) << r->rejected[0].reason;
+    expect_same_numbers(std::move(f.graph), pad_pool_graph(c.pool, c.value, c.attrs));
+  }
+}
+
+TEST(PadPoolFusion, MinusInfPadFoldsIntoMaxPool) {
+  const float inf = std::numeric_limits<float>::infinity();
+  auto f = fuse(pad_pool_graph("MaxPool", -inf, {}));
+  ASSERT_EQ(f.graph->num_nodes(), 1u);
+  EXPECT_EQ(f.graph->nodes()[0]->attr_ints("pads"), (std::vector<int64_t>{1, 0, 2, 1}));
+  expect_same_numbers(std::move(f.graph), pad_pool_graph("MaxPool", -inf, {}));
+}
+
+TEST(IdentityElimination, ZeroPadIsRemoved) {
+  auto build = [](const std::string& mode) {
+    B b;
+    Value* x = b.in("x", {1, 2, 4, 4});
+    Value* p = b.n("Pad", {x, b.c(Tensor::from_vector<int64_t>({8}, {0, 0, 0, 0, 0, 0, 0, 0}))},
+                   {1, 2, 4, 4}, {{"mode", attr_string(mode)}}, "pad");
+    b.out(b.n("Relu", {p}, {1, 2, 4, 4}));
+    return std::move(b.g);
+  };
+  for (const char* mode : {"constant", "reflect", "edge"}) {
+    auto f = fuse(build(mode));
+    EXPECT_EQ(count_op(*f.graph, "Pad"), 0u) << mode;
+    expect_same_numbers(std::move(f.graph), build(mode));
+  }
+}
+
 std::unique_ptr<Graph> dense(const Dims& bias_shape, bool gelu) {
   B b;
   Value* x = b.in("x", {2, 5, 8});
@@ -286,6 +380,47 @@ TEST(BatchNormScaleShift, LoneBatchNormBecomesScaleAndShift) {
   ASSERT_EQ(count_op(*f.graph, "ScaleShift"), 1u) << graph_to_text(*f.graph);
   EXPECT_EQ(record(f.report, "BatchNormScaleShiftPass")->effect_times, 1);
   expect_same_numbers(std::move(f.graph), lone_bn_graph());
+}
+
+// Pre-activation: BN -> act, feeding a Conv (nothing folds the BN into the conv's weights).
+std::unique_ptr<Graph> pre_activation_graph(const std::string& act, bool act_shared) {
+  B b;
+  Value* x = b.in("x", {1, 4, 6, 5});
+  Value* n = b.n("BatchNormalization",
+                 {x, b.c(rand_tensor({4}, 13, 0.5, 1.5)), b.c(rand_tensor({4}, 14)),
+                  b.c(rand_tensor({4}, 15)), b.c(rand_tensor({4}, 16, 0.5, 2))},
+                 {1, 4, 6, 5}, {}, "bn");
+  std::map<std::string, Attribute> attrs;
+  if (act == "LeakyRelu") attrs["alpha"] = attr_float(0.2f);
+  std::vector<Value*> ins = {n};
+  if (act == "Clip") {
+    ins.push_back(b.c(Tensor::scalar<float>(-0.25f)));
+    ins.push_back(b.c(Tensor::scalar<float>(0.75f)));
+  }
+  Value* a = b.n(act, ins, {1, 4, 6, 5}, attrs, "act");
+  b.out(b.n("Conv", {a, b.c(rand_tensor({3, 4, 3, 3}, 17))}, {1, 3, 4, 3}, {}, "conv"));
+  if (act_shared) b.out(n);  // the BN's own output is needed too
+  return std::move(b.g);
+}
+
+TEST(BatchNormScaleShift, PreActivationBecomesOneKernel) {
+  for (const char* act : {"Relu", "LeakyRelu", "Clip", "Sigmoid"}) {
+    SCOPED_TRACE(act);
+    const bool applied = std::string(act) != "Sigmoid";
+    auto f = fuse(pre_activation_graph(act, false));
+    ASSERT_EQ(count_op(*f.graph, "ScaleShift"), 1u) << graph_to_text(*f.graph);
+    EXPECT_EQ(f.graph->num_nodes(), applied ? 2u : 3u) << graph_to_text(*f.graph);
+    for (const Node* n : f.graph->nodes()) {
+      if (n->op_type() == "ScaleShift") {
+        EXPECT_EQ(n->attr_string("activation", ""), applied ? act : "");
+      }
+    }
+    expect_same_numbers(std::move(f.graph), pre_activation_graph(act, false));
+  }
+  // The BN's output read elsewhere: the activation stays a kernel of its own.
+  auto f = fuse(pre_activation_graph("Relu", true));
+  EXPECT_EQ(count_op(*f.graph, "Relu"), 1u) << graph_to_text(*f.graph);
+  expect_same_numbers(std::move(f.graph), pre_activation_graph("Relu", true));
 }
 
 TEST(BatchNormScaleShift, GuardsRejectTrainingModeAndUsedStatistics) {

@@ -1,5 +1,15 @@
-// PadConvFusionPass: Conv(Pad(x, p)) == Conv(x) with p added to the Conv's pads, when the Pad
-// is constant-mode with value 0, pads only spatial dims, and adds no negative padding.
+// Pads folded into the op that reads them:
+//   PadConvFusionPass: Conv(Pad(x, p)) == Conv(x) with p added to the Conv's pads, when the Pad
+//                      is constant-mode with value 0, pads only spatial dims, and adds no
+//                      negative padding.
+//   PadPoolFusionPass: AveragePool(Pad(x, p)) == AveragePool(x) with p added to its pads and
+//                      count_include_pad = 1 (the padded zeros count in the divisor), for a zero
+//                      Pad; MaxPool(Pad(x, p)) == MaxPool(x) with p added to its pads for a
+//                      Pad of -inf (MaxPool's pads never win a max). Both need ceil_mode 0: a
+//                      ceil-mode window past the padded input would be clipped differently.
+#include <cmath>
+#include <limits>
+
 #include "passes/fusions/fusions.h"
 #include "pattern/rewriter.h"
 
@@ -9,6 +19,73 @@ namespace {
 
 using pattern::Match;
 using pattern::Pat;
+
+// The Pad's spatial pads as an ONNX pads attribute (begins then ends) for an op with `sp`
+// spatial dims, after checking the Pad pads only those, by a constant value for which `value_ok`
+// holds, and never crops; "" in *why when it folds.
+std::vector<int64_t> spatial_pads(const Node& pn, const Value* pads, bool (*value_ok)(double),
+                                  const char* value_name, std::string* why) {
+  *why = "";
+  if (pn.attr_string("mode", "constant") != "constant") {
+    *why = "the Pad is not constant-mode";
+    return {};
+  }
+  double value = 0.0;
+  if (pn.num_inputs() > 2 && pn.input(2)) {
+    const Tensor* v = pattern::constant_value(pn.input(2));
+    if (!v || v->numel() != 1) {
+      *why = "the Pad value is not a constant scalar";
+      return {};
+    }
+    value = v->double_at(0);
+  }
+  if (!value_ok(value)) {
+    *why = std::string("the Pad value is not ") + value_name;
+    return {};
+  }
+  if (pn.num_inputs() > 3 && pn.input(3)) {
+    *why = "the Pad has an axes input";
+    return {};
+  }
+  std::vector<int64_t> p = pattern::constant_value(pads)->to_int64_vector();
+  const size_t r = p.size() / 2;
+  if (r < 3) {
+    *why = "the Pad is not over a batch, channel and spatial dims";
+    return {};
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    if (p[i] != 0 || p[r + i] != 0) {
+      *why = "the Pad pads the batch or channel dim";
+      return {};
+    }
+  }
+  const size_t sp = r - 2;
+  std::vector<int64_t> out(2 * sp);
+  for (size_t i = 0; i < sp; ++i) {
+    if (p[2 + i] < 0 || p[r + 2 + i] < 0) {
+      *why = "the Pad crops (negative pads)";
+      return {};
+    }
+    out[i] = p[2 + i];
+    out[sp + i] = p[r + 2 + i];
+  }
+  return out;
+}
+
+// Adds `extra` to the node's pads attribute; "" when it fits.
+std::string add_pads(const Node& n, const std::vector<int64_t>& extra,
+                     std::map<std::string, Attribute>* attrs) {
+  const size_t sp = extra.size() / 2;
+  std::vector<int64_t> cp = n.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
+  if (cp.size() != 2 * sp) return "the " + n.op_type() + "'s pads do not match the Pad's rank";
+  for (size_t i = 0; i < cp.size(); ++i) cp[i] += extra[i];
+  *attrs = n.attrs();
+  (*attrs)["pads"] = attr_ints(std::move(cp));
+  return "";
+}
+
+bool is_zero(double v) { return v == 0.0; }
+bool is_minus_inf(double v) { return std::isinf(v) && v < 0; }
 
 class PadConvFusion : public Pass {
  public:
@@ -23,37 +100,13 @@ class PadConvFusion : public Pass {
     Pat conv = op("Conv", {pad, constant("w")}, false).named("conv");
     const std::string pass = info().name;
     rewrite_all(g, ctx, pass, {{"", conv}}, [&](const std::string&, const Match& m) -> std::string {
-      Node* pn = m.node("pad");
       Node* cn = m.node("conv");
-      if (pn->attr_string("mode", "constant") != "constant")
-        return std::string("the Pad is not constant-mode");
-      if (pn->num_inputs() > 2 && pn->input(2)) {
-        const Tensor* v = constant_value(pn->input(2));
-        if (!v || v->numel() != 1 || v->double_at(0) != 0.0)
-          return std::string("the Pad value is not 0");
-      }
-      if (pn->num_inputs() > 3 && pn->input(3)) return std::string("the Pad has an axes input");
-      if (cn->attr_string("auto_pad", "NOTSET") != "NOTSET")
-        return std::string("the Conv uses auto_pad");
-      std::vector<int64_t> p = constant_value(m.value("pads"))->to_int64_vector();
-      size_t r = p.size() / 2;
-      if (r < 3) return std::string("the Pad is not over a batch, channel and spatial dims");
-      size_t sp = r - 2;
-      for (size_t i = 0; i < 2; ++i) {
-        if (p[i] != 0 || p[r + i] != 0) return std::string("the Pad pads the batch or channel dim");
-      }
-      std::vector<int64_t> cp = cn->attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
-      if (cp.size() != 2 * sp) return std::string("the Conv's pads do not match the Pad's rank");
-      for (size_t i = 0; i < sp; ++i) {
-        if (p[2 + i] < 0 || p[r + 2 + i] < 0) return std::string("the Pad crops (negative pads)");
-        cp[i] += p[2 + i];
-        cp[sp + i] += p[r + 2 + i];
-      }
-      std::map<std::string, Attribute> attrs = cn->attrs();
-      Attribute a;
-      a.kind = Attribute::Kind::kInts;
-      a.ints = cp;
-      attrs["pads"] = a;
+      std::string why;
+      std::vector<int64_t> p = spatial_pads(*m.node("pad"), m.value("pads"), is_zero, "0", &why);
+      if (!why.empty()) return why;
+      if (cn->attr_string("auto_pad", "NOTSET") != "NOTSET") return "the Conv uses auto_pad";
+      std::map<std::string, Attribute> attrs;
+      if (why = add_pads(*cn, p, &attrs); !why.empty()) return why;
       std::vector<Value*> ins = {m.value("x"), m.value("w")};
       if (cn->num_inputs() > 2 && cn->input(2)) ins.push_back(cn->input(2));
       return apply_fusion(g, ctx, pass, m.nodes(), "Conv", "", ins, {cn->output(0)}, attrs);
@@ -61,8 +114,74 @@ class PadConvFusion : public Pass {
   }
 };
 
+class PadPoolFusion : public Pass {
+ public:
+  const PassInfo& info() const override {
+    static const PassInfo i{"PadPoolFusionPass",
+                            "Folds a zero Pad into the following AveragePool's pads (counting "
+                            "them), a -inf Pad into a MaxPool's",
+                            true, true};
+    return i;
+  }
+  void run(Graph& g, PassContext& ctx) override {
+    using namespace pattern;
+    Pat pad = op("Pad", {any("x"), constant("pads")}, false).named("pad");
+    Pat avg = op("AveragePool", {pad}, false).named("pool");
+    Pat max = op("MaxPool", {pad}, false).named("pool");
+    const std::string pass = info().name;
+    rewrite_all(
+        g, ctx, pass, {{"avg", avg}, {"max", max}},
+        [&](const std::string& which, const Match& m) -> std::string {
+          Node* pn = m.node("pool");
+          const bool is_avg = which == "avg";
+          std::string why;
+          std::vector<int64_t> p =
+              spatial_pads(*m.node("pad"), m.value("pads"), is_avg ? is_zero : is_minus_inf,
+                           is_avg ? "0" : "-inf", &why);
+          if (!why.empty()) return why;
+          if (pn->attr_string("auto_pad", "NOTSET") != "NOTSET") {
+            return "the " + pn->op_type() + " uses auto_pad";
+          }
+          if (pn->attr_int("ceil_mode", 0) != 0) {
+            return "the " + pn->op_type() + " uses ceil_mode";
+          }
+          if (pn->num_outputs() > 1 && pn->output(1)) {
+            return std::string("the MaxPool's indices are used");
+          }
+          std::map<std::string, Attribute> attrs;
+          if (is_avg && pn->attr_int("count_include_pad", 0) == 0) {
+            for (int64_t v : pn->attr_ints("pads", {})) {
+              if (v != 0) {
+                return std::string("the AveragePool has pads of its own that it does not count");
+              }
+            }
+          }
+          if (why = add_pads(*pn, p, &attrs); !why.empty()) return why;
+          // ONNX pools take pads narrower than the window only.
+          const std::vector<int64_t> k = pn->attr_ints("kernel_shape", {});
+          const size_t sp = p.size() / 2;
+          std::vector<int64_t> d = pn->attr_ints("dilations", std::vector<int64_t>(sp, 1));
+          if (k.size() != sp || d.size() != sp) {
+            return "the " + pn->op_type() + "'s kernel_shape does not match the Pad's rank";
+          }
+          const std::vector<int64_t>& np = attrs["pads"].ints;
+          for (size_t i = 0; i < sp; ++i) {
+            const int64_t span = (k[i] - 1) * d[i] + 1;
+            if (np[i] >= span || np[sp + i] >= span) {
+              return std::string("the pads would not be narrower than the window");
+            }
+          }
+          if (is_avg) attrs["count_include_pad"] = attr_int(1);
+          const std::string op_type = pn->op_type();  // pn goes with the fusion
+          return apply_fusion(g, ctx, pass, m.nodes(), op_type, "", {m.value("x")}, {pn->output(0)},
+                              attrs);
+        });
+  }
+};
+
 }  // namespace
 
 std::unique_ptr<Pass> make_pad_conv_pass() { return std::make_unique<PadConvFusion>(); }
+std::unique_ptr<Pass> make_pad_pool_pass() { return std::make_unique<PadPoolFusion>(); }
 
 }  // namespace nnfuse
