@@ -187,23 +187,14 @@ std::string cast_like_support(const Node& node, int64_t) {
   return ref::require_input_types(node, kCastTypes, 0, 2);
 }
 
-// Source index along one dim for padded position `src` (already shifted by the leading pad),
-// or -1 for the constant.
-int64_t pad_source(int64_t src, int64_t d, const std::string& mode) {
-  if (src >= 0 && src < d) return src;
-  if (mode == "constant") return -1;
-  if (mode == "edge") return src < 0 ? 0 : d - 1;
-  if (mode == "wrap") return ((src % d) + d) % d;
-  if (d == 1) return 0;  // reflect
-  int64_t period = 2 * (d - 1), m = ((src % period) + period) % period;
-  return m < d ? m : period - m;
-}
-
 void run_pad(KernelContext& ctx) {
   const Node& node = ctx.node;
   const Tensor& x = ctx.in(0);
   size_t r = x.shape().size();
   std::string mode = node.attr_string("mode", "constant");
+  const std::optional<ref::PadMode> parsed = ref::pad_mode(mode);
+  NNFUSE_CHECK(parsed, node.describe(), ": mode '", mode, "' is not supported");
+  const ref::PadMode pad_mode = *parsed;
   std::vector<int64_t> pads;
   Tensor value(x.dtype(), {});  // zero
   if (ctx.opset >= 11) {
@@ -252,7 +243,9 @@ void run_pad(KernelContext& ctx) {
   // Per axis, the source index of every output position (-1: the constant).
   std::vector<std::vector<int64_t>> src(r);
   for (size_t a = 0; a < r; ++a) {
-    for (int64_t o = 0; o < out[a]; ++o) src[a].push_back(pad_source(o - begin[a], x.dim(a), mode));
+    for (int64_t o = 0; o < out[a]; ++o) {
+      src[a].push_back(ref::pad_source(o - begin[a], x.dim(a), pad_mode));
+    }
   }
   Dims idx(r, 0), strides = contiguous_strides(x.shape());
   int64_t pos = 0;
@@ -296,3 +289,25 @@ void append_misc_kernels(std::vector<RefKernelEntry>& t) {
 }
 
 }  // namespace nnfuse
+
+namespace nnfuse::ref {
+
+std::optional<PadMode> pad_mode(const std::string& s) {
+  if (s == "constant") return PadMode::kConstant;
+  if (s == "reflect") return PadMode::kReflect;
+  if (s == "edge") return PadMode::kEdge;
+  if (s == "wrap") return PadMode::kWrap;
+  return std::nullopt;
+}
+
+int64_t pad_source(int64_t src, int64_t d, PadMode mode) {
+  if (src >= 0 && src < d) return src;
+  if (mode == PadMode::kConstant) return -1;
+  if (mode == PadMode::kEdge) return src < 0 ? 0 : d - 1;
+  if (mode == PadMode::kWrap) return ((src % d) + d) % d;
+  if (d == 1) return 0;  // reflect
+  const int64_t period = 2 * (d - 1), m = ((src % period) + period) % period;
+  return m < d ? m : period - m;
+}
+
+}  // namespace nnfuse::ref

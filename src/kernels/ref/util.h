@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,5 +98,11 @@ class BroadcastIter {
 // Common support checks: "" or a reason.
 std::string require_input_types(const Node& node, const std::vector<DType>& allowed,
                                 size_t first = 0, size_t count = SIZE_MAX);
+
+// Pad's modes, and the source index along a dim of length d for padded position `src` (already
+// shifted by the leading pad), or -1 for the constant: shared by the reference and fast kernels.
+enum class PadMode { kConstant, kReflect, kEdge, kWrap };
+std::optional<PadMode> pad_mode(const std::string& s);
+int64_t pad_source(int64_t src, int64_t d, PadMode mode);
 
 }  // namespace nnfuse::ref
