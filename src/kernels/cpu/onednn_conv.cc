@@ -18,6 +18,7 @@
 #include "kernels/cpu/onednn_pool.h"
 #include "kernels/ref/conv_pool.h"
 #include "kernels/ref/nn_internal.h"
+#include "kernels/winograd_rule.h"
 
 namespace nnfuse::onednn {
 namespace {
@@ -44,10 +45,11 @@ struct ConvSpec {
   ref::Activation act;
   bool sum = false;
   Layout sum_layout = Layout::kPlain;
-  // Winograd F(4x4, 3x3) for unstrided 3x3 convs with enough channels: 2-3x faster than the
-  // direct NHWC kernel on this hardware class even with the reorders into and out of the
-  // blocked layout it needs (VGG's and ResNet's 3x3 layers), relative error ~3e-6 per layer.
-  // Set by conv_spec where eligible; make_pd clears it where oneDNN has no implementation.
+  // Winograd for unstrided 3x3 convs where it pays (kernels/winograd_rule.h: enough output
+  // channels and pixels; up to 2x faster than the direct NHWC kernel on VGG's and ResNet's 3x3
+  // layers even with the reorders into and out of the blocked layout it needs), relative error
+  // ~3e-6 per layer. Set by conv_spec where eligible; make_pd clears it where oneDNN has no
+  // implementation.
   bool winograd = false;
   // FusedConvPool: MaxPool on the conv's output, read from the kernel's own buffer (the
   // blocked one of Winograd: the full-size reorder back to NHWC is never made), written in
@@ -134,20 +136,28 @@ memory::desc input_view(const ConvSpec& s) {
 }
 
 // NNFUSE_WINOGRAD=0 keeps every conv on the direct algorithm (bit-for-bit closer to the
-// reference kernel, slower).
-bool winograd_enabled() {
-  static const bool enabled = [] {
+// reference kernel); =force runs Winograd wherever the geometry allows it, paying or not
+// (bench/winograd_rule.py measures the rule with it); unset or 1: the rule.
+enum class WinogradMode { kOff, kRule, kForce };
+WinogradMode winograd_mode() {
+  static const WinogradMode mode = [] {
     const char* v = std::getenv("NNFUSE_WINOGRAD");
-    return !(v && std::string(v) == "0");
+    if (v && std::string(v) == "0") return WinogradMode::kOff;
+    if (v && std::string(v) == "force") return WinogradMode::kForce;
+    return WinogradMode::kRule;
   }();
-  return enabled;
+  return mode;
 }
 
-// Winograd pays where there are enough channels to amortize its transforms (measured: 32 and
-// up) and the geometry is the one it implements.
+// Unstrided 3x3 convs where Winograd pays (kernels/winograd_rule.h).
 bool winograd_eligible(const ConvSpec& s) {
-  if (s.transpose || s.x_shape.size() != 4 || s.group != 1 || !winograd_enabled()) return false;
-  if (s.w_shape[2] != 3 || s.w_shape[3] != 3 || s.x_shape[1] < 32 || s.y_shape[1] < 32) {
+  const WinogradMode mode = winograd_mode();
+  if (s.transpose || s.x_shape.size() != 4 || s.group != 1 || mode == WinogradMode::kOff) {
+    return false;
+  }
+  if (s.w_shape[2] != 3 || s.w_shape[3] != 3) return false;
+  if (mode == WinogradMode::kRule &&
+      !winograd_pays(s.x_shape[1], s.y_shape[1], s.y_shape[2], s.y_shape[3])) {
     return false;
   }
   for (size_t j = 0; j < 2; ++j) {

@@ -9,6 +9,7 @@
 #include "kernels/cpu/onednn_test_util.h"
 #include "kernels/cpu/test_util.h"
 #include "kernels/ref/test_util.h"
+#include "kernels/winograd_rule.h"
 
 namespace nnfuse {
 namespace {
@@ -288,14 +289,18 @@ TEST(OnednnFusedConv, ResidualInPlaceAndInAnOutputOfItsOwn) {
 }
 
 TEST(OnednnFusedConv, WinogradShapes) {
-  // Unstrided 3x3 convs with 32+ channels run the Winograd algorithm (on AVX-512 machines)
-  // through blocked buffers of the kernel's own: every input and residual layout, every
-  // activation kind, odd sizes that leave partial Winograd tiles.
+  // Unstrided 3x3 convs where Winograd pays (kernels/winograd_rule.h) run it (on AVX-512
+  // machines) through blocked buffers of the kernel's own: every input and residual layout,
+  // every activation kind, odd sizes that leave partial Winograd tiles.
   const Attrs pads = {{"pads", attr_ints({1, 1, 1, 1})}};
-  const std::vector<ConvCase> cases = {{{1, 32, 14, 14}, 32, {3, 3}, 1, pads},
-                                       {{2, 48, 9, 11}, 40, {3, 3}, 1, pads},
-                                       {{1, 64, 7, 7}, 96, {3, 3}},
-                                       {{1, 33, 13, 6}, 64, {3, 3}, 1, pads}};
+  const std::vector<ConvCase> cases = {{{1, 32, 28, 28}, 64, {3, 3}, 1, pads},
+                                       {{2, 48, 15, 17}, 128, {3, 3}, 1, pads},
+                                       {{1, 64, 16, 16}, 128, {3, 3}},
+                                       {{1, 33, 29, 30}, 64, {3, 3}, 1, pads}};
+  for (const ConvCase& c : cases) {
+    ASSERT_TRUE(winograd_pays(c.x[1], c.m, c.x[2], c.x[3]) ||
+                winograd_pays(c.x[1], c.m, c.x[2] - 2, c.x[3] - 2));
+  }
   uint32_t seed = 6000;
   for (const ConvCase& c : cases) {
     for (const Act& act : {Act{""}, Act{"Relu"}, Act{"Clip", true, true, 0.0f, 6.0f}}) {
@@ -316,8 +321,8 @@ TEST(OnednnFusedConv, WinogradShapes) {
 TEST(OnednnFusedConvPool, MatchesTheReferenceOnBothConvPaths) {
   // MaxPool over the conv's own buffer: the Winograd one (blocked) and the direct one (NHWC).
   const Attrs pads = {{"pads", attr_ints({1, 1, 1, 1})}};
-  const std::vector<ConvCase> convs = {{{1, 32, 14, 14}, 32, {3, 3}, 1, pads},
-                                       {{2, 40, 9, 11}, 48, {3, 3}, 1, pads},
+  const std::vector<ConvCase> convs = {{{1, 32, 28, 28}, 64, {3, 3}, 1, pads},
+                                       {{2, 40, 15, 17}, 128, {3, 3}, 1, pads},
                                        {{1, 8, 9, 7}, 16, {3, 3}, 1, pads},
                                        {{1, 16, 10, 10}, 8, {1, 1}}};
   const std::vector<Attrs> pools = {

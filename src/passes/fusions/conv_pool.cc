@@ -1,11 +1,13 @@
 // ConvMaxPoolFusionPass: MaxPool(FusedConv(x, W, B, Sum, act)) == FusedConvPool(x, W, B, Sum,
-// act, pool_*) (a plain Conv too). It pays where the conv runs Winograd (unstrided 3x3 with
-// 32+ channels in and out, VGG's blocks): that conv computes into a blocked buffer of its own,
+// act, pool_*) (a plain Conv too). It pays where the conv runs Winograd (an unstrided 3x3 with
+// enough channels and pixels, kernels/winograd_rule.h; VGG's blocks): that conv computes into a
+// blocked buffer of its own,
 // and the pool then reads that buffer directly, so the full-size conv output is never
 // reordered back and written out, only the pooled quarter. Elsewhere the pool would read a
 // buffer of the same size as before: no saving, so the match is declined.
 #include "kernels/ref/conv_pool.h"
 
+#include "kernels/winograd_rule.h"
 #include "passes/fusions/fusions.h"
 #include "pattern/rewriter.h"
 
@@ -30,11 +32,17 @@ std::string pays(const Node& conv) {
     }
     return true;
   };
+  const Value* y = conv.output(0);
+  if (!y || !y->shape().fully_known() || y->shape().dims.size() != 4) {
+    return "the Conv's output shape is not known";
+  }
   const int64_t c = x->shape().dims[1].value, m = w->dim(0);
   if (conv.attr_int("group", 1) != 1 || w->dim(2) != 3 || w->dim(3) != 3 || !all_one("strides") ||
-      !all_one("dilations") || c < 32 || m < 32) {
-    return "does not pay: only an unstrided 3x3 Conv with 32+ channels in and out (Winograd) "
-           "computes into a buffer of its own for the pool to read";
+      !all_one("dilations") ||
+      !winograd_pays(c, m, y->shape().dims[2].value, y->shape().dims[3].value)) {
+    return "does not pay: only an unstrided 3x3 Conv with enough channels and pixels "
+           "(Winograd: 32+ in, 64+ out on 28x28+, 128+ out on 14x14+) computes into a buffer "
+           "of its own for the pool to read";
   }
   return "";
 }

@@ -11,7 +11,7 @@ namespace {
 using namespace fusion_test;
 
 struct VggOptions {
-  int64_t c = 32, m = 32, k = 3, hw = 12;
+  int64_t c = 32, m = 64, k = 3, hw = 28;
   bool indices = false, extra_use = false, head = false;
 };
 
