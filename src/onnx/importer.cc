@@ -129,7 +129,7 @@ void build_graph(const Ctx& c, onnx::ModelProto& m) {
     if (init.name().empty()) bad(c, "an initializer has no name");
     Value* v = g.add_value(init.name());
     v->set_constant(
-        tensor_from_proto(init, c.base_dir, c.label + ": initializer '" + init.name() + "'"));
+        take_tensor_from_proto(init, c.base_dir, c.label + ": initializer '" + init.name() + "'"));
     onnx::TensorProto().Swap(&init);  // its bytes are freed now, not with the whole model
   }
   for (const auto& in : gp.input()) {

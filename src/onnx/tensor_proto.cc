@@ -2,9 +2,11 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "ir/error.h"
 
@@ -71,6 +73,29 @@ std::string read_external(const onnx::TensorProto& p, const std::string& base_di
 }
 
 }  // namespace
+
+Tensor take_tensor_from_proto(onnx::TensorProto& p, const std::string& base_dir,
+                              const std::string& label) {
+  if (p.has_raw_data() && p.has_data_type() && p.data_location() != onnx::TensorProto::EXTERNAL &&
+      !p.has_segment()) {
+    const DType dt = dtype_from_onnx(p.data_type());
+    const size_t es = dtype_size(dt);
+    if (dt != DType::kUndefined && dt != DType::kString && es != 0) {
+      Dims dims(p.dims().begin(), p.dims().end());
+      const size_t bytes = static_cast<size_t>(checked_numel(dims, es)) * es;
+      // Adopted where it is large enough to matter and aligned as Tensor's own storage is.
+      const std::string& raw = p.raw_data();
+      if (raw.size() == bytes && bytes >= (size_t{1} << 16) &&
+          reinterpret_cast<uintptr_t>(raw.data()) % __STDCPP_DEFAULT_NEW_ALIGNMENT__ == 0) {
+        std::string* owned = p.release_raw_data();
+        std::shared_ptr<std::byte[]> buf(reinterpret_cast<std::byte*>(owned->data()),
+                                         [owned](std::byte*) { delete owned; });
+        return Tensor::over(std::move(buf), 0, dt, std::move(dims));
+      }
+    }
+  }
+  return tensor_from_proto(p, base_dir, label);
+}
 
 Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir,
                          const std::string& label) {

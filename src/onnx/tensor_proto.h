@@ -16,6 +16,11 @@ namespace nnfuse {
 // `label` names the tensor in errors ("model.onnx: initializer 'w'").
 Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir,
                          const std::string& label);
+// The same, taking over the proto's raw_data buffer instead of copying it where the bytes are
+// the tensor's (raw_data of the right size): the proto is left without them. The importer reads
+// initializers with it, so a weight is never held twice while the model loads.
+Tensor take_tensor_from_proto(onnx::TensorProto& p, const std::string& base_dir,
+                              const std::string& label);
 // Writes `t` as raw_data (little-endian, as ONNX stores it).
 void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto* p);
 

@@ -466,6 +466,34 @@ TEST(OnednnFusedGemm, TransposesCAndActivations) {
                      attrs, 1, kTol, kTol);
 }
 
+TEST(OnednnFusedGemm, LargeWeightsInPlaceForFewRows) {
+  // 64 MiB of weights (a classifier layer) read by 1 or 3 rows: the product runs over the
+  // weights where they are (sgemm), with the bias and the activation after it; 17 rows and a C
+  // of the output's shape take the prepacked primitive. Both match the reference.
+  const int64_t k = 2048, n = 8192;
+  uint32_t seed = 300;
+  for (int64_t m : {1, 3, 17}) {
+    for (int64_t tb : {1, 0}) {
+      if (m == 17 && tb == 0) continue;
+      for (const Act& act : {Act{"Relu"}, Act{""}, Act{"Gelu"}}) {
+        SCOPED_TRACE("m=" + std::to_string(m) + " transB=" + std::to_string(tb) +
+                     " act=" + act.name);
+        std::vector<FastInput> in = {
+            {random_tensor({m, k}, seed++, -1.0f, 1.0f)},
+            {random_tensor(tb ? Dims{n, k} : Dims{k, n}, seed++, -0.05f, 0.05f), true},
+            {random_tensor({n}, seed++), true}};
+        Attrs attrs = {{"transB", attr_i(tb)}};
+        add_act_attrs(act, attrs);
+        expect_matches_ref("onednn.fused_gemm", "FusedGemm", in, attrs, 1, kTol, kTol);
+      }
+    }
+  }
+  std::vector<FastInput> sum = {{random_tensor({2, k}, 1, -1.0f, 1.0f)},
+                                {random_tensor({n, k}, 2, -0.05f, 0.05f), true},
+                                {random_tensor({2, n}, 3), true}};
+  expect_matches_ref("onednn.fused_gemm", "FusedGemm", sum, {{"transB", attr_i(1)}}, 1, kTol, kTol);
+}
+
 // FusedGlobalPoolGemm.
 
 TEST(OnednnPoolGemm, PlainAndNhwc) {
