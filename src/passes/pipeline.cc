@@ -27,6 +27,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   // activation), largest first.
   p.push_back(make_pad_conv_pass());
   p.push_back(make_pad_pool_pass());
+  p.push_back(make_channel_shuffle_pass());
   p.push_back(make_conv_bn_pass());
   p.push_back(make_conv_add_act_pass());
   p.push_back(make_conv_act_pass());
@@ -64,6 +65,7 @@ std::map<std::string, std::vector<std::string>> pass_op_lists() {
       {"ConvAddFusionPass", {"Conv", "Add", "Relu"}},
       {"PadConvFusionPass", {"Pad", "Conv"}},
       {"PadPoolFusionPass", {"Pad", "AveragePool"}},
+      {"ChannelShuffleFusionPass", {"Reshape", "Transpose", "Reshape"}},
       {"ConvMaxPoolFusionPass", {"Conv", "MaxPool"}},
       {"BatchNormScaleShiftPass", {"BatchNormalization"}},
       {"AttentionFusionPass", {"MatMul", "Div", "Add", "Softmax", "MatMul"}},

@@ -93,7 +93,9 @@ class SliceKernel : public Kernel {
 
   void run(KernelIO& io) override {
     const Tensor& x = io.in(0);
-    require_plain(x, who_);
+    const bool nhwc = x.layout() == Layout::kNHWC;
+    if (nhwc && x.rank() != 4) fail(ErrorKind::kRuntime, who_, ": channels-last input of rank 4");
+    if (!nhwc) require_plain(x, who_);
     const std::vector<int64_t> starts = io.in(1).to_int64_vector();
     const std::vector<int64_t> ends = io.in(2).to_int64_vector();
     const size_t n = starts.size();
@@ -136,17 +138,31 @@ class SliceKernel : public Kernel {
       start[ax] = s;
       step[ax] = len > 1 ? st : 1;  // |step| < dim when two or more elements are taken
     }
-    const Dims in_strides = contiguous_strides(x.shape());
+    // Channels-last: the same slice over the stored dims [N, H, W, C].
+    static constexpr size_t kStored[4] = {0, 2, 3, 1};
+    Dims in_strides = contiguous_strides(x.shape());
+    if (nhwc) {
+      const Dims& d = x.shape();
+      in_strides = {d[2] * d[3] * d[1], 1, d[3] * d[1], d[1]};
+    }
     Dims strides(out.size());
     int64_t base = 0;
     for (size_t a = 0; a < out.size(); ++a) {
       base += start[a] * in_strides[a];
       strides[a] = step[a] * in_strides[a];
     }
-    Tensor& y = io.output(0, x.dtype(), out);
+    Dims copy_dims = out, copy_strides = strides;
+    if (nhwc) {
+      for (size_t a = 0; a < 4; ++a) {
+        copy_dims[a] = out[kStored[a]];
+        copy_strides[a] = strides[kStored[a]];
+      }
+    }
+    Tensor& y = io.output(0, x.dtype(), out, x.layout());
     const size_t es = dtype_size(x.dtype());
     if (y.numel() > 0) {
-      strided_copy(bytes_of(x) + static_cast<size_t>(base) * es, out, strides, bytes_of(y), es);
+      strided_copy(bytes_of(x) + static_cast<size_t>(base) * es, copy_dims, copy_strides,
+                   bytes_of(y), es);
     }
   }
 
@@ -156,9 +172,21 @@ class SliceKernel : public Kernel {
 
 bool slice_accepts(const NodeInfo& info) {
   const size_t n = info.node.num_inputs();
-  return n >= 3 && n <= 5 && info.has_input(1) && info.has_input(2) && movable(info, 1, 4) &&
-         single_output(info.node);
+  if (n < 3 || n > 5 || !info.has_input(1) || !info.has_input(2) || !single_output(info.node)) {
+    return false;
+  }
+  if (input_layout(info, 0) == Layout::kNHWC) {
+    // Channels-last 4-D data (a conv's output sliced along channels): the stored dims.
+    std::optional<Dims> x = info.input_shape(0);
+    if (!x || x->size() != 4) return false;
+    NodeInfo plain = info;
+    plain.input_layouts[0] = Layout::kPlain;
+    return movable(plain, 1, 4);
+  }
+  return movable(info, 1, 4);
 }
+
+Layout slice_output_layout(const NodeInfo& info, size_t) { return input_layout(info, 0); }
 
 // ---- Split
 
@@ -285,8 +313,8 @@ std::unique_ptr<Kernel> make(const NodeInfo& info) {
 void append_data_kernels(FactoryTable& t) {
   t.emplace_back("Transpose", KernelFactory{"cpu.transpose", transpose_accepts, nullptr,
                                             make<TransposeKernel>, nullptr});
-  t.emplace_back("Slice",
-                 KernelFactory{"cpu.slice", slice_accepts, nullptr, make<SliceKernel>, nullptr});
+  t.emplace_back("Slice", KernelFactory{"cpu.slice", slice_accepts, slice_output_layout,
+                                        make<SliceKernel>, nullptr});
   t.emplace_back("Split",
                  KernelFactory{"cpu.split", split_accepts, nullptr, make<SplitKernel>, nullptr});
   t.emplace_back("Expand",

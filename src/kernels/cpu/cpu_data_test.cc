@@ -19,6 +19,11 @@ Tensor i64(const std::vector<int64_t>& v) {
   return Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v);
 }
 
+// The values as a [1, n] index tensor (indices of rank 2).
+Tensor i64s2(const std::vector<int64_t>& v) {
+  return Tensor::from_vector<int64_t>({1, static_cast<int64_t>(v.size())}, v);
+}
+
 // A tensor of `t` with distinct-ish values (so misplaced elements show).
 Tensor typed_tensor(DType t, const Dims& shape, uint32_t seed) {
   Tensor f = random_tensor(shape, seed, -100, 100);
@@ -204,6 +209,59 @@ TEST(CpuExpand, Broadcasts) {
       Error);
 }
 
+TEST(CpuSlice, ChannelsLast) {
+  // A conv's channels-last output sliced (ShuffleNet's halves, and along the other dims):
+  // the same slice over the stored dims, written channels-last.
+  struct Case {
+    std::vector<int64_t> starts, ends, axes, steps;
+  };
+  const std::vector<Case> cases = {{{0}, {8}, {1}, {}},           {{8}, {16}, {1}, {}},
+                                   {{1, 2}, {5, 7}, {2, 3}, {}},  {{15}, {0}, {1}, {-2}},
+                                   {{0, 1}, {1, 4}, {0, -1}, {}}, {{3}, {100}, {-3}, {2}}};
+  uint32_t seed = 900;
+  for (DType t : {DType::kFloat32, DType::kUInt8}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(dtype_name(t) + " starts " + dims_str(c.starts) + " axes " + dims_str(c.axes));
+      std::vector<FastInput> in = {{typed_tensor(t, {2, 16, 6, 7}, seed++), false, Layout::kNHWC},
+                                   {i64(c.starts), true},
+                                   {i64(c.ends), true},
+                                   {i64(c.axes), true}};
+      if (!c.steps.empty()) in.push_back({i64(c.steps), true});
+      expect_same_as_ref("cpu.slice", "Slice", in);
+      testing::OneNode one("Slice", in, {});
+      EXPECT_EQ(testing::find_factory("Slice", "cpu.slice")->output_layout(one.info(), 0),
+                Layout::kNHWC);
+    }
+  }
+}
+
+TEST(CpuGather, ChannelsLastChannelPermutation) {
+  // ShuffleNet's channel shuffle as a Gather of the channels, on a conv's NHWC output; and the
+  // other axes with 1-D indices.
+  uint32_t seed = 950;
+  for (DType t : {DType::kFloat32, DType::kInt64, DType::kUInt8}) {
+    for (int64_t axis : {1, 2, 3, 0, -3}) {
+      SCOPED_TRACE(dtype_name(t) + " axis " + std::to_string(axis));
+      const Dims s = {2, 12, 5, 4};
+      const int64_t d = s[static_cast<size_t>(axis < 0 ? axis + 4 : axis)];
+      std::vector<int64_t> idx;
+      for (int64_t i = 0; i < d; ++i) idx.push_back((i * 5 + 1) % d);
+      idx.push_back(-1);
+      std::vector<FastInput> in = {{typed_tensor(t, s, seed++), false, Layout::kNHWC},
+                                   {i64(idx), true}};
+      expect_same_as_ref("cpu.gather", "Gather", in, {{"axis", attr_i(axis)}});
+    }
+  }
+  // Plain data, one element per pick (inner size 1), and a scalar index in NHWC declined.
+  expect_same_as_ref("cpu.gather", "Gather",
+                     {{random_tensor({7, 33}, 1)}, {i64({32, 0, 5, 5}), true}},
+                     {{"axis", attr_i(1)}});
+  EXPECT_FALSE(fast_accepts(
+      "cpu.gather", "Gather",
+      {{random_tensor({1, 4, 2, 2}, 2), false, Layout::kNHWC}, {Tensor::scalar<int64_t>(1), true}},
+      {{"axis", attr_i(1)}}));
+}
+
 TEST(CpuGather, EmbeddingsAndOtherAxes) {
   uint32_t seed = 500;
   // Embedding lookup: constant [V, D] table, int64 ids (negative ones count from the back).
@@ -315,8 +373,11 @@ TEST(CpuCast, BetweenFloatIntAndBool) {
 TEST(CpuData, DeclineChannelsLastAndOddTypes) {
   FastInput nhwc{random_tensor({1, 2, 3, 4}, 1), false, Layout::kNHWC};
   EXPECT_FALSE(fast_accepts("cpu.transpose", "Transpose", {nhwc}));
-  EXPECT_FALSE(fast_accepts("cpu.gather", "Gather", {nhwc, {i64({0})}}));
-  EXPECT_FALSE(fast_accepts("cpu.slice", "Slice", {nhwc, {i64({0})}, {i64({1})}}));
+  // Gather and Slice take channels-last data (ChannelsLast tests), but not rank-changing
+  // indices or channels-last bounds.
+  EXPECT_FALSE(fast_accepts("cpu.gather", "Gather", {nhwc, {i64s2({0, 1})}}));
+  EXPECT_FALSE(
+      fast_accepts("cpu.slice", "Slice", {nhwc, {i64({0}), false, Layout::kNHWC}, {i64({1})}}));
   EXPECT_FALSE(
       fast_accepts("cpu.gather", "Gather", {{random_tensor({3}, 1)}, {random_tensor({1}, 2)}}));
   EXPECT_TRUE(fast_accepts("cpu.transpose", "Transpose", {{Tensor(DType::kFloat64, {2, 3})}}));

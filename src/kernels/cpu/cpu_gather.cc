@@ -44,8 +44,13 @@ class GatherKernel : public Kernel {
   void run(KernelIO& io) override {
     const Tensor& x = io.in(0);
     const Tensor& ind = io.in(1);
-    if (x.layout() != Layout::kPlain || ind.layout() != Layout::kPlain) {
-      fail(ErrorKind::kRuntime, who_, ": inputs must be in plain layout");
+    const bool nhwc = x.layout() == Layout::kNHWC;
+    if (ind.layout() != Layout::kPlain || (nhwc && (x.rank() != 4 || ind.rank() != 1))) {
+      fail(ErrorKind::kRuntime, who_,
+           ": indices must be plain, and channels-last data 4-D with 1-D indices");
+    }
+    if (!nhwc && x.layout() != Layout::kPlain) {
+      fail(ErrorKind::kRuntime, who_, ": data in an unsupported layout");
     }
     if (!int_index_type(ind.dtype())) {
       fail(ErrorKind::kRuntime, who_, ": indices have type ", dtype_name(ind.dtype()));
@@ -63,13 +68,49 @@ class GatherKernel : public Kernel {
     Dims out(x.shape().begin(), x.shape().begin() + static_cast<int64_t>(axis));
     out.insert(out.end(), ind.shape().begin(), ind.shape().end());
     out.insert(out.end(), x.shape().begin() + static_cast<int64_t>(axis) + 1, x.shape().end());
-    Tensor& y = io.output(0, x.dtype(), out);
-    const int64_t outer = numel_of(x.shape(), 0, axis);
-    const int64_t inner = numel_of(x.shape(), axis + 1, x.shape().size());
+    Tensor& y = io.output(0, x.dtype(), out, x.layout());
+    // Channels-last (1-D indices keep the rank): the same gather over the stored dims.
+    Dims stored = x.shape();
+    size_t saxis = axis;
+    if (nhwc) {
+      static constexpr size_t kStoredAxis[4] = {0, 3, 1, 2};
+      stored = {x.dim(0), x.dim(2), x.dim(3), x.dim(1)};
+      saxis = kStoredAxis[axis];
+    }
+    const int64_t outer = numel_of(stored, 0, saxis);
+    const int64_t inner = numel_of(stored, saxis + 1, stored.size());
     const int64_t n = static_cast<int64_t>(ids.size());
     const size_t block = static_cast<size_t>(inner) * dtype_size(x.dtype());
     const std::byte* src = bytes_of(x);
     std::byte* dst = bytes_of(y);
+    if (inner == 1) {
+      // Single elements along the innermost dim (a channels-last channel permutation, an
+      // embedding column pick): a row of picks per outer index.
+      auto rows = [&](auto elem) {
+        using T = decltype(elem);
+        const T* ps = reinterpret_cast<const T*>(src);
+        T* pd = reinterpret_cast<T*>(dst);
+        parallel_blocks(outer, y.numel(), [&](int64_t o0, int64_t o1) {
+          for (int64_t o = o0; o < o1; ++o) {
+            const T* row = ps + o * d;
+            T* out = pd + o * n;
+            for (int64_t j = 0; j < n; ++j) out[j] = row[ids[static_cast<size_t>(j)]];
+          }
+        });
+      };
+      switch (block) {
+        case 1:
+          return rows(uint8_t{});
+        case 2:
+          return rows(uint16_t{});
+        case 4:
+          return rows(uint32_t{});
+        case 8:
+          return rows(uint64_t{});
+        default:
+          break;
+      }
+    }
     parallel_blocks(outer * n, y.numel(), [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t o = t / n, id = ids[static_cast<size_t>(t % n)];
@@ -85,11 +126,19 @@ class GatherKernel : public Kernel {
 };
 
 bool gather_accepts(const NodeInfo& info) {
-  return info.node.domain().empty() && info.node.num_inputs() == 2 && info.has_input(0) &&
-         info.has_input(1) && copyable_elem_size(dtype_size(info.input_dtype(0))) &&
-         int_index_type(info.input_dtype(1)) && info.all_inputs_in(Layout::kPlain) &&
-         single_output(info.node);
+  if (!info.node.domain().empty() || info.node.num_inputs() != 2 || !info.has_input(0) ||
+      !info.has_input(1) || !copyable_elem_size(dtype_size(info.input_dtype(0))) ||
+      !int_index_type(info.input_dtype(1)) || !single_output(info.node) ||
+      input_layout(info, 1) != Layout::kPlain) {
+    return false;
+  }
+  if (input_layout(info, 0) == Layout::kPlain) return true;
+  // Channels-last data: 4-D, with 1-D indices (a channel permutation keeps the layout).
+  std::optional<Dims> x = info.input_shape(0), i = info.input_shape(1);
+  return input_layout(info, 0) == Layout::kNHWC && x && x->size() == 4 && i && i->size() == 1;
 }
+
+Layout gather_output_layout(const NodeInfo& info, size_t) { return input_layout(info, 0); }
 
 // ---- Concat along `axis`.
 
@@ -304,8 +353,8 @@ std::unique_ptr<Kernel> make(const NodeInfo& info) {
 }  // namespace
 
 void append_gather_kernels(FactoryTable& t) {
-  t.emplace_back("Gather",
-                 KernelFactory{"cpu.gather", gather_accepts, nullptr, make<GatherKernel>, nullptr});
+  t.emplace_back("Gather", KernelFactory{"cpu.gather", gather_accepts, gather_output_layout,
+                                         make<GatherKernel>, nullptr});
   t.emplace_back("Concat", KernelFactory{"cpu.concat", concat_accepts, concat_output_layout,
                                          make<ConcatKernel>, nullptr});
   t.emplace_back("Cast", KernelFactory{"cpu.cast", cast_accepts, cast_output_layout,
