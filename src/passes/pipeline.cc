@@ -34,6 +34,8 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   // BatchNorms no conv took (after the conv passes, which may still fold them).
   p.push_back(make_bn_scale_shift_pass());
   p.push_back(make_conv_pool_pass());
+  // A squeeze-and-excitation scale into the projection conv (after the conv epilogues).
+  p.push_back(make_scaled_conv_pass());
   // Dense layers: the classifier head first (it absorbs its Gemm), then Gemm/MatMul epilogues.
   p.push_back(make_pool_gemm_pass());
   p.push_back(make_matmul_add_act_pass());
@@ -67,6 +69,7 @@ std::map<std::string, std::vector<std::string>> pass_op_lists() {
       {"PadPoolFusionPass", {"Pad", "AveragePool"}},
       {"ChannelShuffleFusionPass", {"Reshape", "Transpose", "Reshape"}},
       {"ConvMaxPoolFusionPass", {"Conv", "MaxPool"}},
+      {"ScaledConvFusionPass", {"Mul", "Conv"}},
       {"BatchNormScaleShiftPass", {"BatchNormalization"}},
       {"AttentionFusionPass", {"MatMul", "Div", "Add", "Softmax", "MatMul"}},
       {"QKVProjectionFusionPass", {"MatMul", "MatMul", "MatMul"}},

@@ -29,8 +29,9 @@ std::string ReferenceFallback::message() const {
 bool is_compute_op(const std::string& op_type) {
   static const std::set<std::string> kOps = {
       // Convolutions and dense products.
-      "Conv", "ConvTranspose", "MatMul", "Gemm", "FusedConv", "FusedConvPool", "FusedMatMul",
-      "FusedGemm", "FusedGlobalPoolGemm", "FusedMatMulLayerNorm", "FusedLayerNormMatMul",
+      "Conv", "ConvTranspose", "MatMul", "Gemm", "FusedConv", "FusedConvPool", "ScaledConv",
+      "FusedMatMul", "FusedGemm", "FusedGlobalPoolGemm", "FusedMatMulLayerNorm",
+      "FusedLayerNormMatMul",
       // Pooling.
       "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool", "GlobalLpPool",
       // Normalizations (Softmax normalizes rows: attention's scores).

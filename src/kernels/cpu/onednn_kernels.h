@@ -13,6 +13,7 @@ KernelFactory pool_factory();            // MaxPool, AveragePool
 KernelFactory global_pool_factory();     // GlobalAveragePool, GlobalMaxPool
 // The fused ops of domain ai.nnfuse.
 KernelFactory fused_conv_factory();       // FusedConv: Conv + bias + residual sum + activation
+KernelFactory scaled_conv_factory();      // ScaledConv: 1x1 Conv of a channel-scaled input
 KernelFactory fused_conv_pool_factory();  // FusedConvPool: FusedConv + MaxPool
 KernelFactory fused_matmul_factory();     // FusedMatMul: MatMul + bias + activation
 KernelFactory fused_matmul_layer_norm_factory();  // FusedMatMulLayerNorm: + residual, LayerNorm

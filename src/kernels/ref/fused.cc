@@ -3,6 +3,7 @@
 // then a plain activation loop, so checking a fusion against the unfused graph adds nothing
 // new to trust:
 //   FusedConv(X, W, B?, Sum?)        = act(Conv(X, W, B) [+ Sum])
+//   ScaledConv(X, S, W, B?, Sum?)    = act(Conv(X * S, W, B) [+ Sum])  (S: [N or 1, C, 1, 1])
 //   FusedMatMul(A, B, Bias?)         = act(MatMul(A, B) [+ Bias])
 //   FusedGemm(A, B, C?)              = act(Gemm(A, B, C))
 //   FusedGlobalPoolGemm(X, B, C?)    = act(Gemm(Flatten(GlobalAveragePool(X)), B, C))
@@ -169,6 +170,21 @@ void run_fused_conv(KernelContext& ctx) {
   ctx.outputs[0] = std::move(y);
 }
 
+void run_scaled_conv(KernelContext& ctx) {
+  const Tensor& x = ctx.in(0);
+  const Tensor& sc = ctx.in(1);
+  NNFUSE_CHECK(x.rank() == 4 && sc.rank() == 4 && sc.dim(1) == x.dim(1) && sc.dim(2) == 1 &&
+                   sc.dim(3) == 1 && (sc.dim(0) == 1 || sc.dim(0) == x.dim(0)),
+               ctx.node.describe(), ": the scale ", dims_str(sc.shape()),
+               " is not one value per channel of X ", dims_str(x.shape()));
+  const Tensor scaled = run_part(ctx, "Mul", {&x, &sc});
+  Tensor y =
+      run_part(ctx, "Conv", {&scaled, &ctx.in(2), ctx.has_input(3) ? ctx.inputs[3] : nullptr});
+  if (ctx.has_input(4)) y = add_into_shape(ctx, y, ctx.in(4), "the residual Sum");
+  apply_activation_to(ctx.node, y);
+  ctx.outputs[0] = std::move(y);
+}
+
 void run_fused_matmul(KernelContext& ctx) {
   Tensor y = run_part(ctx, "MatMul", {&ctx.in(0), &ctx.in(1)});
   if (ctx.has_input(2)) y = add_into_shape(ctx, y, ctx.in(2), "the bias");
@@ -266,6 +282,7 @@ namespace nnfuse {
 
 void append_fused_kernels(std::vector<RefKernelEntry>& t) {
   t.push_back({"FusedConv", ref::run_fused_conv, ref::support_fused_conv});
+  t.push_back({"ScaledConv", ref::run_scaled_conv, ref::support_fused_conv});
   t.push_back({"FusedMatMul", ref::run_fused_matmul, ref::support_fused});
   t.push_back({"FusedGemm", ref::run_fused_gemm, ref::support_fused});
   t.push_back(

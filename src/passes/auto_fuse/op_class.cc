@@ -117,7 +117,7 @@ const Table& fused_table() {
     r["ScaleShift"] = OpClass::kBroadcast;  // x * scale[c] + shift[c]
     for (const char* op :
          {"FusedConv", "FusedConvPool", "FusedGemm", "FusedGlobalPoolGemm", "FusedLayerNormMatMul",
-          "FusedMatMul", "FusedMatMulLayerNorm", "MultiHeadAttention"})
+          "FusedMatMul", "FusedMatMulLayerNorm", "MultiHeadAttention", "ScaledConv"})
       r[op] = OpClass::kOutEltwiseFusable;
     // FusedRegion: already a generated kernel; regions do not nest.
     for (const char* op :
