@@ -51,6 +51,10 @@ struct ConvSpec {
   // ~3e-6 per layer. Set by conv_spec where eligible; make_pd clears it where oneDNN has no
   // implementation.
   bool winograd = false;
+  // Winograd with an activation its implementation takes no post-op for (SiLU, GELU, ...):
+  // the activation runs as eltwise primitives over the kernel's own blocked buffer after the
+  // conv, before the reorder out (set by make_pd).
+  bool act_after = false;
   // FusedConvPool: MaxPool on the conv's output, read from the kernel's own buffer (the
   // blocked one of Winograd: the full-size reorder back to NHWC is never made), written in
   // pool_out_layout.
@@ -356,13 +360,26 @@ dnnl::primitive_desc make_pd(ConvSpec& s) {
     // Winograd runs on a blocked layout of its choosing; the kernel reorders around it.
     const memory::desc any_src = f32_desc(src_dims, Tag::any);
     const memory::desc any_dst = f32_desc(s.y_shape, Tag::any);
+    dnnl::convolution_forward::desc d(prop, dnnl::algorithm::convolution_winograd, any_src, wei,
+                                      bias, any_dst, st, dil, pl, pr);
     try {
-      dnnl::convolution_forward::desc d(prop, dnnl::algorithm::convolution_winograd, any_src, wei,
-                                        bias, any_dst, st, dil, pl, pr);
       return dnnl::convolution_forward::primitive_desc(d, attr, engine());
     } catch (const dnnl::error&) {
-      s.winograd = false;  // no implementation on this CPU (it needs AVX-512)
     }
+    if (s.act.kind != ref::ActivationKind::kNone) {
+      // The activation after the conv instead of as its post-op.
+      dnnl::post_ops sum_only;
+      if (s.sum) sum_only.append_sum(1.0f);
+      dnnl::primitive_attr no_act;
+      no_act.set_post_ops(sum_only);
+      try {
+        dnnl::convolution_forward::primitive_desc pd(d, no_act, engine());
+        s.act_after = true;
+        return pd;
+      } catch (const dnnl::error&) {
+      }
+    }
+    s.winograd = false;  // no implementation on this CPU (it needs AVX-512)
   }
   dnnl::convolution_forward::desc d(prop, dnnl::algorithm::convolution_direct, src, wei, bias, dst,
                                     st, dil, pl, pr);
@@ -384,12 +401,14 @@ class ConvKernel : public Kernel {
       }
       if (s_.pool) {
         init_pooled(pd);
+        make_act_after(pd);
         return;
       }
       if (s_.winograd) {
         // Blocked buffers of our own, with reorders from X and Sum and into Y.
         bind_src(pd, /*reorder=*/true);
         bind_own_dst(pd);
+        make_act_after(pd);
         user_dst_ = memory(f32_desc(s_.y_shape, s_.out_layout), engine(), DNNL_MEMORY_NONE);
         from_dst_ = dnnl::reorder(dst_, user_dst_);
         return;
@@ -446,6 +465,28 @@ class ConvKernel : public Kernel {
   }
 
   // The primitive's dst as a buffer of our own, with Sum (if any) reordered into it.
+  // The activation's eltwise primitives, in place over the conv's own dst (act_after).
+  void make_act_after(const dnnl::primitive_desc& pd) {
+    if (!s_.act_after) return;
+    dnnl::post_ops ops;
+    append_activation(s_.act, ops);
+    for (int i = 0; i < ops.len(); ++i) {
+      float scale = 1.0f, alpha = 0.0f, beta = 0.0f;
+      dnnl::algorithm alg;
+      ops.get_params_eltwise(i, scale, alg, alpha, beta);
+      dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, alg, pd.dst_desc(0), alpha,
+                                    beta);
+      act_after_.push_back(
+          dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, engine())));
+    }
+  }
+
+  void run_act_after() {
+    for (const dnnl::primitive& p : act_after_) {
+      execute(p, {{DNNL_ARG_SRC, dst_}, {DNNL_ARG_DST, dst_}});
+    }
+  }
+
   void bind_own_dst(const dnnl::primitive_desc& pd) {
     dst_ = memory(pd.dst_desc(0), engine());
     args_[DNNL_ARG_DST] = dst_;
@@ -494,6 +535,7 @@ class ConvKernel : public Kernel {
         execute(sum_to_dst_, {{DNNL_ARG_FROM, user_sum_}, {DNNL_ARG_TO, dst_}});
       }
       execute(prim_, args_);
+      run_act_after();
       user_dst_.set_data_handle(y.raw());
       if (pooled_) {
         execute(pool_, {{DNNL_ARG_SRC, dst_}, {DNNL_ARG_DST, pooled_}});
@@ -516,6 +558,7 @@ class ConvKernel : public Kernel {
         execute(sum_to_dst_, {{DNNL_ARG_FROM, user_sum_}, {DNNL_ARG_TO, dst_}});
       }
       execute(prim_, args_);
+      run_act_after();
       user_dst_.set_data_handle(y.raw());
       execute(from_dst_, {{DNNL_ARG_FROM, dst_}, {DNNL_ARG_TO, user_dst_}});
     });
@@ -547,6 +590,7 @@ class ConvKernel : public Kernel {
   std::string what_;
   ConvSpec s_;
   dnnl::primitive prim_, to_nhwc_, sum_to_dst_, from_dst_, pool_;
+  std::vector<dnnl::primitive> act_after_;
   memory src_, dst_, weights_, user_src_, user_sum_, user_dst_, pooled_;
   std::unordered_map<int, memory> args_;
   std::mutex mu_;  // the memory objects are rebound on every run
