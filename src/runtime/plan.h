@@ -28,6 +28,9 @@ struct PlanOptions {
   // stderr, and with strict refuse a compute op on the reference kernel (kUnsupported).
   bool warn_fallbacks = true;
   bool strict = false;
+  // Denormal floats flushed to zero while the plan runs (runtime/denormals.h); never for a
+  // reference_only plan, the oracle.
+  bool flush_denormals = true;
 };
 
 // A tensor of the plan: a graph value, or a plain copy of a channels-last value.
@@ -83,6 +86,7 @@ class ExecutionPlan {
   std::map<std::string, int> kernel_histogram() const;
   // Nodes on the reference kernel although their op has a fast kernel, in graph order.
   const std::vector<ReferenceFallback>& reference_fallbacks() const { return fallbacks_; }
+  const PlanOptions& options() const { return opts_; }
 
  private:
   int add_value(const Value* v, Layout layout);

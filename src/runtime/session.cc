@@ -7,6 +7,7 @@
 #include "ir/error.h"
 #include "kernels/cpu/layout.h"
 #include "kernels/ref/ref_kernels.h"
+#include "runtime/denormals.h"
 
 namespace nnfuse {
 
@@ -135,6 +136,7 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds,
                                  std::vector<StepTiming>* timings) {
   check_feeds(inputs_, feeds);
   const ExecutionPlan& plan = *plan_;
+  ScopedFlushDenormals ftz(plan.options().flush_denormals && !plan.options().reference_only);
   const auto& values = plan.values();
   std::vector<Tensor> env(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
