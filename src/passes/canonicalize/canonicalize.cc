@@ -70,9 +70,23 @@ class IdentityElimination : public Pass {
       if (!is_default_domain(n->domain())) continue;
       bool identity = n->op_type() == "Identity";
       if (n->op_type() == "Dropout") {
-        // Inference Dropout is the identity unless training_mode is given or the mask is used.
-        identity = !(n->num_inputs() > 2 && n->input(2)) &&
-                   !(n->num_outputs() > 1 && n->output(1) && !n->output(1)->uses().empty());
+        // Dropout is the identity unless it drops: training_mode true (or not a constant)
+        // with a ratio that is not a constant 0; or when the mask is used.
+        bool training = false;
+        if (n->num_inputs() > 2 && n->input(2)) {
+          const Tensor* t = pattern::constant_value(n->input(2));
+          training = !t || t->numel() != 1 || t->dtype() != DType::kBool || t->data<bool>()[0];
+        }
+        if (training && n->num_inputs() > 1 && n->input(1)) {
+          const Tensor* r = pattern::constant_value(n->input(1));
+          if (r && r->numel() == 1 &&
+              (r->dtype() == DType::kFloat32 || r->dtype() == DType::kFloat64) &&
+              r->double_at(0) == 0.0) {
+            training = false;  // a training-mode Dropout of ratio 0 keeps every element
+          }
+        }
+        identity =
+            !training && !(n->num_outputs() > 1 && n->output(1) && !n->output(1)->uses().empty());
         if (n->num_outputs() > 1 && n->output(1) && n->output(1)->is_graph_output()) {
           identity = false;
         }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include "passes/fusions/fusion_test_util.h"
 
@@ -273,6 +274,33 @@ TEST(PadPoolFusion, MinusInfPadFoldsIntoMaxPool) {
   ASSERT_EQ(f.graph->num_nodes(), 1u);
   EXPECT_EQ(f.graph->nodes()[0]->attr_ints("pads"), (std::vector<int64_t>{1, 0, 2, 1}));
   expect_same_numbers(std::move(f.graph), pad_pool_graph("MaxPool", -inf, {}));
+}
+
+TEST(IdentityElimination, DropoutThatDropsNothingIsRemoved) {
+  // torch's F.dropout(x, p, training=False) exports training_mode as a constant input.
+  auto build = [](std::optional<bool> training, bool mask_used, float ratio = 0.1f) {
+    B b;
+    Value* x = b.in("x", {2, 3});
+    std::vector<Value*> ins = {x, b.c(Tensor::scalar<float>(ratio))};
+    if (training) {
+      Tensor t(DType::kBool, {});
+      t.data<bool>()[0] = *training;
+      ins.push_back(b.c(std::move(t)));
+    }
+    Value* y = b.g->add_value("y", DType::kFloat32, Shape::of({2, 3}));
+    Value* mask = b.g->add_value("mask", DType::kBool, Shape::of({2, 3}));
+    b.g->add_node("Dropout", "dropout", ins, {y, mask});
+    b.out(b.n("Relu", {y}, {2, 3}));
+    if (mask_used) b.out(mask);
+    return std::move(b.g);
+  };
+  EXPECT_EQ(count_op(*fuse(build(false, false)).graph, "Dropout"), 0u);
+  EXPECT_EQ(count_op(*fuse(build(std::nullopt, false)).graph, "Dropout"), 0u);
+  EXPECT_EQ(count_op(*fuse(build(true, false)).graph, "Dropout"), 1u);
+  EXPECT_EQ(count_op(*fuse(build(false, true)).graph, "Dropout"), 1u);
+  // Training mode with ratio 0 (torchvision's Swin exports its attention dropout so) keeps
+  // every element.
+  EXPECT_EQ(count_op(*fuse(build(true, false, 0.0f)).graph, "Dropout"), 0u);
 }
 
 TEST(IdentityElimination, ZeroPadIsRemoved) {
