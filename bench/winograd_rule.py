@@ -23,10 +23,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def winograd_pays(cin, cout, h, w):
     """The rule of src/kernels/winograd_rule.h (kept in step with it)."""
-    if cin < 32 or cout < 64:
+    if cin < 32 or cout < 48:
         return False
     area = h * w
-    return area >= 28 * 28 or (area >= 14 * 14 and cout >= 128)
+    return area >= 28 * 28 or (area >= 14 * 14 and cout >= 96)
 
 
 def make_model(cin, cout, hw, path):

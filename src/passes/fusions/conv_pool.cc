@@ -41,7 +41,7 @@ std::string pays(const Node& conv) {
       !all_one("dilations") ||
       !winograd_pays(c, m, y->shape().dims[2].value, y->shape().dims[3].value)) {
     return "does not pay: only an unstrided 3x3 Conv with enough channels and pixels "
-           "(Winograd: 32+ in, 64+ out on 28x28+, 128+ out on 14x14+) computes into a buffer "
+           "(Winograd: 32+ in, 48+ out on 28x28+, 96+ out on 14x14+) computes into a buffer "
            "of its own for the pool to read";
   }
   return "";
