@@ -415,8 +415,12 @@ class ConvKernel : public Kernel {
       }
       dst_ = memory(pd.dst_desc(0), engine(), DNNL_MEMORY_NONE);
       args_[DNNL_ARG_DST] = dst_;
-      // NCHW input, or a subsampled one: reorder into an NHWC buffer of our own.
-      bind_src(pd, (s_.in_layout == Layout::kPlain && s_.x_shape.size() == 4) || s_.subsample);
+      // NCHW input, or a subsampled one: reorder into an NHWC buffer of our own. An NCHW
+      // input of 1x1 pixels ([N, C, 1, 1]: a squeeze-and-excitation's pooled vector) is stored
+      // as its NHWC form already, and is read as it is.
+      const bool plain_4d = s_.in_layout == Layout::kPlain && s_.x_shape.size() == 4;
+      const bool one_pixel = plain_4d && s_.x_shape[2] * s_.x_shape[3] == 1;
+      bind_src(pd, (plain_4d && !one_pixel) || s_.subsample);
       if (s_.sum && s_.sum_layout != s_.out_layout) bind_sum();
     });
   }
@@ -464,7 +468,6 @@ class ConvKernel : public Kernel {
     args_[DNNL_ARG_SRC] = src_;
   }
 
-  // The primitive's dst as a buffer of our own, with Sum (if any) reordered into it.
   // The activation's eltwise primitives, in place over the conv's own dst (act_after).
   void make_act_after(const dnnl::primitive_desc& pd) {
     if (!s_.act_after) return;
@@ -487,6 +490,7 @@ class ConvKernel : public Kernel {
     }
   }
 
+  // The primitive's dst as a buffer of our own, with Sum (if any) reordered into it.
   void bind_own_dst(const dnnl::primitive_desc& pd) {
     dst_ = memory(pd.dst_desc(0), engine());
     args_[DNNL_ARG_DST] = dst_;

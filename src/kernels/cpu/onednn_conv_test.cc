@@ -98,6 +98,9 @@ TEST(OnednnConv, KernelShapesAndStrides) {
     check_conv({{1, 6, 8, 9}, 4, {1, 1}, 1, {2, 2}, {}, {}, "SAME_UPPER", true, layout}, seed++);
     check_conv({{1, 6, 8, 9}, 4, {1, 1}, 1, {2, 2}, {}, {1, 0, 0, 1}, {}, true, layout}, seed++);
     check_conv({{2, 3, 11, 13}, 8, {7, 7}, 1, {2, 2}, {}, {3, 3, 3, 3}, {}, true, layout}, seed++);
+    // One pixel ([N, C, 1, 1], a squeeze-and-excitation's pooled vector): read as it is.
+    check_conv({{2, 48, 1, 1}, 12, {1, 1}, 1, {}, {}, {}, {}, true, layout}, seed++);
+    check_conv({{1, 20, 1, 1}, 40, {1, 1}, 4, {}, {}, {}, {}, false, layout}, seed++);
     check_conv({{1, 4, 8, 10}, 5, {2, 3}, 1, {1, 2}, {2, 1}, {1, 0, 0, 2}, {}, true, layout},
                seed++);
     check_conv({{1, 4, 5, 5}, 4, {5, 5}, 1, {}, {}, {}, {}, true, layout}, seed++);  // 1x1 out
