@@ -84,6 +84,17 @@ Tensor Tensor::reshaped(Dims shape) const {
   return t;
 }
 
+Tensor Tensor::relaid(Dims shape, Layout layout) const {
+  int64_t n = checked_numel(shape);
+  NNFUSE_CHECK(n == numel_, "cannot view ", numel_, " elements as shape ", dims_str(shape));
+  NNFUSE_CHECK(layout != Layout::kNHWC || shape.size() == 4, "an NHWC view needs rank 4, not ",
+               dims_str(shape));
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  t.layout_ = layout;
+  return t;
+}
+
 Tensor Tensor::clone() const {
   if (!defined()) return {};
   Tensor t(dtype_, shape_);

@@ -84,6 +84,9 @@ class Tensor {
 
   // Same storage, another shape with the same element count.
   Tensor reshaped(Dims shape) const;
+  // Same storage read as `shape` in `layout` (same element count): for a caller that knows
+  // the bytes are in that order (an NHWC [N, C, H, W] is a plain [N, H, W, C]).
+  Tensor relaid(Dims shape, Layout layout) const;
   Tensor clone() const;
   // Reads element i of an integer tensor as int64 (for shape-like inputs).
   int64_t int_at(int64_t i) const;

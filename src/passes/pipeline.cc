@@ -49,6 +49,8 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   p.push_back(make_layer_norm_matmul_pass());
   // GELU/Swish that no dense layer took as its epilogue.
   p.push_back(make_gelu_pass());
+  // A layer scale after a dense layer into its weights.
+  p.push_back(make_layer_scale_pass());
   // Whatever cheap ops are left: generated kernels.
   p.push_back(make_auto_fusion_pass());
   return p;
@@ -70,6 +72,7 @@ std::map<std::string, std::vector<std::string>> pass_op_lists() {
       {"ChannelShuffleFusionPass", {"Reshape", "Transpose", "Reshape"}},
       {"ConvMaxPoolFusionPass", {"Conv", "MaxPool"}},
       {"ScaledConvFusionPass", {"Mul", "Conv"}},
+      {"LayerScaleFusionPass", {"MatMul", "Add", "Transpose", "Mul"}},
       {"BatchNormScaleShiftPass", {"BatchNormalization"}},
       {"AttentionFusionPass", {"MatMul", "Div", "Add", "Softmax", "MatMul"}},
       {"QKVProjectionFusionPass", {"MatMul", "MatMul", "MatMul"}},

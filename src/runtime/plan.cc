@@ -72,7 +72,7 @@ ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : graph_(g
       consumed(in_ids, nullptr);
       continue;
     }
-    if (!opts.reference_only && try_view(*n, in_ids)) {
+    if (!opts.reference_only && (try_view(*n, in_ids) || try_layout_view(*n, in_ids))) {
       consumed(in_ids, nullptr);
       continue;
     }
@@ -217,6 +217,53 @@ bool ExecutionPlan::try_view(const Node& n, const std::vector<int>& in_ids) {
   step.kernel_name = "view";
   step.inputs = in_ids;
   step.inputs[0] = src;
+  step.outputs = {id};
+  step.in_place = {-1};
+  steps_.push_back(std::move(step));
+  return true;
+}
+
+// A Transpose between the two storage orders of a 4-D tensor moves no bytes: [0, 2, 3, 1] of an
+// NHWC [N, C, H, W] is the plain [N, H, W, C] it is stored as, and [0, 3, 1, 2] of a plain
+// [N, H, W, C] is an NHWC [N, C, H, W] (ConvNeXt's permutes around its channels-last
+// LayerNorm and MLP). Such a Transpose is a view in the other layout.
+bool ExecutionPlan::try_layout_view(const Node& n, const std::vector<int>& in_ids) {
+  if (n.op_type() != "Transpose" || !n.domain().empty() || n.num_outputs() != 1 ||
+      in_ids.size() != 1 || in_ids[0] < 0 || !n.output(0)) {
+    return false;
+  }
+  const int src = in_ids[0];
+  const PlanValue& in = values_[src];
+  const Value* out = n.output(0);
+  if (!in.static_shape || in.shape.size() != 4 || !out->shape().fully_known() ||
+      in.dtype != out->dtype() || in.constant) {
+    return false;
+  }
+  std::vector<int64_t> perm;
+  try {
+    perm = n.attr_ints("perm", {});
+  } catch (const Error&) {
+    return false;
+  }
+  Layout layout;
+  if (in.layout == Layout::kNHWC && perm == std::vector<int64_t>{0, 2, 3, 1}) {
+    layout = Layout::kPlain;
+  } else if (in.layout == Layout::kPlain && perm == std::vector<int64_t>{0, 3, 1, 2}) {
+    layout = Layout::kNHWC;
+  } else {
+    return false;
+  }
+  const Dims& d = in.shape;
+  const Dims want = {d[static_cast<size_t>(perm[0])], d[static_cast<size_t>(perm[1])],
+                     d[static_cast<size_t>(perm[2])], d[static_cast<size_t>(perm[3])]};
+  if (out->shape().static_dims() != want) return false;
+  const int id = add_value(out, layout);
+  values_[id].alias_of = src;
+  PlanStep step;
+  step.kind = PlanStep::Kind::kView;
+  step.node = &n;
+  step.kernel_name = "view";
+  step.inputs = in_ids;
   step.outputs = {id};
   step.in_place = {-1};
   steps_.push_back(std::move(step));

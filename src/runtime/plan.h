@@ -93,6 +93,7 @@ class ExecutionPlan {
   int root(int id) const;
   int plain_copy(int id, const Node* reader);
   bool try_view(const Node& n, const std::vector<int>& in_ids);
+  bool try_layout_view(const Node& n, const std::vector<int>& in_ids);
   void plan_buffers();
 
   const Graph& graph_;

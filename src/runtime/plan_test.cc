@@ -102,6 +102,59 @@ TEST(Plan, ViewsAreFreeAndArenaIsReused) {
   EXPECT_EQ(out[0].data<float>()[2], -3.0f);
 }
 
+// x -> Conv (NHWC out) -> Transpose [0, 2, 3, 1] -> Relu -> Transpose [0, 3, 1, 2] -> Conv.
+std::unique_ptr<Graph> storage_order_transposes() {
+  auto g = std::make_unique<Graph>();
+  g->opsets[""] = 17;
+  Value* x = g->add_value("x", DType::kFloat32, Shape::of({1, 3, 5, 6}));
+  g->add_input(x);
+  auto constant = [&](const std::string& name, const Dims& d, float v) {
+    Value* c = g->add_value(name);
+    Tensor t(DType::kFloat32, d);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = v * static_cast<float>(i % 7 - 3);
+    c->set_constant(std::move(t));
+    return c;
+  };
+  Value* w1 = constant("w1", {4, 3, 1, 1}, 0.25f);
+  Value* w2 = constant("w2", {2, 4, 1, 1}, 0.5f);
+  Value* c = g->add_value("c", DType::kFloat32, Shape::of({1, 4, 5, 6}));
+  Value* t = g->add_value("t", DType::kFloat32, Shape::of({1, 5, 6, 4}));
+  Value* r = g->add_value("r", DType::kFloat32, Shape::of({1, 5, 6, 4}));
+  Value* b = g->add_value("b", DType::kFloat32, Shape::of({1, 4, 5, 6}));
+  Value* y = g->add_value("y", DType::kFloat32, Shape::of({1, 2, 5, 6}));
+  g->add_node("Conv", "conv1", {x, w1}, {c});
+  Attribute to_last, to_first;
+  to_last.kind = to_first.kind = Attribute::Kind::kInts;
+  to_last.ints = {0, 2, 3, 1};
+  to_first.ints = {0, 3, 1, 2};
+  g->add_node("Transpose", "to_last", {c}, {t})->set_attr("perm", to_last);
+  g->add_node("Relu", "relu", {t}, {r});
+  g->add_node("Transpose", "to_first", {r}, {b})->set_attr("perm", to_first);
+  g->add_node("Conv", "conv2", {b, w2}, {y});
+  g->add_output(y);
+  return g;
+}
+
+// Both Transposes move between the two storage orders of the conv's NHWC output: views, with
+// no reorder but the graph output's.
+TEST(Plan, TransposesBetweenStorageOrdersAreViews) {
+  Tensor in(DType::kFloat32, {1, 3, 5, 6});
+  for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] = static_cast<float>(i % 11) - 5;
+  PlanOptions ref_opts;
+  ref_opts.reference_only = true;
+  const Tensor want = Session(storage_order_transposes(), ref_opts).run({{"x", in}})[0];
+  Session run(storage_order_transposes());
+  const ExecutionPlan& plan = run.plan();
+  EXPECT_EQ(plan.kernel_histogram().at("view"), 2);
+  EXPECT_EQ(plan.num_reorders(), 1u);
+  expect_no_live_overlap(plan);
+  const Tensor got = run.run({{"x", in}})[0];
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4) << "at " << i;
+  }
+}
+
 TEST(Plan, FastPathMatchesReferenceOnBundledModel) {
   std::string path = std::string(NNFUSE_SOURCE_DIR) + "/models/tiny_resnet.onnx";
   Session fast(load_onnx(path));

@@ -163,7 +163,11 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds,
     auto t0 = std::chrono::steady_clock::now();
     try {
       if (st.kind == PlanStep::Kind::kView) {
-        env[st.outputs[0]] = env[st.inputs[0]].reshaped(values[st.outputs[0]].shape);
+        const PlanValue& ov = values[st.outputs[0]];
+        const Tensor& in = env[st.inputs[0]];
+        env[st.outputs[0]] = in.layout() == Layout::kPlain && ov.layout == Layout::kPlain
+                                 ? in.reshaped(ov.shape)
+                                 : in.relaid(ov.shape, ov.layout);
       } else if (st.kind == PlanStep::Kind::kReorder) {
         const Tensor& src = env[st.inputs[0]];
         Tensor dst = planned(st.outputs[0]);
