@@ -49,11 +49,6 @@ BroadcastLoop make_broadcast_loop(const Dims& out, const std::vector<Dims>& ins)
   return loop;
 }
 
-Dims storage_dims(const Dims& logical, Layout layout) {
-  if (layout != Layout::kNHWC || logical.size() != 4) return logical;
-  return {logical[0], logical[2], logical[3], logical[1]};
-}
-
 bool plain_matches_nhwc(const Dims& s) {
   if (s.size() > 4) return false;
   const size_t pad = 4 - s.size();

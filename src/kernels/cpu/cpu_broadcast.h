@@ -12,6 +12,7 @@
 
 #include "ir/tensor.h"
 #include "kernels/cpu/cpu_util.h"
+#include "kernels/cpu/layout.h"
 
 namespace nnfuse::cpu {
 
@@ -28,10 +29,6 @@ struct BroadcastLoop {
 // The loop over `out` (a C-order shape) reading inputs of shapes `ins` (C-order storage,
 // right-aligned, each broadcastable to `out`).
 BroadcastLoop make_broadcast_loop(const Dims& out, const std::vector<Dims>& ins);
-
-// The storage-order shape of a tensor: [N, H, W, C] for an NHWC [N, C, H, W]; the shape itself
-// for plain tensors.
-Dims storage_dims(const Dims& logical, Layout layout);
 
 // True when a plain tensor of shape `s` is stored in the same order as it would be in NHWC
 // once right-aligned to rank 4: [.., C, 1, 1] shapes (per-channel vectors, scalars), so it can

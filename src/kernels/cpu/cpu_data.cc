@@ -6,6 +6,7 @@
 #include "kernels/cpu/cpu_copy.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/cpu_util.h"
+#include "kernels/cpu/layout.h"
 
 namespace nnfuse::cpu {
 namespace {
@@ -138,26 +139,18 @@ class SliceKernel : public Kernel {
       start[ax] = s;
       step[ax] = len > 1 ? st : 1;  // |step| < dim when two or more elements are taken
     }
-    // Channels-last: the same slice over the stored dims [N, H, W, C].
-    static constexpr size_t kStored[4] = {0, 2, 3, 1};
-    Dims in_strides = contiguous_strides(x.shape());
-    if (nhwc) {
-      const Dims& d = x.shape();
-      in_strides = {d[2] * d[3] * d[1], 1, d[3] * d[1], d[1]};
-    }
+    // Channels-last: the same slice over the stored dims [N, H, W, C]. Each logical axis's
+    // stride is its stored position's.
+    const Dims stored_strides = contiguous_strides(storage_dims(x.shape(), x.layout()));
     Dims strides(out.size());
     int64_t base = 0;
     for (size_t a = 0; a < out.size(); ++a) {
-      base += start[a] * in_strides[a];
-      strides[a] = step[a] * in_strides[a];
+      const int64_t in_stride = stored_strides[storage_axis(a, out.size(), x.layout())];
+      base += start[a] * in_stride;
+      strides[a] = step[a] * in_stride;
     }
-    Dims copy_dims = out, copy_strides = strides;
-    if (nhwc) {
-      for (size_t a = 0; a < 4; ++a) {
-        copy_dims[a] = out[kStored[a]];
-        copy_strides[a] = strides[kStored[a]];
-      }
-    }
+    const Dims copy_dims = storage_dims(out, x.layout());
+    const Dims copy_strides = storage_dims(strides, x.layout());
     Tensor& y = io.output(0, x.dtype(), out, x.layout());
     const size_t es = dtype_size(x.dtype());
     if (y.numel() > 0) {

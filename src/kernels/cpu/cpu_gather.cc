@@ -11,6 +11,7 @@
 #include "kernels/cpu/cpu_copy.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/cpu_util.h"
+#include "kernels/cpu/layout.h"
 
 namespace nnfuse::cpu {
 namespace {
@@ -70,13 +71,8 @@ class GatherKernel : public Kernel {
     out.insert(out.end(), x.shape().begin() + static_cast<int64_t>(axis) + 1, x.shape().end());
     Tensor& y = io.output(0, x.dtype(), out, x.layout());
     // Channels-last (1-D indices keep the rank): the same gather over the stored dims.
-    Dims stored = x.shape();
-    size_t saxis = axis;
-    if (nhwc) {
-      static constexpr size_t kStoredAxis[4] = {0, 3, 1, 2};
-      stored = {x.dim(0), x.dim(2), x.dim(3), x.dim(1)};
-      saxis = kStoredAxis[axis];
-    }
+    const Dims stored = storage_dims(x.shape(), x.layout());
+    const size_t saxis = storage_axis(axis, x.rank(), x.layout());
     const int64_t outer = numel_of(stored, 0, saxis);
     const int64_t inner = numel_of(stored, saxis + 1, stored.size());
     const int64_t n = static_cast<int64_t>(ids.size());
@@ -174,13 +170,8 @@ class ConcatKernel : public Kernel {
     Tensor& y = io.output(0, first.dtype(), out, layout);
     if (y.numel() == 0) return;
     // Channels-last storage is the plain storage of [N, H, W, C]: concatenate those dims.
-    Dims stored = out;
-    size_t saxis = axis;
-    if (layout == Layout::kNHWC) {
-      static constexpr size_t kStoredAxis[4] = {0, 3, 1, 2};
-      stored = {out[0], out[2], out[3], out[1]};
-      saxis = kStoredAxis[axis];
-    }
+    const Dims stored = storage_dims(out, layout);
+    const size_t saxis = storage_axis(axis, out.size(), layout);
     const size_t es = dtype_size(first.dtype());
     const int64_t outer = numel_of(stored, 0, saxis);
     const int64_t inner = numel_of(stored, saxis + 1, stored.size());

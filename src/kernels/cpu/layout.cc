@@ -73,4 +73,14 @@ Tensor to_layout(const Tensor& t, Layout l) {
   return out;
 }
 
+Dims storage_dims(const Dims& logical, Layout layout) {
+  if (layout != Layout::kNHWC || logical.size() != 4) return logical;
+  return {logical[0], logical[2], logical[3], logical[1]};
+}
+
+size_t storage_axis(size_t axis, size_t rank, Layout layout) {
+  static constexpr size_t kNhwc[4] = {0, 3, 1, 2};
+  return layout == Layout::kNHWC && rank == 4 && axis < 4 ? kNhwc[axis] : axis;
+}
+
 }  // namespace nnfuse

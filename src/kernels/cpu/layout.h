@@ -11,4 +11,11 @@ Tensor to_layout(const Tensor& t, Layout l);
 // Writes `src` into `dst` (same logical shape and dtype) converting the layout.
 void convert_layout(const Tensor& src, Tensor& dst);
 
+// The stored order of a tensor's dims: [N, H, W, C] for an NHWC [N, C, H, W]; the dims
+// themselves for plain tensors (and other ranks). Permutes any per-dim list alike (a shape,
+// strides).
+Dims storage_dims(const Dims& logical, Layout layout);
+// Where logical axis `axis` of a rank-`rank` tensor is stored: for NHWC, N 0, C 3, H 1, W 2.
+size_t storage_axis(size_t axis, size_t rank, Layout layout);
+
 }  // namespace nnfuse
