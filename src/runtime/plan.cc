@@ -197,6 +197,21 @@ int ExecutionPlan::plain_copy(int id, const Node* reader) {
   return copy;
 }
 
+// A step that gives `out` the storage of inputs[0], read in `layout`.
+void ExecutionPlan::add_view(const Node& n, std::vector<int> inputs, const Value* out,
+                             Layout layout) {
+  const int id = add_value(out, layout);
+  values_[id].alias_of = inputs[0];
+  PlanStep step;
+  step.kind = PlanStep::Kind::kView;
+  step.node = &n;
+  step.kernel_name = "view";
+  step.inputs = std::move(inputs);
+  step.outputs = {id};
+  step.in_place = {-1};
+  steps_.push_back(std::move(step));
+}
+
 bool ExecutionPlan::try_view(const Node& n, const std::vector<int>& in_ids) {
   if (!is_view_op(n) || in_ids.empty() || in_ids[0] < 0) return false;
   if (n.op_type() == "Dropout") {
@@ -209,17 +224,9 @@ bool ExecutionPlan::try_view(const Node& n, const std::vector<int>& in_ids) {
   if (!in.static_shape || in.dtype != out->dtype()) return false;
   if (checked_numel(in.shape) != checked_numel(out->shape().static_dims())) return false;
   if (in.layout != Layout::kPlain) src = plain_copy(src, &n);
-  int id = add_value(out, Layout::kPlain);
-  values_[id].alias_of = src;
-  PlanStep step;
-  step.kind = PlanStep::Kind::kView;
-  step.node = &n;
-  step.kernel_name = "view";
-  step.inputs = in_ids;
-  step.inputs[0] = src;
-  step.outputs = {id};
-  step.in_place = {-1};
-  steps_.push_back(std::move(step));
+  std::vector<int> inputs = in_ids;
+  inputs[0] = src;
+  add_view(n, std::move(inputs), out, Layout::kPlain);
   return true;
 }
 
@@ -257,16 +264,7 @@ bool ExecutionPlan::try_layout_view(const Node& n, const std::vector<int>& in_id
   const Dims want = {d[static_cast<size_t>(perm[0])], d[static_cast<size_t>(perm[1])],
                      d[static_cast<size_t>(perm[2])], d[static_cast<size_t>(perm[3])]};
   if (out->shape().static_dims() != want) return false;
-  const int id = add_value(out, layout);
-  values_[id].alias_of = src;
-  PlanStep step;
-  step.kind = PlanStep::Kind::kView;
-  step.node = &n;
-  step.kernel_name = "view";
-  step.inputs = in_ids;
-  step.outputs = {id};
-  step.in_place = {-1};
-  steps_.push_back(std::move(step));
+  add_view(n, in_ids, out, layout);
   return true;
 }
 

@@ -94,6 +94,7 @@ class ExecutionPlan {
   int plain_copy(int id, const Node* reader);
   bool try_view(const Node& n, const std::vector<int>& in_ids);
   bool try_layout_view(const Node& n, const std::vector<int>& in_ids);
+  void add_view(const Node& n, std::vector<int> inputs, const Value* out, Layout layout);
   void plan_buffers();
 
   const Graph& graph_;

@@ -12,6 +12,7 @@
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/cpu_util.h"
 #include "kernels/cpu/layout.h"
+#include "kernels/ref/util.h"
 
 namespace nnfuse::cpu {
 namespace {
@@ -247,27 +248,6 @@ bool cast_type(DType t) {
          t == DType::kBool;
 }
 
-// One value, as the reference converts it: float to integer truncates toward zero, NaN becomes
-// 0 and out-of-range values saturate; anything to bool is "!= 0".
-template <typename To, typename From>
-To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
-    if (std::isnan(v)) return To(0);
-    const From t = std::trunc(v);
-    if (t <= static_cast<From>(std::numeric_limits<To>::min())) {
-      return std::numeric_limits<To>::min();
-    }
-    if (t >= static_cast<From>(std::numeric_limits<To>::max())) {
-      return std::numeric_limits<To>::max();
-    }
-    return static_cast<To>(t);
-  } else {
-    return static_cast<To>(v);
-  }
-}
-
 template <typename F>
 void with_cast_type(DType t, F&& f) {
   switch (t) {
@@ -311,7 +291,7 @@ class CastKernel : public Kernel {
         const From* src = x.data<From>();
         To* dst = y.data<To>();
         parallel_range(x.numel(), kParallelGrain, [&](int64_t lo, int64_t hi) {
-          for (int64_t i = lo; i < hi; ++i) dst[i] = convert<To, From>(src[i]);
+          for (int64_t i = lo; i < hi; ++i) dst[i] = ref::convert_value<To, From>(src[i]);
         });
       });
     });

@@ -41,27 +41,6 @@ bool attr_value_type(DType t) {
          t == DType::kInt64 || t == DType::kUInt64 || t == DType::kBool;
 }
 
-// One value, as the reference converts it: float to integer truncates toward zero, NaN becomes
-// 0 and out-of-range values saturate; anything to bool is "!= 0".
-template <typename To, typename From>
-To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
-    if (std::isnan(v)) return To(0);
-    const From t = std::trunc(v);
-    if (t <= static_cast<From>(std::numeric_limits<To>::min())) {
-      return std::numeric_limits<To>::min();
-    }
-    if (t >= static_cast<From>(std::numeric_limits<To>::max())) {
-      return std::numeric_limits<To>::max();
-    }
-    return static_cast<To>(t);
-  } else {
-    return static_cast<To>(v);
-  }
-}
-
 // The constant: one element's bytes.
 struct Fill {
   std::array<std::byte, 8> bytes{};
@@ -398,7 +377,7 @@ std::optional<Plan> make_plan(const NodeInfo& info, std::string* why) {
         p.dtype, n.describe(),
         [&](auto z) {
           using T = decltype(z);
-          const T c = convert<T, float>(v);
+          const T c = ref::convert_value<T, float>(v);
           p.fill = Fill::of(&c, sizeof(T));
         },
         /*with_bool=*/true);

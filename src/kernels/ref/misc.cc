@@ -118,27 +118,6 @@ std::string range_support(const Node& node, int64_t) {
   return ref::require_input_types(node, types);
 }
 
-// Converts one value. Float to integer truncates toward zero; NaN becomes 0 and values out of
-// the target's range saturate (C++ leaves both undefined).
-template <typename To, typename From>
-To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
-    if (std::isnan(v)) return To(0);
-    From t = std::trunc(v);
-    if (t <= static_cast<From>(std::numeric_limits<To>::min())) {
-      return std::numeric_limits<To>::min();
-    }
-    if (t >= static_cast<From>(std::numeric_limits<To>::max())) {
-      return std::numeric_limits<To>::max();
-    }
-    return static_cast<To>(t);
-  } else {
-    return static_cast<To>(v);  // integer narrowing wraps (defined since C++20)
-  }
-}
-
 Tensor cast_to(const Tensor& x, DType to, const Node& node) {
   Tensor y(to, x.shape());
   ref::dispatch(
@@ -151,7 +130,7 @@ Tensor cast_to(const Tensor& x, DType to, const Node& node) {
               using To = decltype(b);
               const From* src = x.data<From>();
               To* dst = y.data<To>();
-              for (int64_t i = 0; i < x.numel(); ++i) dst[i] = convert<To, From>(src[i]);
+              for (int64_t i = 0; i < x.numel(); ++i) dst[i] = ref::convert_value<To, From>(src[i]);
             },
             /*with_bool=*/true);
       },
@@ -211,7 +190,7 @@ void run_pad(KernelContext& ctx) {
         x.dtype(), node.describe(),
         [&](auto z) {
           using T = decltype(z);
-          value.data<T>()[0] = convert<T, float>(v);
+          value.data<T>()[0] = ref::convert_value<T, float>(v);
         },
         /*with_bool=*/true);
   }
