@@ -10,6 +10,20 @@
 // outputs (1.1-3x slower); from 48 output channels it wins on 28x28 and larger outputs
 // (0.5-0.85x the time), and from 96 on 14x14 to 17x17 ones (0.68-0.95x), where 48 and 64
 // output channels are even or lose.
+//
+// Those figures are for a scratchpad that stays in cache. For some geometries oneDNN's
+// Winograd transforms the whole image into its scratchpad (tens of MiB where the blocking it
+// picks finds no cache-sized tile: Inception-v3's 80 -> 192 conv on 71x71 takes 27 MiB), and
+// inside a network, whose other layers evict it between runs, it streams from memory: that
+// conv took 4.2 ms against 3.5 on the direct algorithm (2.4 alone, its scratchpad in cache).
+// winograd_scratch_pays keeps Winograd where the scratchpad is at most 8 MiB, or where the
+// multiplications it saves outweigh streaming it: at least 64 conv FLOPs per scratchpad byte.
+// Measured with bench/sweep.py (ratios to ORT in one run): VGG-11's 256 -> 256 on 56x56 (123
+// per byte) and 512 -> 512 on 28x28 (72) keep it (0.74x; 0.81x with the bound at 80), while
+// Inception-v3's conv (52) and Wide-ResNet-50's 256 -> 256 on 28x28 (55) go direct (0.995x ->
+// 0.981x and 0.963x -> 0.921x). ConvMaxPoolFusionPass, which decides before the scratchpad is
+// known, may so fuse a pool into a conv that runs direct: that costs nothing over the two
+// kernels.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +34,15 @@ inline bool winograd_pays(int64_t cin, int64_t cout, int64_t out_h, int64_t out_
   if (cin < 32 || cout < 48) return false;
   const int64_t area = out_h * out_w;
   return area >= 28 * 28 || (area >= 14 * 14 && cout >= 96);
+}
+
+// Whether a Winograd conv of `flops` direct-algorithm FLOPs (2 * Cin * Cout * 9 * output
+// pixels) with a scratchpad of `scratch_bytes` still pays (see above).
+inline bool winograd_scratch_pays(double flops, int64_t scratch_bytes) {
+  constexpr int64_t kCachedScratchBytes = int64_t{8} << 20;
+  constexpr double kMinFlopsPerScratchByte = 64.0;
+  if (scratch_bytes <= kCachedScratchBytes) return true;
+  return flops >= kMinFlopsPerScratchByte * static_cast<double>(scratch_bytes);
 }
 
 }  // namespace nnfuse

@@ -170,6 +170,15 @@ bool winograd_eligible(const ConvSpec& s) {
   return true;
 }
 
+// Winograd's scratchpad, as oneDNN sizes it for the blocking it picks, against the work it
+// saves (kernels/winograd_rule.h: winograd_scratch_pays).
+bool winograd_scratch_fits(const dnnl::primitive_desc& pd, const ConvSpec& s) {
+  if (winograd_mode() == WinogradMode::kForce) return true;
+  const double flops = 2.0 * static_cast<double>(s.x_shape[1] * s.y_shape[1]) * 9.0 *
+                       static_cast<double>(s.y_shape[2] * s.y_shape[3]);
+  return winograd_scratch_pays(flops, pd.query_s64(dnnl::query::memory_consumption_s64));
+}
+
 // The layout FusedConvPool writes: plain when every consumer reads plain bytes anyway
 // (Flatten or Reshape before a classifier: no reorder then), else NHWC.
 Layout pool_output_layout(const Node& node) {
@@ -363,7 +372,8 @@ dnnl::primitive_desc make_pd(ConvSpec& s) {
     dnnl::convolution_forward::desc d(prop, dnnl::algorithm::convolution_winograd, any_src, wei,
                                       bias, any_dst, st, dil, pl, pr);
     try {
-      return dnnl::convolution_forward::primitive_desc(d, attr, engine());
+      dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+      if (winograd_scratch_fits(pd, s)) return pd;
     } catch (const dnnl::error&) {
     }
     if (s.act.kind != ref::ActivationKind::kNone) {
@@ -374,12 +384,15 @@ dnnl::primitive_desc make_pd(ConvSpec& s) {
       no_act.set_post_ops(sum_only);
       try {
         dnnl::convolution_forward::primitive_desc pd(d, no_act, engine());
-        s.act_after = true;
-        return pd;
+        if (winograd_scratch_fits(pd, s)) {
+          s.act_after = true;
+          return pd;
+        }
       } catch (const dnnl::error&) {
       }
     }
-    s.winograd = false;  // no implementation on this CPU (it needs AVX-512)
+    // No implementation on this CPU (it needs AVX-512), or one whose scratchpad spills.
+    s.winograd = false;
   }
   dnnl::convolution_forward::desc d(prop, dnnl::algorithm::convolution_direct, src, wei, bias, dst,
                                     st, dil, pl, pr);

@@ -321,6 +321,23 @@ TEST(OnednnFusedConv, WinogradShapes) {
   for (bool in_place : {true, false}) run_with_planned_output(cases[1], true, in_place, seed += 4);
 }
 
+TEST(WinogradRule, ScratchpadBound) {
+  // A scratchpad that stays in cache never stops Winograd; a larger one must be paid for by
+  // the work: 64 direct FLOPs per scratchpad byte.
+  const auto flops = [](double cin, double cout, double hw) {
+    return 2 * cin * cout * 9 * hw * hw;
+  };
+  EXPECT_TRUE(winograd_scratch_pays(flops(32, 64, 147), 155648));
+  EXPECT_TRUE(winograd_scratch_pays(1.0, int64_t{8} << 20));
+  EXPECT_FALSE(winograd_scratch_pays(1.0, (int64_t{8} << 20) + 1));
+  // Inception-v3's 80 -> 192 conv on 71x71, 27 MiB: direct. VGG's 256 -> 256 on 56x56, 29 MiB:
+  // Winograd.
+  EXPECT_FALSE(winograd_scratch_pays(flops(80, 192, 71), 27060224));
+  EXPECT_TRUE(winograd_scratch_pays(flops(256, 256, 56), 30179328));
+  EXPECT_TRUE(winograd_scratch_pays(64.0 * 30179328, 30179328));
+  EXPECT_FALSE(winograd_scratch_pays(63.9 * 30179328, 30179328));
+}
+
 TEST(OnednnFusedConvPool, MatchesTheReferenceOnBothConvPaths) {
   // MaxPool over the conv's own buffer: the Winograd one (blocked) and the direct one (NHWC).
   const Attrs pads = {{"pads", attr_ints({1, 1, 1, 1})}};
