@@ -6,6 +6,7 @@
 // accepts is created once (prepacking weights then) and run for every inference.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,10 @@ struct NodeInfo {
 struct KernelIO {
   std::vector<const Tensor*> inputs;  // nullptr for omitted inputs
   std::vector<Tensor> outputs;
+  // Transient working memory of at least the kernel's scratch_bytes(), 64-byte aligned, valid
+  // for this run only: one region every kernel of a plan shares (so it stays in cache from one
+  // kernel to the next), or nullptr, and then the kernel uses a buffer of its own.
+  std::byte* scratch = nullptr;
 
   const Tensor& in(size_t i) const { return *inputs[i]; }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
@@ -59,6 +64,8 @@ class Kernel {
   // False for a constant input the kernel copied (prepacked) when it was created and never
   // reads when it runs: the runtime then need not keep the original.
   virtual bool reads_input(size_t /*i*/) const { return true; }
+  // Bytes of KernelIO::scratch the kernel uses while it runs (a multiple of 64).
+  virtual size_t scratch_bytes() const { return 0; }
 };
 
 struct KernelFactory {

@@ -364,6 +364,9 @@ void ExecutionPlan::plan_buffers() {
   }
   memory_ = plan_memory(buffers_);
   check_memory_plan(buffers_, memory_);
+  for (const PlanStep& st : steps_) {
+    if (st.kernel) scratch_bytes_ = std::max(scratch_bytes_, st.kernel->scratch_bytes());
+  }
 
   for (int id = 0; id < nv; ++id) {
     const PlanValue& v = values_[id];

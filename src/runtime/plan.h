@@ -82,6 +82,8 @@ class ExecutionPlan {
   // activation's size (what a runtime without reuse would hold).
   size_t peak_activation_bytes() const { return memory_.arena_bytes; }
   size_t total_activation_bytes() const { return total_activation_bytes_; }
+  // Bytes of the scratch region the kernels share (the largest Kernel::scratch_bytes()).
+  size_t scratch_bytes() const { return scratch_bytes_; }
   // Kernel name -> number of steps that use it.
   std::map<std::string, int> kernel_histogram() const;
   // Nodes on the reference kernel although their op has a fast kernel, in graph order.
@@ -107,6 +109,7 @@ class ExecutionPlan {
   std::vector<BufferRequest> buffers_;
   MemoryPlan memory_;
   size_t total_activation_bytes_ = 0;
+  size_t scratch_bytes_ = 0;
   std::vector<ReferenceFallback> fallbacks_;
 };
 

@@ -155,6 +155,31 @@ TEST(Plan, TransposesBetweenStorageOrdersAreViews) {
   }
 }
 
+// conv1 reads the plain graph input through an NHWC copy of its own: in the scratch region
+// the kernels share, the largest any kernel asks for, after the activations in the session's
+// arena; runs again and again give the same numbers.
+TEST(Plan, KernelsShareOneScratchRegion) {
+  Tensor in(DType::kFloat32, {1, 3, 5, 6});
+  for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] = static_cast<float>(i % 13) - 6;
+  Session run(storage_order_transposes());
+  const ExecutionPlan& plan = run.plan();
+  size_t largest = 0;
+  for (const PlanStep& st : plan.steps()) {
+    if (st.kernel) largest = std::max(largest, st.kernel->scratch_bytes());
+  }
+  EXPECT_GE(largest, 3u * 5u * 6u * sizeof(float));
+  EXPECT_EQ(plan.scratch_bytes(), largest);
+  PlanOptions ref_opts;
+  ref_opts.reference_only = true;
+  const Tensor want = Session(storage_order_transposes(), ref_opts).run({{"x", in}})[0];
+  for (int r = 0; r < 3; ++r) {
+    const Tensor got = run.run({{"x", in}})[0];
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4) << "run " << r << " at " << i;
+    }
+  }
+}
+
 TEST(Plan, FastPathMatchesReferenceOnBundledModel) {
   std::string path = std::string(NNFUSE_SOURCE_DIR) + "/models/tiny_resnet.onnx";
   Session fast(load_onnx(path));

@@ -44,8 +44,11 @@ Session::Session(std::unique_ptr<Graph> graph, const PlanOptions& opts) : graph_
   plan_ = std::make_unique<ExecutionPlan>(*graph_, plan_opts);
   if (opts.strict) refuse_compute_fallbacks(plan_->reference_fallbacks());
   if (opts.warn_fallbacks) warn_reference_fallbacks(plan_->reference_fallbacks());
-  size_t bytes = plan_->peak_activation_bytes();
-  // 64-byte aligned arena: the planner's offsets are multiples of 64.
+  // 64-byte aligned arena: the planner's offsets are multiples of 64. The kernels' shared
+  // scratch follows the activations.
+  scratch_offset_ =
+      (plan_->peak_activation_bytes() + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  const size_t bytes = scratch_offset_ + plan_->scratch_bytes();
   arena_ = std::shared_ptr<std::byte[]>(
       static_cast<std::byte*>(
           ::operator new[](bytes + kArenaAlignment, std::align_val_t(kArenaAlignment))),
@@ -179,6 +182,7 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds,
         KernelIO io;
         for (int id : st.inputs) io.inputs.push_back(id >= 0 ? &env[id] : nullptr);
         for (int id : st.outputs) io.outputs.push_back(id >= 0 ? planned(id) : Tensor());
+        if (st.kernel->scratch_bytes() > 0) io.scratch = arena_.get() + scratch_offset_;
         st.kernel->run(io);
         for (size_t k = 0; k < st.outputs.size(); ++k) {
           int id = st.outputs[k];

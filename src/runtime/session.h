@@ -59,7 +59,8 @@ class Session {
   std::unique_ptr<Graph> graph_;
   std::vector<InputDecl> inputs_;
   std::unique_ptr<ExecutionPlan> plan_;
-  std::shared_ptr<std::byte[]> arena_;
+  std::shared_ptr<std::byte[]> arena_;  // activations, then the kernels' scratch
+  size_t scratch_offset_ = 0;
 };
 
 }  // namespace nnfuse

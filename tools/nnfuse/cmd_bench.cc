@@ -202,6 +202,7 @@ int bench(const BenchArgs& a) {
   j["nodes_after_passes"] = fused_nodes;
   j["peak_activation_bytes"] = plan.peak_activation_bytes();
   j["total_activation_bytes"] = plan.total_activation_bytes();
+  j["scratch_bytes"] = plan.scratch_bytes();
   j["kernel_histogram"] = plan.kernel_histogram();
   j["reference_kernels"] = fallbacks;
   j["reference_kernel_share"] = share;
@@ -214,7 +215,8 @@ int bench(const BenchArgs& a) {
             << "nodes " << nodes << ", kernels per inference " << plan.num_kernels() << " ("
             << plan.num_reorders() << " layout reorders)\n"
             << "peak activation bytes " << plan.peak_activation_bytes() << " (all activations "
-            << plan.total_activation_bytes() << ")\nkernels used:";
+            << plan.total_activation_bytes() << "), kernels' shared scratch "
+            << plan.scratch_bytes() << " bytes\nkernels used:";
   for (auto& [k, n] : plan.kernel_histogram()) std::cout << " " << k << "=" << n;
   std::cout << "\nreference kernels for ops with a fast kernel: " << fallbacks;
   if (fallbacks) std::cout << " (" << 100.0 * share << "% of the time)";

@@ -440,6 +440,7 @@ class ConvKernel : public Kernel {
 
   // The weights and bias are prepacked.
   bool reads_input(size_t i) const override { return i != 1 && i != 2; }
+  size_t scratch_bytes() const override { return scratch_bytes_; }
 
   void run(KernelIO& io) override {
     const Tensor& x = io.in(0);
@@ -447,6 +448,7 @@ class ConvKernel : public Kernel {
     Tensor& y = s_.pool ? io.output(0, DType::kFloat32, s_.pool_spec.y_shape, s_.pool_out_layout)
                         : io.output(0, DType::kFloat32, s_.y_shape, s_.out_layout);
     std::lock_guard<std::mutex> lock(mu_);
+    bind_scratch(io.scratch);
     if (s_.pool) {
       run_pooled(io, x);
       return;
@@ -473,7 +475,7 @@ class ConvKernel : public Kernel {
   void bind_src(const dnnl::primitive_desc& pd, bool reorder) {
     if (reorder) {
       user_src_ = memory(input_view(s_), engine(), DNNL_MEMORY_NONE);
-      src_ = memory(pd.src_desc(0), engine());
+      src_ = scratch_memory(pd.src_desc(0));
       to_nhwc_ = dnnl::reorder(user_src_, src_);
     } else {
       src_ = memory(pd.src_desc(0), engine(), DNNL_MEMORY_NONE);
@@ -505,7 +507,7 @@ class ConvKernel : public Kernel {
 
   // The primitive's dst as a buffer of our own, with Sum (if any) reordered into it.
   void bind_own_dst(const dnnl::primitive_desc& pd) {
-    dst_ = memory(pd.dst_desc(0), engine());
+    dst_ = scratch_memory(pd.dst_desc(0));
     args_[DNNL_ARG_DST] = dst_;
     if (s_.sum) bind_sum();
   }
@@ -532,7 +534,7 @@ class ConvKernel : public Kernel {
     pool_ = dnnl::pooling_v2_forward(ppd);
     user_dst_ = memory(user_dst, engine(), DNNL_MEMORY_NONE);
     if (ppd.dst_desc() != user_dst) {
-      pooled_ = memory(ppd.dst_desc(), engine());
+      pooled_ = scratch_memory(ppd.dst_desc());
       from_dst_ = dnnl::reorder(pooled_, user_dst_);
     }
   }
@@ -604,8 +606,34 @@ class ConvKernel : public Kernel {
                         [&](int64_t b, int64_t e) { std::memcpy(to + b, from + b, e - b); });
   }
 
+  // A buffer of the run's scratch (KernelIO::scratch), at the next 64-byte offset.
+  memory scratch_memory(const memory::desc& d) {
+    memory m(d, engine(), DNNL_MEMORY_NONE);
+    scratch_parts_.emplace_back(m, scratch_bytes_);
+    scratch_bytes_ += (d.get_size() + 63) / 64 * 64;
+    return m;
+  }
+
+  // Points the scratch buffers at the run's scratch, or at one of the kernel's own when the
+  // caller gives none.
+  void bind_scratch(std::byte* scratch) {
+    if (scratch_parts_.empty()) return;
+    if (!scratch) {
+      if (!own_scratch_) {
+        own_scratch_ = std::shared_ptr<std::byte[]>(
+            static_cast<std::byte*>(::operator new[](scratch_bytes_, std::align_val_t(64))),
+            [](std::byte* p) { ::operator delete[](p, std::align_val_t(64)); });
+      }
+      scratch = own_scratch_.get();
+    }
+    for (auto& [m, offset] : scratch_parts_) m.set_data_handle(scratch + offset);
+  }
+
   std::string what_;
   ConvSpec s_;
+  std::vector<std::pair<memory, size_t>> scratch_parts_;
+  size_t scratch_bytes_ = 0;
+  std::shared_ptr<std::byte[]> own_scratch_;
   dnnl::primitive prim_, to_nhwc_, sum_to_dst_, from_dst_, pool_;
   std::vector<dnnl::primitive> act_after_;
   memory src_, dst_, weights_, user_src_, user_sum_, user_dst_, pooled_;

@@ -321,6 +321,64 @@ TEST(OnednnFusedConv, WinogradShapes) {
   for (bool in_place : {true, false}) run_with_planned_output(cases[1], true, in_place, seed += 4);
 }
 
+TEST(OnednnFusedConv, TransientBuffersInTheCallersScratch) {
+  // The conv's transient buffers (a plain X reordered to NHWC, Winograd's blocked X and Y, the
+  // full-size output a pool reads) live in KernelIO::scratch when the caller gives one (the
+  // session's region every kernel shares), else in a buffer of the kernel's own: the same
+  // numbers either way, nothing carried from one run's scratch to the next.
+  const Attrs pads = {{"pads", attr_ints({1, 1, 1, 1})}};
+  struct Case {
+    ConvCase conv;
+    std::string op;
+    Attrs extra;
+  };
+  const std::vector<Case> cases = {
+      {{{1, 32, 28, 28}, 64, {3, 3}, 1, pads}, "FusedConv", {}},
+      {{{1, 8, 9, 7}, 16, {1, 1}}, "FusedConv", {}},
+      {{{1, 32, 28, 28}, 64, {3, 3}, 1, pads},
+       "FusedConvPool",
+       {{"pool_kernel_shape", attr_ints({2, 2})}, {"pool_strides", attr_ints({2, 2})}}},
+  };
+  uint32_t seed = 7100;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op + " x" + dims_str(c.conv.x));
+    Attrs attrs = conv_attrs(c.conv, Act{"Relu"});
+    for (const auto& [k, v] : c.extra) attrs[k] = v;
+    const std::vector<FastInput> in =
+        conv_inputs(c.conv, true, false, Layout::kPlain, Layout::kPlain, seed += 5);
+    BuiltKernel k(c.op == "FusedConv" ? "onednn.fused_conv" : "onednn.fused_conv_pool", c.op, in,
+                  attrs);
+    ASSERT_TRUE(k.accepted);
+    const size_t bytes = k.kernel->scratch_bytes();
+    ASSERT_GT(bytes, 0u);  // at least the plain X's NHWC copy
+    EXPECT_EQ(bytes % 64, 0u);
+    const std::vector<Tensor> xs = {in[0].value, in[1].value, in[2].value};
+    const Tensor own = k.run(xs);
+    auto run_with = [&](uint8_t fill) {
+      std::unique_ptr<std::byte[], void (*)(std::byte*)> scratch(
+          static_cast<std::byte*>(::operator new[](bytes, std::align_val_t(64))),
+          [](std::byte* p) { ::operator delete[](p, std::align_val_t(64)); });
+      std::memset(scratch.get(), fill, bytes);
+      KernelIO io;
+      for (const Tensor& t : xs) io.inputs.push_back(t.defined() ? &t : nullptr);
+      io.outputs.resize(1);
+      io.scratch = scratch.get();
+      k.kernel->run(io);
+      bool written = false;
+      for (size_t i = 0; i < bytes && !written; ++i) {
+        written = static_cast<uint8_t>(scratch[i]) != fill;
+      }
+      EXPECT_TRUE(written);
+      return io.outputs[0];
+    };
+    for (uint8_t fill : {uint8_t{0xff}, uint8_t{0x00}, uint8_t{0x7f}}) {
+      const Tensor got = run_with(fill);
+      ASSERT_EQ(got.nbytes(), own.nbytes());
+      EXPECT_EQ(std::memcmp(got.raw(), own.raw(), own.nbytes()), 0);
+    }
+  }
+}
+
 TEST(WinogradRule, ScratchpadBound) {
   // A scratchpad that stays in cache never stops Winograd; a larger one must be paid for by
   // the work: 64 direct FLOPs per scratchpad byte.
