@@ -111,7 +111,9 @@ std::nullopt_t decline(std::string* why, Args&&... args) {
 // reference kernel). Never empty for an op with a reference kernel.
 const std::vector<KernelFactory>& kernels_for(const std::string& op_type);
 
-// Family tables of fast kernels, listed by registry.cc in priority order.
+// Family tables of fast kernels, listed by registry.cc in priority order: the few CPU kernels
+// that measure faster than oneDNN's for the same op, oneDNN's, the other CPU kernels.
+void append_preferred_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t);
 void append_onednn_kernels(std::vector<std::pair<std::string, KernelFactory>>& t);
 void append_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t);
 

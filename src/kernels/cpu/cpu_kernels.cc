@@ -4,6 +4,10 @@
 
 namespace nnfuse {
 
+void append_preferred_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {
+  cpu::append_global_pool_kernels(t);
+}
+
 void append_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {
   cpu::append_unary_kernels(t);
   cpu::append_binary_kernels(t);

@@ -135,6 +135,7 @@ const KernelFactory kRefFactory = {
 const std::map<std::string, std::vector<KernelFactory>>& table() {
   static const auto t = [] {
     std::vector<std::pair<std::string, KernelFactory>> fast;
+    append_preferred_cpu_kernels(fast);
     append_onednn_kernels(fast);
     append_cpu_kernels(fast);
     std::map<std::string, std::vector<KernelFactory>> m;
