@@ -1,5 +1,7 @@
 #include "runtime/session.h"
 
+#include <omp.h>
+
 #include <chrono>
 #include <set>
 #include <unordered_map>
@@ -48,11 +50,35 @@ Session::Session(std::unique_ptr<Graph> graph, const PlanOptions& opts) : graph_
   // scratch follows the activations.
   scratch_offset_ =
       (plan_->peak_activation_bytes() + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
-  const size_t bytes = scratch_offset_ + plan_->scratch_bytes();
-  arena_ = std::shared_ptr<std::byte[]>(
+  arena_bytes_ = scratch_offset_ + plan_->scratch_bytes();
+  threads_ = num_threads();
+  release_arena(acquire_arena());  // the first run's, allocated now
+}
+
+std::shared_ptr<std::byte[]> Session::acquire_arena() {
+  {
+    std::lock_guard<std::mutex> lock(arenas_mu_);
+    if (!free_arenas_.empty()) {
+      std::shared_ptr<std::byte[]> a = std::move(free_arenas_.back());
+      free_arenas_.pop_back();
+      return a;
+    }
+    ++num_arenas_;
+  }
+  return std::shared_ptr<std::byte[]>(
       static_cast<std::byte*>(
-          ::operator new[](bytes + kArenaAlignment, std::align_val_t(kArenaAlignment))),
+          ::operator new[](arena_bytes_ + kArenaAlignment, std::align_val_t(kArenaAlignment))),
       [](std::byte* p) { ::operator delete[](p, std::align_val_t(kArenaAlignment)); });
+}
+
+void Session::release_arena(std::shared_ptr<std::byte[]> arena) {
+  std::lock_guard<std::mutex> lock(arenas_mu_);
+  free_arenas_.push_back(std::move(arena));
+}
+
+size_t Session::num_arenas() const {
+  std::lock_guard<std::mutex> lock(arenas_mu_);
+  return num_arenas_;
 }
 
 std::vector<InputDecl> input_decls(const Graph& g) {
@@ -148,6 +174,16 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds,
     }
   }
   for (int id : plan.input_ids()) env[id] = feeds.at(values[id].name);
+  // OpenMP's thread count is per thread: a run on another thread than the plan's uses the
+  // plan's count too (the kernels split their work by it).
+  if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
+  // This run's arena, back to the pool when the run ends (returned or thrown).
+  struct ArenaLease {
+    Session* session;
+    std::shared_ptr<std::byte[]> arena;
+    ~ArenaLease() { session->release_arena(std::move(arena)); }
+  } lease{this, acquire_arena()};
+  std::byte* const arena_base = lease.arena.get();
 
   // Storage for a value: its slot in the arena (shared with the group's root), or none.
   auto planned = [&](int id) -> Tensor {
@@ -156,7 +192,7 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds,
     const PlanValue& rv = values[r];
     if (rv.buffer < 0) return {};
     const PlanValue& v = values[id];
-    return Tensor::over(arena_, plan.memory().offsets[rv.buffer], v.dtype, v.shape, v.layout);
+    return Tensor::over(lease.arena, plan.memory().offsets[rv.buffer], v.dtype, v.shape, v.layout);
   };
   auto t_start = std::chrono::steady_clock::now();
   if (timings) timings->clear();
@@ -182,7 +218,7 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds,
         KernelIO io;
         for (int id : st.inputs) io.inputs.push_back(id >= 0 ? &env[id] : nullptr);
         for (int id : st.outputs) io.outputs.push_back(id >= 0 ? planned(id) : Tensor());
-        if (st.kernel->scratch_bytes() > 0) io.scratch = arena_.get() + scratch_offset_;
+        if (st.kernel->scratch_bytes() > 0) io.scratch = arena_base + scratch_offset_;
         st.kernel->run(io);
         for (size_t k = 0; k < st.outputs.size(); ++k) {
           int id = st.outputs[k];

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -50,17 +51,26 @@ class Session {
   const Graph& graph() const { return *graph_; }
   const ExecutionPlan& plan() const { return *plan_; }
 
-  // Runs the graph; `feeds` maps input names to tensors. Returns the graph outputs in order.
-  // Not safe to call from several threads at once (one arena per session).
+  // Runs the graph; `feeds` maps input names to tensors. Returns the graph outputs in order
+  // (tensors of their own). Safe to call from several threads at once: each run takes an
+  // arena of its own (activations, then the kernels' scratch), kept for later runs.
   std::vector<Tensor> run(const std::map<std::string, Tensor>& feeds,
                           std::vector<StepTiming>* timings = nullptr);
+  // Arenas allocated so far: the most runs that were in flight at once.
+  size_t num_arenas() const;
 
  private:
+  std::shared_ptr<std::byte[]> acquire_arena();
+  void release_arena(std::shared_ptr<std::byte[]> arena);
+
   std::unique_ptr<Graph> graph_;
   std::vector<InputDecl> inputs_;
   std::unique_ptr<ExecutionPlan> plan_;
-  std::shared_ptr<std::byte[]> arena_;  // activations, then the kernels' scratch
-  size_t scratch_offset_ = 0;
+  size_t scratch_offset_ = 0, arena_bytes_ = 0;
+  int threads_ = 1;  // the kernels' thread count, set on every thread that runs the plan
+  mutable std::mutex arenas_mu_;
+  std::vector<std::shared_ptr<std::byte[]>> free_arenas_;
+  size_t num_arenas_ = 0;
 };
 
 }  // namespace nnfuse

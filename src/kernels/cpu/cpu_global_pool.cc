@@ -78,12 +78,12 @@ class GlobalAveragePoolKernel : public Kernel {
   }
 
   // One image: `pixels` rows of `c` values -> y[c] (the mean of each column).
-  void channels_last(const float* x, int64_t pixels, int64_t c, double inv, float* y) {
+  static void channels_last(const float* x, int64_t pixels, int64_t c, double inv, float* y) {
     const int64_t threads = omp_get_max_threads();
     const int64_t parts =
         std::clamp<int64_t>(pixels * c / kParallelGrain, 1, std::min(threads, pixels));
-    partial_.assign(static_cast<size_t>(parts * c), 0.0);
-    double* partial = partial_.data();
+    std::vector<double> partials(static_cast<size_t>(parts * c), 0.0);
+    double* partial = partials.data();
     parallel_blocks(parts, parts > 1 ? kParallelGrain : 0, [&](int64_t p0, int64_t p1) {
       std::vector<float> acc(static_cast<size_t>(c));
       for (int64_t p = p0; p < p1; ++p) {
@@ -109,7 +109,6 @@ class GlobalAveragePoolKernel : public Kernel {
   }
 
   std::string who_;
-  std::vector<double> partial_;
 };
 
 }  // namespace

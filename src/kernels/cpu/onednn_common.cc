@@ -2,7 +2,9 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 
 namespace nnfuse::onednn {
 
@@ -92,8 +94,7 @@ dnnl::memory prepack(const Tensor& src, const dnnl::memory::desc& user,
     return dst;
   }
   dnnl::memory from(user, engine(), handle(src));
-  dnnl::reorder(from, dst).execute(stream(), from, dst);
-  stream().wait();
+  execute(make_reorder(from, dst), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, dst}});
   return dst;
 }
 
@@ -141,9 +142,67 @@ void append_activation(const ref::Activation& a, dnnl::post_ops& ops) {
   }
 }
 
-void execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args) {
+dnnl::primitive_attr user_scratchpad_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+dnnl::reorder make_reorder(const dnnl::memory& from, const dnnl::memory& to) {
+  return dnnl::reorder(dnnl::reorder::primitive_desc(from, to, user_scratchpad_attr()));
+}
+
+namespace {
+
+// The calling thread's scratchpad: one buffer, grown to the largest any primitive asked for,
+// and a memory object over it per scratchpad size (oneDNN describes a scratchpad as that many
+// bytes, so one object serves every primitive of that size).
+struct AlignedDelete {
+  void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(4096)); }
+};
+
+struct ThreadScratchpad {
+  std::unique_ptr<std::byte[], AlignedDelete> buffer;
+  size_t capacity = 0;
+  std::unordered_map<size_t, dnnl::memory> by_size;
+
+  dnnl::memory& of_size(size_t bytes) {
+    if (bytes > capacity) {
+      capacity = std::max(bytes, 2 * capacity);
+      buffer.reset();  // the old buffer first: peak memory stays at one
+      buffer.reset(static_cast<std::byte*>(::operator new[](capacity, std::align_val_t(4096))));
+      by_size.clear();  // every memory object pointed into the old buffer
+    }
+    auto it = by_size.find(bytes);
+    if (it == by_size.end()) {
+      const dnnl::memory::desc d({static_cast<dnnl::memory::dim>(bytes)},
+                                 dnnl::memory::data_type::u8, Tag::x);
+      it = by_size.emplace(bytes, dnnl::memory(d, engine(), buffer.get())).first;
+    }
+    return it->second;
+  }
+};
+
+size_t scratchpad_bytes(const dnnl::primitive& p) {
+  const_dnnl_primitive_desc_t pd = nullptr;
+  if (dnnl_primitive_get_primitive_desc(p.get(), &pd) != dnnl_success || !pd) return 0;
+  const dnnl_memory_desc_t* md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  return md ? dnnl_memory_desc_get_size(md) : 0;
+}
+
+}  // namespace
+
+void execute(const dnnl::primitive& p, std::unordered_map<int, dnnl::memory>& args) {
+  if (const size_t bytes = scratchpad_bytes(p); bytes > 0) {
+    thread_local ThreadScratchpad scratchpad;
+    args[DNNL_ARG_SCRATCHPAD] = scratchpad.of_size(bytes);
+  }
   p.execute(stream(), args);
   stream().wait();
+}
+
+void execute(const dnnl::primitive& p, std::unordered_map<int, dnnl::memory>&& args) {
+  execute(p, args);
 }
 
 }  // namespace nnfuse::onednn

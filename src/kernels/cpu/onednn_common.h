@@ -79,7 +79,17 @@ std::optional<ref::Activation> fused_activation(const Node& node);
 // Appends the eltwise post-ops of `a` (none for kNone; HardSigmoid is linear, then clip).
 void append_activation(const ref::Activation& a, dnnl::post_ops& ops);
 
-// Executes `p` with `args` on this thread's stream and waits.
-void execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args);
+// Attributes with scratchpad_mode user, which every primitive the kernels run is created with:
+// execute() then gives each execution a scratchpad of the calling thread's own, so a
+// primitive runs on any thread, and on several at once (oneDNN's own scratchpad, shared by
+// every primitive, binds a primitive to the thread that created it).
+dnnl::primitive_attr user_scratchpad_attr();
+// A reorder primitive from `from` to `to` (user scratchpad).
+dnnl::reorder make_reorder(const dnnl::memory& from, const dnnl::memory& to);
+
+// Executes `p` with `args` (plus the calling thread's scratchpad where `p` needs one, set as
+// args[DNNL_ARG_SCRATCHPAD]) on this thread's stream and waits.
+void execute(const dnnl::primitive& p, std::unordered_map<int, dnnl::memory>& args);
+void execute(const dnnl::primitive& p, std::unordered_map<int, dnnl::memory>&& args);
 
 }  // namespace nnfuse::onednn

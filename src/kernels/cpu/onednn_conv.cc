@@ -176,7 +176,7 @@ bool winograd_scratch_fits(const dnnl::primitive_desc& pd, const ConvSpec& s) {
   if (winograd_mode() == WinogradMode::kForce) return true;
   const double flops = 2.0 * static_cast<double>(s.x_shape[1] * s.y_shape[1]) * 9.0 *
                        static_cast<double>(s.y_shape[2] * s.y_shape[3]);
-  return winograd_scratch_pays(flops, pd.query_s64(dnnl::query::memory_consumption_s64));
+  return winograd_scratch_pays(flops, static_cast<int64_t>(pd.scratchpad_desc().get_size()));
 }
 
 // The layout FusedConvPool writes: plain when every consumer reads plain bytes anyway
@@ -358,12 +358,12 @@ dnnl::primitive_desc make_pd(ConvSpec& s) {
   dnnl::post_ops ops;
   if (s.sum) ops.append_sum(1.0f);
   append_activation(s.act, ops);
-  dnnl::primitive_attr attr;
+  dnnl::primitive_attr attr = user_scratchpad_attr();
   attr.set_post_ops(ops);
   if (s.transpose) {
     dnnl::deconvolution_forward::desc d(prop, dnnl::algorithm::deconvolution_direct, src, wei, bias,
                                         dst, st, dil, pl, pr);
-    return dnnl::deconvolution_forward::primitive_desc(d, engine());
+    return dnnl::deconvolution_forward::primitive_desc(d, user_scratchpad_attr(), engine());
   }
   if (s.winograd) {
     // Winograd runs on a blocked layout of its choosing; the kernel reorders around it.
@@ -380,7 +380,7 @@ dnnl::primitive_desc make_pd(ConvSpec& s) {
       // The activation after the conv instead of as its post-op.
       dnnl::post_ops sum_only;
       if (s.sum) sum_only.append_sum(1.0f);
-      dnnl::primitive_attr no_act;
+      dnnl::primitive_attr no_act = user_scratchpad_attr();
       no_act.set_post_ops(sum_only);
       try {
         dnnl::convolution_forward::primitive_desc pd(d, no_act, engine());
@@ -423,7 +423,7 @@ class ConvKernel : public Kernel {
         bind_own_dst(pd);
         make_act_after(pd);
         user_dst_ = memory(f32_desc(s_.y_shape, s_.out_layout), engine(), DNNL_MEMORY_NONE);
-        from_dst_ = dnnl::reorder(dst_, user_dst_);
+        from_dst_ = make_reorder(dst_, user_dst_);
         return;
       }
       dst_ = memory(pd.dst_desc(0), engine(), DNNL_MEMORY_NONE);
@@ -476,7 +476,7 @@ class ConvKernel : public Kernel {
     if (reorder) {
       user_src_ = memory(input_view(s_), engine(), DNNL_MEMORY_NONE);
       src_ = scratch_memory(pd.src_desc(0));
-      to_nhwc_ = dnnl::reorder(user_src_, src_);
+      to_nhwc_ = make_reorder(user_src_, src_);
     } else {
       src_ = memory(pd.src_desc(0), engine(), DNNL_MEMORY_NONE);
     }
@@ -494,8 +494,8 @@ class ConvKernel : public Kernel {
       ops.get_params_eltwise(i, scale, alg, alpha, beta);
       dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, alg, pd.dst_desc(0), alpha,
                                     beta);
-      act_after_.push_back(
-          dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, engine())));
+      act_after_.push_back(dnnl::eltwise_forward(
+          dnnl::eltwise_forward::primitive_desc(d, user_scratchpad_attr(), engine())));
     }
   }
 
@@ -514,7 +514,7 @@ class ConvKernel : public Kernel {
 
   void bind_sum() {
     user_sum_ = memory(f32_desc(s_.y_shape, s_.sum_layout), engine(), DNNL_MEMORY_NONE);
-    sum_to_dst_ = dnnl::reorder(user_sum_, dst_);
+    sum_to_dst_ = make_reorder(user_sum_, dst_);
   }
 
   // FusedConvPool: X (reordered when the conv wants another layout) -> conv into a buffer of
@@ -530,12 +530,12 @@ class ConvKernel : public Kernel {
                                      f32_desc(p.y_shape, Tag::any), to_dims(p.strides),
                                      to_dims(p.kernel), to_dims(p.dilations), to_dims(p.pad_l),
                                      to_dims(p.pad_r));
-    dnnl::pooling_v2_forward::primitive_desc ppd(d, engine());
+    dnnl::pooling_v2_forward::primitive_desc ppd(d, user_scratchpad_attr(), engine());
     pool_ = dnnl::pooling_v2_forward(ppd);
     user_dst_ = memory(user_dst, engine(), DNNL_MEMORY_NONE);
     if (ppd.dst_desc() != user_dst) {
       pooled_ = scratch_memory(ppd.dst_desc());
-      from_dst_ = dnnl::reorder(pooled_, user_dst_);
+      from_dst_ = make_reorder(pooled_, user_dst_);
     }
   }
 

@@ -376,7 +376,7 @@ dnnl::matmul::primitive_desc make_pd(const MatMulSpec& s) {
   dnnl::post_ops ops;
   if (s.c_mode == MatMulSpec::CMode::kSum || s.layer_norm) ops.append_sum(1.0f);
   append_activation(s.act, ops);
-  dnnl::primitive_attr attr;
+  dnnl::primitive_attr attr = user_scratchpad_attr();
   attr.set_post_ops(ops);
   return dnnl::matmul::primitive_desc(d, attr, engine());
 }

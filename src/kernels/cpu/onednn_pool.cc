@@ -129,7 +129,7 @@ dnnl::pooling_v2_forward::primitive_desc make_pd(const PoolSpec& s) {
       dnnl::prop_kind::forward_inference, s.alg, f32_desc(s.x_shape, s.in_layout),
       f32_desc(s.y_shape, s.in_layout), to_dims(s.strides), to_dims(s.kernel), to_dims(s.dilations),
       to_dims(s.pad_l), to_dims(s.pad_r));
-  return dnnl::pooling_v2_forward::primitive_desc(d, engine());
+  return dnnl::pooling_v2_forward::primitive_desc(d, user_scratchpad_attr(), engine());
 }
 
 class PoolKernel : public Kernel {

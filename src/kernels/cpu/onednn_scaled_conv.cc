@@ -135,7 +135,7 @@ class ScaledConvKernel : public Kernel {
         wei = f32_desc({s_.c, hw}, Tag::ab);
         dst = f32_desc({s_.o, hw}, Tag::ab);
       }
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = user_scratchpad_attr();
       attr.set_post_ops(ops);
       dnnl::matmul::desc d(src, wei, bias, dst);
       pd_ = dnnl::matmul::primitive_desc(d, attr, engine());

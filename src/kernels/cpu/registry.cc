@@ -1,5 +1,6 @@
 #include <omp.h>
 
+#include <atomic>
 #include <cstring>
 #include <map>
 
@@ -146,7 +147,7 @@ const std::map<std::string, std::vector<KernelFactory>>& table() {
   return t;
 }
 
-int g_threads = 0;
+std::atomic<int> g_threads{0};
 
 }  // namespace
 
@@ -157,10 +158,14 @@ const std::vector<KernelFactory>& kernels_for(const std::string& op_type) {
 }
 
 void set_num_threads(int n) {
-  g_threads = n > 0 ? n : omp_get_num_procs();
-  omp_set_num_threads(g_threads);
+  const int count = n > 0 ? n : omp_get_num_procs();
+  g_threads = count;
+  omp_set_num_threads(count);
 }
 
-int num_threads() { return g_threads > 0 ? g_threads : omp_get_max_threads(); }
+int num_threads() {
+  const int n = g_threads.load();
+  return n > 0 ? n : omp_get_max_threads();
+}
 
 }  // namespace nnfuse
