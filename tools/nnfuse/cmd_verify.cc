@@ -73,8 +73,10 @@ int verify(const VerifyArgs& a) {
     fusion.shapes = shape_specs(shapes);
   }
   if (given.empty()) given = load_inputs(a.inputs);
-  auto plain_graph = load_onnx(a.model, import_options(fusion));
-  if (!fusion.shapes.empty()) plain_graph = specialize_shapes(std::move(plain_graph), a.model);
+  CompileOptions unfused;
+  unfused.fusion = false;
+  unfused.input_shapes = import_options(fusion).input_shapes;
+  auto plain_graph = compile_model_file(a.model, unfused).graph;
   // With --bisect, every fused node's outputs become graph outputs on both sides.
   std::vector<std::pair<const Node*, std::string>> probes;
   if (a.bisect) {

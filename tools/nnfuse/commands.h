@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "api/compile.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
 #include "onnx/importer.h"
@@ -53,9 +54,6 @@ inline void add_strict_flag(CLI::App* c, bool& strict) {
 }
 // The --shape values as import options (errors name the flag).
 ImportOptions import_options(const FusionFlags& f);
-// After import with --shape: folds the shape computations and infers shapes again until every
-// value has a static shape (or nothing changes).
-std::unique_ptr<Graph> specialize_shapes(std::unique_ptr<Graph> g, const std::string& label);
 int compile_model(const std::string& model, const std::string& output, const std::string& report,
                   const FusionFlags& fusion, bool json);
 // Loads the model and, unless --no-fusion, runs the pass pipeline on it.

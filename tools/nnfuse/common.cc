@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "api/compile.h"
 #include "codegen/codegen.h"
 #include "ir/dump.h"
 #include "ir/error.h"
@@ -212,13 +213,6 @@ ImportOptions import_options(const FusionFlags& f) {
   return o;
 }
 
-std::unique_ptr<Graph> specialize_shapes(std::unique_ptr<Graph> g, const std::string&) {
-  // Exported dynamic shapes are computed by Shape -> Gather -> ... -> Reshape subgraphs, which
-  // fold to constants once the inputs are static, every value's shape inferred on the way.
-  shape::infer_and_fold(*g);
-  return g;
-}
-
 std::vector<InputDecl> declared_inputs(const std::string& model) {
   ImportOptions o;
   o.infer_shapes = false;  // the inputs' declarations are all that is read
@@ -270,50 +264,26 @@ std::unique_ptr<PlanCache> make_plan_cache(const std::string& model, const Fusio
 std::unique_ptr<Graph> load_and_fuse(const std::string& model, const FusionFlags& f,
                                      FusionReport* report, size_t* imported_nodes,
                                      FuseTimes* times) {
-  using Clock = std::chrono::steady_clock;
-  const auto t0 = Clock::now();
-  auto seconds = [](Clock::time_point a, Clock::time_point b) {
-    return std::chrono::duration<double>(b - a).count();
-  };
   if (!f.debug_path.empty() && f.dump_graph.empty()) {
     fail(ErrorKind::kInvalidArgument, "--debug_path needs --dump_graph yaml|json|dot");
   }
-  FusionSwitches switches;
-  if (!f.switch_file.empty()) {
-    switches = FusionSwitches::load(f.switch_file, list_passes(), pass_op_lists());
-    for (const UserRule& rule : switches.user_rules()) {
-      if (std::string why = user_rule_problem(rule); !why.empty()) {
-        fail(ErrorKind::kInvalidArgument, f.switch_file, ": rule '", rule.name, "': ", why);
-      }
-    }
-  }
-  auto g = load_onnx(model, import_options(f));
-  if (!f.shapes.empty()) g = specialize_shapes(std::move(g), model);
-  if (imported_nodes) *imported_nodes = g->num_nodes();
-  const auto t1 = Clock::now();
-  if (times) times->load_s = seconds(t0, t1);
-  if (f.no_fusion) {
-    if (!f.dump_graph.empty()) {
-      std::string dir = f.debug_path.empty() ? "." : f.debug_path;
-      std::filesystem::create_directories(dir);
-      dump_graph(*g, f.dump_graph, dir + "/00_imported." + f.dump_graph);
-    }
-    return g;
-  }
-  PipelineOptions opts;
-  opts.switches = &switches;
-  opts.dump_format = f.dump_graph;
-  opts.dump_dir = f.debug_path.empty() && !f.dump_graph.empty() ? "." : f.debug_path;
-  opts.target = f.target;
-  FusionReport r = run_pipeline(*g, opts);
-  if (times) times->fuse_s = seconds(t1, Clock::now());
-  if (report) *report = std::move(r);
-  if (!f.dump_kernels.empty()) {
-    const size_t n = dump_kernel_sources(*g, f.dump_kernels, f.target);
+  CompileOptions o;
+  o.fusion = !f.no_fusion;
+  o.switch_file = f.switch_file;
+  o.input_shapes = import_options(f).input_shapes;
+  o.dump_format = f.dump_graph;
+  o.dump_dir = f.debug_path;
+  o.target = f.target;
+  CompileResult r = compile_model_file(model, o);
+  if (imported_nodes) *imported_nodes = r.imported_nodes;
+  if (times) *times = {r.load_s, r.fuse_s};
+  if (report) *report = std::move(r.report);
+  if (o.fusion && !f.dump_kernels.empty()) {
+    const size_t n = dump_kernel_sources(*r.graph, f.dump_kernels, f.target);
     std::cerr << "wrote " << n << " generated kernel" << (n == 1 ? "" : "s") << " ("
               << (f.target == "cuda" ? "CUDA" : "C++") << ") to " << f.dump_kernels << "\n";
   }
-  return g;
+  return std::move(r.graph);
 }
 
 }  // namespace nnfuse::cli
