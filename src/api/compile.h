@@ -9,20 +9,10 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "nnfuse/nnfuse.h"
 #include "passes/pass.h"
 
 namespace nnfuse {
-
-struct CompileOptions {
-  bool fusion = true;       // false: the graph as imported, no pass run
-  std::string switch_file;  // fusion switch file: CANN GE JSON, PassName:off lines or rules JSON
-  // Input dims to compile for instead of the model's (symbolic or fixed), same rank: the shape
-  // arithmetic then folds and every value gets a static shape.
-  std::map<std::string, std::vector<int64_t>> input_shapes;
-  std::string dump_format;     // "", yaml, json or dot: the graph after every pass
-  std::string dump_dir;        // where dump_format writes ("" : the current folder)
-  std::string target = "cpu";  // what generated kernels are for: "cpu" (built now) or "cuda"
-};
 
 // What a compile did, besides the graph.
 struct CompileResult {

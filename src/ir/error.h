@@ -1,5 +1,5 @@
-// Errors: every failure the user can cause is an nnfuse::Error with a one-line message that
-// names the file, node or flag involved.
+// Errors (nnfuse/error.h: Error, ErrorKind) and the helpers that raise them: fail(), warn(),
+// NNFUSE_CHECK.
 #pragma once
 
 #include <iostream>
@@ -8,25 +8,9 @@
 #include <string>
 #include <utility>
 
+#include "nnfuse/error.h"
+
 namespace nnfuse {
-
-enum class ErrorKind {
-  kInvalidModel,  // the model file is unreadable or malformed
-  kUnsupported,   // valid ONNX that nnfuse does not implement
-  kInvalidInput,  // a user-supplied input tensor is missing or mismatched
-  kInvalidArgument,
-  kRuntime,  // a kernel found an inconsistency while running
-  kInternal,
-};
-
-class Error : public std::runtime_error {
- public:
-  Error(ErrorKind kind, const std::string& msg) : std::runtime_error(msg), kind_(kind) {}
-  ErrorKind kind() const { return kind_; }
-
- private:
-  ErrorKind kind_;
-};
 
 namespace detail {
 template <typename... Args>

@@ -74,6 +74,16 @@ Tensor Tensor::over(std::shared_ptr<std::byte[]> base, size_t offset, DType dtyp
   return t;
 }
 
+Tensor Tensor::borrow(DType dtype, Dims shape, void* data) {
+  if (!data && checked_numel(shape, dtype_size(dtype)) > 0) {
+    fail(ErrorKind::kInvalidArgument, "Tensor::borrow: no data for a tensor of shape ",
+         dims_str(shape));
+  }
+  // An aliasing shared_ptr: shares ownership of nothing, points at the caller's memory.
+  std::shared_ptr<std::byte[]> base(std::shared_ptr<std::byte[]>(), static_cast<std::byte*>(data));
+  return over(std::move(base), 0, dtype, std::move(shape));
+}
+
 Tensor Tensor::reshaped(Dims shape) const {
   int64_t n = checked_numel(shape);
   NNFUSE_CHECK(n == numel_, "cannot view ", numel_, " elements as shape ", dims_str(shape));

@@ -47,7 +47,7 @@ TEST(Denormals, FlushedWhileAFastPlanRunsAndTheModeRestored) {
   const unsigned before = _mm_getcsr();
   PlanOptions fast;
   fast.threads = 2;
-  Session s(scale_graph(n), fast);
+  PlanSession s(scale_graph(n), fast);
   const Tensor y = s.run({{"x", x}})[0];
   EXPECT_EQ(_mm_getcsr(), before);
 #pragma omp parallel
@@ -59,12 +59,12 @@ TEST(Denormals, FlushedWhileAFastPlanRunsAndTheModeRestored) {
   }
   PlanOptions oracle;
   oracle.reference_only = true;
-  Session r(scale_graph(n), oracle);
+  PlanSession r(scale_graph(n), oracle);
   const Tensor z = r.run({{"x", x}})[0];
   EXPECT_EQ(z.data<float>()[1], 1e-40f);
   PlanOptions keep = fast;
   keep.flush_denormals = false;
-  Session k(scale_graph(n), keep);
+  PlanSession k(scale_graph(n), keep);
   EXPECT_EQ(k.run({{"x", x}})[0].data<float>()[1], 1e-40f);
 }
 

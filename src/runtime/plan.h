@@ -24,7 +24,7 @@ struct PlanOptions {
   // Drop from the graph each constant that its kernels prepacked and never read when running
   // (the graph's values keep their dtype and shape): for a caller that owns the graph.
   bool release_weights = false;
-  // What a Session does with reference fallbacks (never any with reference_only): warn on
+  // What a PlanSession does with reference fallbacks (never any with reference_only): warn on
   // stderr, and with strict refuse a compute op on the reference kernel (kUnsupported).
   bool warn_fallbacks = true;
   bool strict = false;

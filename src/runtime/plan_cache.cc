@@ -9,14 +9,14 @@ PlanCache::PlanCache(std::vector<InputDecl> inputs, Factory make, size_t capacit
   if (capacity_ == 0) fail(ErrorKind::kInvalidArgument, "a plan cache needs room for one plan");
 }
 
-Session& PlanCache::session_for(const std::map<std::string, Tensor>& feeds) {
+PlanSession& PlanCache::session_for(const std::map<std::string, Tensor>& feeds) {
   check_feeds(inputs_, feeds);
   Shapes key;
   for (const InputDecl& d : inputs_) key[d.name] = feeds.at(d.name).shape();
   return session_for_shapes(key);
 }
 
-Session& PlanCache::session_for_shapes(const Shapes& key) {
+PlanSession& PlanCache::session_for_shapes(const Shapes& key) {
   for (const InputDecl& d : inputs_) {
     auto it = key.find(d.name);
     if (it == key.end()) fail(ErrorKind::kInvalidInput, "no shape for input '", d.name, "'");
@@ -38,7 +38,7 @@ Session& PlanCache::session_for_shapes(const Shapes& key) {
     lru_.splice(lru_.begin(), lru_, it->second);
     return *lru_.front().second;
   }
-  std::unique_ptr<Session> s = make_(key);
+  std::unique_ptr<PlanSession> s = make_(key);
   if (!s) fail(ErrorKind::kInternal, "the plan cache's factory built no session");
   ++builds_;
   lru_.emplace_front(key, std::move(s));

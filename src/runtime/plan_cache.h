@@ -1,6 +1,6 @@
 // PlanCache: runs a model whose inputs have symbolic dims (batch, sequence, image size) at
 // whatever shape its inputs have, on fast kernels. Each input-shape signature gets its own
-// Session, built by a factory that specializes the model to those shapes (every value static,
+// PlanSession, built by a factory that specializes the model to those shapes (every value static,
 // fused and planned for them); at most `capacity` are kept, the least recently used evicted.
 // The first run at a new signature pays for specializing; later runs cost what the
 // specialized plan costs. Feeds are checked against the model's own declared inputs first,
@@ -22,15 +22,15 @@ namespace nnfuse {
 class PlanCache {
  public:
   using Shapes = std::map<std::string, Dims>;
-  using Factory = std::function<std::unique_ptr<Session>(const Shapes&)>;
+  using Factory = std::function<std::unique_ptr<PlanSession>(const Shapes&)>;
 
   PlanCache(std::vector<InputDecl> inputs, Factory make, size_t capacity);
 
   // The session for the feeds' shapes, built (and the oldest evicted past capacity) if new.
-  Session& session_for(const std::map<std::string, Tensor>& feeds);
+  PlanSession& session_for(const std::map<std::string, Tensor>& feeds);
   // The same for input shapes given directly (each input named; rank and fixed dims checked
   // against the declarations).
-  Session& session_for_shapes(const Shapes& shapes);
+  PlanSession& session_for_shapes(const Shapes& shapes);
   std::vector<Tensor> run(const std::map<std::string, Tensor>& feeds,
                           std::vector<StepTiming>* timings = nullptr);
 
@@ -47,7 +47,7 @@ class PlanCache {
   Factory make_;
   size_t capacity_;
   size_t builds_ = 0, hits_ = 0;
-  using Entry = std::pair<Shapes, std::unique_ptr<Session>>;
+  using Entry = std::pair<Shapes, std::unique_ptr<PlanSession>>;
   std::list<Entry> lru_;  // most recently used first
   std::map<Shapes, std::list<Entry>::iterator> index_;
 };

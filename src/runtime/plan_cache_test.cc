@@ -32,7 +32,7 @@ struct Counting {
   PlanCache::Factory factory() {
     return [this](const PlanCache::Shapes& s) {
       ++built;
-      return std::make_unique<Session>(relu_graph(s.at("x")));
+      return std::make_unique<PlanSession>(relu_graph(s.at("x")));
     };
   }
 };
@@ -61,7 +61,7 @@ TEST(PlanCache, OnePlanPerShapeEachStaticAndReused) {
   EXPECT_EQ(cache.builds(), 3u);
   EXPECT_EQ(cache.hits(), 6u);
   // Every plan is specialized: all its values have static shapes.
-  const Session& s = cache.session_for({{"x", input(3)}});
+  const PlanSession& s = cache.session_for({{"x", input(3)}});
   for (const PlanValue& v : s.plan().values()) EXPECT_TRUE(v.static_shape) << v.name;
 }
 

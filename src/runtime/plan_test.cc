@@ -57,7 +57,7 @@ void expect_no_live_overlap(const ExecutionPlan& plan) {
 
 TEST(Plan, BundledModelPlanIsSoundAndReusesMemory) {
   auto g = load_onnx(std::string(NNFUSE_SOURCE_DIR) + "/models/tiny_resnet.onnx");
-  Session s(std::move(g));
+  PlanSession s(std::move(g));
   const ExecutionPlan& plan = s.plan();
   expect_no_live_overlap(plan);
   EXPECT_GT(plan.peak_activation_bytes(), 0u);
@@ -65,7 +65,7 @@ TEST(Plan, BundledModelPlanIsSoundAndReusesMemory) {
 }
 
 TEST(Plan, EmptyGraphPlansAndRuns) {
-  Session s(std::make_unique<Graph>());
+  PlanSession s(std::make_unique<Graph>());
   EXPECT_TRUE(s.run({}).empty());
 }
 
@@ -84,7 +84,7 @@ TEST(Plan, ViewsAreFreeAndArenaIsReused) {
   g->add_node("Reshape", "reshape", {a, shape}, {b});
   g->add_node("Neg", "neg", {b}, {y});
   g->add_output(y);
-  Session run(std::move(g));
+  PlanSession run(std::move(g));
   const ExecutionPlan& plan = run.plan();
   EXPECT_EQ(plan.num_kernels(), 2u);
   EXPECT_EQ(plan.kernel_histogram().at("view"), 1);
@@ -142,8 +142,8 @@ TEST(Plan, TransposesBetweenStorageOrdersAreViews) {
   for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] = static_cast<float>(i % 11) - 5;
   PlanOptions ref_opts;
   ref_opts.reference_only = true;
-  const Tensor want = Session(storage_order_transposes(), ref_opts).run({{"x", in}})[0];
-  Session run(storage_order_transposes());
+  const Tensor want = PlanSession(storage_order_transposes(), ref_opts).run({{"x", in}})[0];
+  PlanSession run(storage_order_transposes());
   const ExecutionPlan& plan = run.plan();
   EXPECT_EQ(plan.kernel_histogram().at("view"), 2);
   EXPECT_EQ(plan.num_reorders(), 1u);
@@ -161,7 +161,7 @@ TEST(Plan, TransposesBetweenStorageOrdersAreViews) {
 TEST(Plan, KernelsShareOneScratchRegion) {
   Tensor in(DType::kFloat32, {1, 3, 5, 6});
   for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] = static_cast<float>(i % 13) - 6;
-  Session run(storage_order_transposes());
+  PlanSession run(storage_order_transposes());
   const ExecutionPlan& plan = run.plan();
   size_t largest = 0;
   for (const PlanStep& st : plan.steps()) {
@@ -171,7 +171,7 @@ TEST(Plan, KernelsShareOneScratchRegion) {
   EXPECT_EQ(plan.scratch_bytes(), largest);
   PlanOptions ref_opts;
   ref_opts.reference_only = true;
-  const Tensor want = Session(storage_order_transposes(), ref_opts).run({{"x", in}})[0];
+  const Tensor want = PlanSession(storage_order_transposes(), ref_opts).run({{"x", in}})[0];
   for (int r = 0; r < 3; ++r) {
     const Tensor got = run.run({{"x", in}})[0];
     for (int64_t i = 0; i < want.numel(); ++i) {
@@ -182,10 +182,10 @@ TEST(Plan, KernelsShareOneScratchRegion) {
 
 TEST(Plan, FastPathMatchesReferenceOnBundledModel) {
   std::string path = std::string(NNFUSE_SOURCE_DIR) + "/models/tiny_resnet.onnx";
-  Session fast(load_onnx(path));
+  PlanSession fast(load_onnx(path));
   PlanOptions ref_opts;
   ref_opts.reference_only = true;
-  Session ref(load_onnx(path), ref_opts);
+  PlanSession ref(load_onnx(path), ref_opts);
   Tensor x(DType::kFloat32, {1, 3, 32, 32});
   for (int64_t i = 0; i < x.numel(); ++i)
     x.data<float>()[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;

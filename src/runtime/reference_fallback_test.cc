@@ -137,7 +137,7 @@ TEST(ReferenceFallback, NonComputeOpGetsAGenericReason) {
   EXPECT_EQ(f.declined[0].second, "does not support this configuration (input 'a' is int64)");
   PlanOptions strict = quiet();
   strict.strict = true;
-  EXPECT_NO_THROW(Session(int_add_graph(), strict));
+  EXPECT_NO_THROW(PlanSession(int_add_graph(), strict));
 }
 
 TEST(ReferenceFallback, OpsWithOnlyAReferenceKernelRecordNone) {
@@ -156,7 +156,7 @@ TEST(ReferenceFallback, StrictRefusesAComputeOpNamingNodeShapesAndReason) {
   PlanOptions o = quiet();
   o.strict = true;
   try {
-    Session s(conv_graph(nchw_with_symbolic_hw(), Shape::unknown()), o);
+    PlanSession s(conv_graph(nchw_with_symbolic_hw(), Shape::unknown()), o);
     FAIL() << "a Conv on the reference kernel was accepted under strict";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
@@ -166,14 +166,14 @@ TEST(ReferenceFallback, StrictRefusesAComputeOpNamingNodeShapesAndReason) {
     EXPECT_NE(msg.find("onednn.conv: input 'x' has no static shape"), std::string::npos) << msg;
   }
   // Without strict it runs.
-  Session s(conv_graph(nchw_with_symbolic_hw(), Shape::unknown()), quiet());
+  PlanSession s(conv_graph(nchw_with_symbolic_hw(), Shape::unknown()), quiet());
   auto out = s.run({{"x", Tensor(DType::kFloat32, {1, 3, 5, 6})}});
   EXPECT_EQ(out[0].shape(), (Dims{1, 4, 5, 6}));
 }
 
 TEST(ReferenceFallback, SessionWarnsOncePerNodeUnlessReferenceOnly) {
   ::testing::internal::CaptureStderr();
-  { Session s(conv_graph(nchw_with_symbolic_hw(), Shape::unknown())); }
+  { PlanSession s(conv_graph(nchw_with_symbolic_hw(), Shape::unknown())); }
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(err,
             "nnfuse: warning: Conv 'conv3' (float32[1, 3, h, w] -> float32?) runs on the "
@@ -181,7 +181,7 @@ TEST(ReferenceFallback, SessionWarnsOncePerNodeUnlessReferenceOnly) {
   PlanOptions ref;
   ref.reference_only = true;
   ::testing::internal::CaptureStderr();
-  { Session s(conv_graph(nchw_with_symbolic_hw(), Shape::unknown()), ref); }
+  { PlanSession s(conv_graph(nchw_with_symbolic_hw(), Shape::unknown()), ref); }
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 

@@ -22,7 +22,17 @@ std::vector<UnsupportedNode> find_unsupported(const Graph& g) {
   return r;
 }
 
-Session::Session(std::unique_ptr<Graph> graph, const PlanOptions& opts) : graph_(std::move(graph)) {
+PlanSession::PlanSession(std::unique_ptr<Graph> graph, const PlanOptions& opts)
+    : graph_(std::move(graph)) {
+  init(opts, /*release_weights=*/true);
+}
+
+PlanSession::PlanSession(std::shared_ptr<const Graph> graph, const PlanOptions& opts)
+    : graph_(std::move(graph)) {
+  init(opts, /*release_weights=*/false);
+}
+
+void PlanSession::init(const PlanOptions& opts, bool release_weights) {
   verify_graph(*graph_);
   auto bad = find_unsupported(*graph_);
   if (!bad.empty()) {
@@ -40,9 +50,9 @@ Session::Session(std::unique_ptr<Graph> graph, const PlanOptions& opts) : graph_
     throw Error(ErrorKind::kUnsupported, msg);
   }
   inputs_ = input_decls(*graph_);
-  // The session owns the graph: weights its kernels prepacked are held once, by them.
+  // A session that owns its graph holds the weights its kernels prepacked once, by them.
   PlanOptions plan_opts = opts;
-  plan_opts.release_weights = true;
+  plan_opts.release_weights = release_weights;
   plan_ = std::make_unique<ExecutionPlan>(*graph_, plan_opts);
   if (opts.strict) refuse_compute_fallbacks(plan_->reference_fallbacks());
   if (opts.warn_fallbacks) warn_reference_fallbacks(plan_->reference_fallbacks());
@@ -55,7 +65,7 @@ Session::Session(std::unique_ptr<Graph> graph, const PlanOptions& opts) : graph_
   release_arena(acquire_arena());  // the first run's, allocated now
 }
 
-std::shared_ptr<std::byte[]> Session::acquire_arena() {
+std::shared_ptr<std::byte[]> PlanSession::acquire_arena() {
   {
     std::lock_guard<std::mutex> lock(arenas_mu_);
     if (!free_arenas_.empty()) {
@@ -71,12 +81,12 @@ std::shared_ptr<std::byte[]> Session::acquire_arena() {
       [](std::byte* p) { ::operator delete[](p, std::align_val_t(kArenaAlignment)); });
 }
 
-void Session::release_arena(std::shared_ptr<std::byte[]> arena) {
+void PlanSession::release_arena(std::shared_ptr<std::byte[]> arena) {
   std::lock_guard<std::mutex> lock(arenas_mu_);
   free_arenas_.push_back(std::move(arena));
 }
 
-size_t Session::num_arenas() const {
+size_t PlanSession::num_arenas() const {
   std::lock_guard<std::mutex> lock(arenas_mu_);
   return num_arenas_;
 }
@@ -161,8 +171,8 @@ void check_output(const Node& n, const Value* v, const Tensor& t) {
 
 }  // namespace
 
-std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds,
-                                 std::vector<StepTiming>* timings) {
+std::vector<Tensor> PlanSession::run(const std::map<std::string, Tensor>& feeds,
+                                     std::vector<StepTiming>* timings) {
   check_feeds(inputs_, feeds);
   const ExecutionPlan& plan = *plan_;
   ScopedFlushDenormals ftz(plan.options().flush_denormals && !plan.options().reference_only);
@@ -179,7 +189,7 @@ std::vector<Tensor> Session::run(const std::map<std::string, Tensor>& feeds,
   if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
   // This run's arena, back to the pool when the run ends (returned or thrown).
   struct ArenaLease {
-    Session* session;
+    PlanSession* session;
     std::shared_ptr<std::byte[]> arena;
     ~ArenaLease() { session->release_arena(std::move(arena)); }
   } lease{this, acquire_arena()};

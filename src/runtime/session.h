@@ -1,4 +1,4 @@
-// Session: a loaded, checked model with its execution plan, ready to run. Construction reports
+// PlanSession: a loaded, checked model with its execution plan, ready to run. Construction reports
 // every unsupported node at once; run() validates the feeds (names, dtypes, shapes) before
 // any kernel runs.
 #pragma once
@@ -43,10 +43,14 @@ struct StepTiming {
   double ms;
 };
 
-class Session {
+class PlanSession {
  public:
-  // Takes the graph; throws kUnsupported listing every unsupported node.
-  explicit Session(std::unique_ptr<Graph> graph, const PlanOptions& opts = {});
+  // Takes the graph; throws kUnsupported listing every unsupported node. The constants its
+  // kernels prepacked are dropped from it: weights are held once.
+  explicit PlanSession(std::unique_ptr<Graph> graph, const PlanOptions& opts = {});
+  // Shares a graph others keep using (a compiled Model that makes several sessions, or saves
+  // itself): its constants stay, beside the kernels' prepacked copies.
+  explicit PlanSession(std::shared_ptr<const Graph> graph, const PlanOptions& opts = {});
 
   const Graph& graph() const { return *graph_; }
   const ExecutionPlan& plan() const { return *plan_; }
@@ -63,7 +67,9 @@ class Session {
   std::shared_ptr<std::byte[]> acquire_arena();
   void release_arena(std::shared_ptr<std::byte[]> arena);
 
-  std::unique_ptr<Graph> graph_;
+  void init(const PlanOptions& opts, bool release_weights);
+
+  std::shared_ptr<const Graph> graph_;
   std::vector<InputDecl> inputs_;
   std::unique_ptr<ExecutionPlan> plan_;
   size_t scratch_offset_ = 0, arena_bytes_ = 0;

@@ -1,4 +1,4 @@
-// One Session run from many threads at once: each run takes an arena of its own, every oneDNN
+// One PlanSession run from many threads at once: each run takes an arena of its own, every oneDNN
 // primitive takes the calling thread's scratchpad, and the outputs are those of one thread.
 #include <gtest/gtest.h>
 
@@ -29,7 +29,7 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
 
 TEST(SessionThreads, EightThreadsGiveTheOutputsOfOne) {
   const std::string path = std::string(NNFUSE_SOURCE_DIR) + "/models/tiny_resnet.onnx";
-  Session s(load_onnx(path));
+  PlanSession s(load_onnx(path));
   constexpr int kThreads = 8, kRuns = 6;
   std::vector<Tensor> inputs, want;
   for (int k = 0; k < kThreads; ++k) {
@@ -61,7 +61,7 @@ TEST(SessionThreads, EightThreadsGiveTheOutputsOfOne) {
 TEST(SessionThreads, RunsOnAThreadOtherThanTheOneThatPlannedIt) {
   // oneDNN's own scratchpad would tie each primitive to the planning thread.
   const std::string path = std::string(NNFUSE_SOURCE_DIR) + "/models/tiny_resnet.onnx";
-  Session s(load_onnx(path));
+  PlanSession s(load_onnx(path));
   const Tensor x = input_for(3);
   const Tensor want = s.run({{"input", x}})[0];
   Tensor got;

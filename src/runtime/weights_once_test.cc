@@ -39,7 +39,7 @@ std::unique_ptr<Graph> conv_add() {
 }
 
 TEST(WeightsOnce, PrepackedWeightsAreDroppedAndTheRestKept) {
-  Session fast(conv_add());
+  PlanSession fast(conv_add());
   const ExecutionPlan& plan = fast.plan();
   ASSERT_EQ(plan.steps()[0].kernel_name.rfind("onednn", 0), 0u) << plan.steps()[0].kernel_name;
   // The conv prepacked W and B: the graph holds their dtype and shape, not their data.
@@ -51,7 +51,7 @@ TEST(WeightsOnce, PrepackedWeightsAreDroppedAndTheRestKept) {
 
   PlanOptions ref;
   ref.reference_only = true;
-  Session oracle(conv_add(), ref);
+  PlanSession oracle(conv_add(), ref);
   EXPECT_TRUE(oracle.graph().find_value("W")->is_constant());  // reference kernels read it
 
   const std::map<std::string, Tensor> feeds = {{"x", filled({1, 3, 8, 8}, 0.3f)}};

@@ -81,7 +81,7 @@ int bench_cycle(const BenchArgs& a) {
     }
     // The first run at each set builds its plan; the feeds are generated for its graph.
     auto t0 = std::chrono::steady_clock::now();
-    Session& session = cache->session_for_shapes(s);
+    PlanSession& session = cache->session_for_shapes(s);
     feeds.push_back(complete_inputs(session.graph(), given, a.seed));
     session.run(feeds.back());
     first_ms.push_back(
@@ -138,7 +138,7 @@ int bench_cycle(const BenchArgs& a) {
 // The share of the run time spent in steps on the reference kernel although their op has a
 // fast kernel, from `runs` runs timed per step (as `nnfuse profile` times them), apart from
 // the timed runs so that those carry no per-step timing.
-double reference_share(Session& session, const std::map<std::string, Tensor>& feeds, int runs) {
+double reference_share(PlanSession& session, const std::map<std::string, Tensor>& feeds, int runs) {
   const auto& steps = session.plan().steps();
   double ref_ms = 0, all_ms = 0;
   std::vector<StepTiming> t;
@@ -166,7 +166,7 @@ int bench(const BenchArgs& a) {
                            : load_for_inputs(a.model, a.fusion, a.inputs, given, &nodes);
   if (given.empty()) given = load_inputs(a.inputs);
   size_t fused_nodes = graph->num_nodes();
-  Session session(std::move(graph), opts);
+  PlanSession session(std::move(graph), opts);
   double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   auto feeds = complete_inputs(session.graph(), given, a.seed);

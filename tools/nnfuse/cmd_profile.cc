@@ -32,9 +32,9 @@ int profile(const ProfileArgs& a) {
   opts.threads = a.threads;
   opts.strict = a.strict;
   std::map<std::string, Tensor> given;
-  Session session(opts.reference_only ? load_and_fuse(a.model, a.fusion)
-                                      : load_for_inputs(a.model, a.fusion, a.inputs, given),
-                  opts);
+  PlanSession session(opts.reference_only ? load_and_fuse(a.model, a.fusion)
+                                          : load_for_inputs(a.model, a.fusion, a.inputs, given),
+                      opts);
   if (given.empty()) given = load_inputs(a.inputs);
   auto feeds = complete_inputs(session.graph(), given, 0);
   for (int i = 0; i < a.warmup; ++i) session.run(feeds);

@@ -33,9 +33,9 @@ int run(const RunArgs& a) {
   // A model with symbolic dims is specialized to the inputs' shapes (static shapes, fast
   // kernels); the reference kernels run it as it is.
   std::map<std::string, Tensor> feeds;
-  Session session(a.reference ? load_and_fuse(a.model, a.fusion)
-                              : load_for_inputs(a.model, a.fusion, a.inputs, feeds),
-                  opts);
+  PlanSession session(a.reference ? load_and_fuse(a.model, a.fusion)
+                                  : load_for_inputs(a.model, a.fusion, a.inputs, feeds),
+                      opts);
   if (feeds.empty()) feeds = load_inputs(a.inputs);
   auto t1 = std::chrono::steady_clock::now();
   if (!a.output_dir.empty()) {

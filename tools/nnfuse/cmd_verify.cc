@@ -92,8 +92,8 @@ int verify(const VerifyArgs& a) {
       }
     }
   }
-  Session fused(std::move(fused_graph), fused_opts);
-  Session plain(std::move(plain_graph), plain_opts);
+  PlanSession fused(std::move(fused_graph), fused_opts);
+  PlanSession plain(std::move(plain_graph), plain_opts);
   auto feeds = complete_inputs(plain.graph(), given, a.seed);
   auto got = fused.run(feeds);
   auto want = plain.run(feeds);

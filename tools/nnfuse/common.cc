@@ -256,7 +256,7 @@ std::unique_ptr<PlanCache> make_plan_cache(const std::string& model, const Fusio
   auto make = [model, f, opts](const PlanCache::Shapes& shapes) {
     FusionFlags pinned = f;
     pinned.shapes = shape_specs(shapes);
-    return std::make_unique<Session>(load_and_fuse(model, pinned), opts);
+    return std::make_unique<PlanSession>(load_and_fuse(model, pinned), opts);
   };
   return std::make_unique<PlanCache>(declared_inputs(model), make, capacity);
 }

@@ -232,7 +232,7 @@ TEST(EmbedLayerNormFusion, OutOfRangeIdIsAnErrorNamingTheNode) {
   auto f = fuse(embeddings());
   std::map<std::string, Tensor> feeds = feeds_for(*f.graph);
   feeds["input_ids"].data<int64_t>()[3] = kVocab;
-  Session s(std::move(f.graph));
+  PlanSession s(std::move(f.graph));
   try {
     s.run(feeds);
     ADD_FAILURE() << "no error";

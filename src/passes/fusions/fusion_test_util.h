@@ -88,10 +88,10 @@ inline Fused fuse_without_auto_fusion(std::unique_ptr<Graph> g) {
 inline std::pair<std::vector<Tensor>, std::vector<Tensor>> run_fused_and_reference(
     std::unique_ptr<Graph> fused, std::unique_ptr<Graph> plain,
     const std::map<std::string, Tensor>& feeds) {
-  Session a(std::move(fused));
+  PlanSession a(std::move(fused));
   PlanOptions ref;
   ref.reference_only = true;
-  Session b(std::move(plain), ref);
+  PlanSession b(std::move(plain), ref);
   return {a.run(feeds), b.run(feeds)};
 }
 

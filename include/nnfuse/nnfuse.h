@@ -1,0 +1,100 @@
+// nnfuse's C++ API: compile an ONNX model (fuse it), save or inspect the result, and run it.
+//
+//   nnfuse::CompileOptions opts;
+//   opts.switch_file = "fusion_switch.cfg";             // optional
+//   nnfuse::Model model = nnfuse::compile("model.onnx", opts);
+//   std::cout << model.report_json() << "\n";          // what fused, what did not and why
+//   model.save("model.fused.onnx");
+//   nnfuse::Session session(model, {.threads = 2});
+//   auto outputs = session.run({{"input", nnfuse::Tensor::borrow(nnfuse::DType::kFloat32,
+//                                                                {1, 3, 224, 224}, data)}});
+//
+// Every failure is an nnfuse::Error (nnfuse/error.h) with the message and kind the CLI prints.
+// A Model is immutable and cheap to copy (copies share it); a Session may be run from many
+// threads at once, each run with activations of its own.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nnfuse/dtype.h"
+#include "nnfuse/error.h"
+#include "nnfuse/tensor.h"
+
+namespace nnfuse {
+
+struct CompileOptions {
+  bool fusion = true;       // false: the graph as imported, no pass run
+  std::string switch_file;  // fusion switch file: CANN GE JSON, PassName:off lines or rules JSON
+  // Input dims to compile for instead of the model's (symbolic or fixed), same rank: the shape
+  // arithmetic then folds and every value gets a static shape.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  std::string dump_format;     // "", yaml, json or dot: the graph after every pass
+  std::string dump_dir;        // where dump_format writes ("": the current folder)
+  std::string target = "cpu";  // what generated kernels are for: "cpu" (built now) or "cuda"
+};
+
+// A model input or output as the compiled model declares it; -1 for a dim known only at run
+// time.
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  std::vector<int64_t> shape;
+};
+
+class Session;
+
+// A compiled (fused) model.
+class Model {
+ public:
+  // Writes the fused model as ONNX (fused nodes in the ai.nnfuse domain); nnfuse runs it.
+  void save(const std::string& path) const;
+  // The fused model's ONNX bytes, as save() writes them.
+  std::string serialize() const;
+  // The fusion report as JSON text: fusion_result.json in CANN GE's shape (every pass's
+  // matches and effects, every fused node with what it was fused from and its benefit, the
+  // matches a pass declined with the reason).
+  std::string report_json() const;
+  std::vector<TensorInfo> inputs() const;
+  std::vector<TensorInfo> outputs() const;
+  size_t num_nodes() const;           // nodes of the fused graph
+  size_t num_imported_nodes() const;  // nodes as imported
+
+  struct Impl;  // opaque
+  explicit Model(std::shared_ptr<const Impl> impl);
+
+ private:
+  std::shared_ptr<const Impl> impl_;
+  friend class Session;
+};
+
+// Compiles the model at `path` (external data beside it).
+Model compile(const std::string& path, const CompileOptions& options = {});
+// Compiles a serialized model held in memory (no external data).
+Model compile_bytes(const std::string& bytes, const CompileOptions& options = {});
+
+struct SessionOptions {
+  int threads = 0;             // the kernels' threads (0: every core)
+  bool strict = false;         // refuse a compute op on the reference kernel (kUnsupported)
+  bool warn_fallbacks = true;  // name such ops on stderr
+};
+
+// A compiled model planned for running: kernels chosen, weights prepacked, memory laid out.
+class Session {
+ public:
+  explicit Session(const Model& model, const SessionOptions& options = {});
+  // Runs the model on named inputs (every input the model declares; borrowed tensors are read
+  // in place) and returns its outputs by name. Safe to call from many threads at once.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+  const Model& model() const { return model_; }
+
+ private:
+  struct Impl;
+  Model model_;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace nnfuse

@@ -1,0 +1,132 @@
+// The public API (nnfuse/nnfuse.h) on the bundled model: compile, inspect, save, run (from
+// caller-owned memory, from many threads), and its errors.
+#include "nnfuse/nnfuse.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "runtime/npy.h"
+
+namespace nnfuse {
+namespace {
+
+const std::string kDir = std::string(NNFUSE_SOURCE_DIR) + "/models/";
+
+double max_rel_error(const Tensor& got, const Tensor& want) {
+  double scale = 0, err = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    scale = std::max(scale, std::abs(want.double_at(i)));
+    err = std::max(err, std::abs(got.double_at(i) - want.double_at(i)));
+  }
+  return err / scale;
+}
+
+TEST(Api, CompileInspectAndRun) {
+  const Model m = compile(kDir + "tiny_resnet.onnx");
+  EXPECT_EQ(m.num_imported_nodes(), 22u);
+  EXPECT_LT(m.num_nodes(), m.num_imported_nodes());
+  ASSERT_EQ(m.inputs().size(), 1u);
+  EXPECT_EQ(m.inputs()[0].name, "input");
+  EXPECT_EQ(m.inputs()[0].dtype, DType::kFloat32);
+  ASSERT_EQ(m.outputs().size(), 1u);
+  const nlohmann::json report = nlohmann::json::parse(m.report_json());
+  EXPECT_NE(m.report_json().find("ConvBatchnormFusionPass"), std::string::npos);
+  EXPECT_TRUE(report.is_object());
+
+  const Tensor x = load_tensor_file(kDir + "tiny_resnet_input.npy");
+  const Tensor want = load_tensor_file(kDir + "tiny_resnet_logits.npy");
+  const Session s(m, {.threads = 2});
+  const auto out = s.run({{"input", x}});
+  ASSERT_EQ(out.size(), 1u);
+  const Tensor& y = out.at(m.outputs()[0].name);
+  ASSERT_EQ(y.shape(), want.shape());
+  EXPECT_LE(max_rel_error(y, want), 1e-4);
+
+  // Caller-owned memory is read in place, with the same result.
+  std::vector<float> buffer(static_cast<size_t>(x.numel()));
+  std::memcpy(buffer.data(), x.raw(), x.nbytes());
+  const Tensor borrowed = Tensor::borrow(DType::kFloat32, x.shape(), buffer.data());
+  EXPECT_EQ(borrowed.raw(), static_cast<const void*>(buffer.data()));
+  const Tensor y2 = s.run({{"input", borrowed}}).at(m.outputs()[0].name);
+  EXPECT_EQ(std::memcmp(y2.raw(), y.raw(), y.nbytes()), 0);
+}
+
+TEST(Api, SaveThenRunTheFusedModel) {
+  const Model m = compile(kDir + "tiny_resnet.onnx");
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "nnfuse_api_test.fused.onnx").string();
+  m.save(path);
+  CompileOptions as_is;
+  as_is.fusion = false;
+  const Model again = compile(path, as_is);
+  EXPECT_EQ(again.num_nodes(), m.num_nodes());
+  const Model from_bytes = compile_bytes(m.serialize(), as_is);
+  EXPECT_EQ(from_bytes.num_nodes(), m.num_nodes());
+  const Tensor x = load_tensor_file(kDir + "tiny_resnet_input.npy");
+  const std::string out = m.outputs()[0].name;
+  const Tensor a = Session(m).run({{"input", x}}).at(out);
+  const Tensor b = Session(again).run({{"input", x}}).at(out);
+  EXPECT_LE(max_rel_error(b, a), 1e-6);
+  std::filesystem::remove(path);
+}
+
+TEST(Api, OneSessionFromEightThreads) {
+  const Model m = compile(kDir + "tiny_resnet.onnx");
+  const Session s(m);
+  const std::string out = m.outputs()[0].name;
+  std::vector<Tensor> xs, want;
+  for (int k = 0; k < 8; ++k) {
+    Tensor x(DType::kFloat32, {1, 3, 32, 32});
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      x.data<float>()[i] = static_cast<float>((i * 13 + k * 7) % 97) / 48.0f - 1.0f;
+    }
+    want.push_back(s.run({{"input", x}}).at(out));
+    xs.push_back(std::move(x));
+  }
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 4; ++r) {
+        const int k = (t + r) % 8;
+        const Tensor y = s.run({{"input", xs[k]}}).at(out);
+        if (std::memcmp(y.raw(), want[k].raw(), y.nbytes()) != 0) ++bad;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+TEST(Api, ErrorsCarryTheirKind) {
+  try {
+    compile("/nonexistent/model.onnx");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidModel);
+  }
+  const Session s(compile(kDir + "tiny_resnet.onnx"));
+  try {
+    s.run({});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_NE(std::string(e.what()).find("input"), std::string::npos) << e.what();
+  }
+  try {
+    s.run({{"input", Tensor(DType::kFloat32, {1, 3, 31, 32})}});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+  }
+  EXPECT_THROW(Tensor::borrow(DType::kFloat32, {2, 2}, nullptr), Error);
+}
+
+}  // namespace
+}  // namespace nnfuse
