@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what nnfuse needs, checks formatting, builds, and runs every test: unit tests, the
 # ONNX node conformance suite, bad-input and fusion CLI tests and real models exported from
-# PyTorch; then the same tests (without the real models) under AddressSanitizer and
+# PyTorch; the C++ example built against the installed package; then the same tests (without the real models) under AddressSanitizer and
 # UndefinedBehaviorSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 # Generated kernels built by the tests go to a cache inside the build, not the user's.
 export NNFUSE_CACHE_DIR="$PWD/${BUILD_DIR:-build}/jit-cache"
 ctest --test-dir "${BUILD_DIR:-build}" -j2 --output-on-failure
+echo "== installed package: the C++ example built against it"
+./scripts/test_install.sh
 if [ "${NNFUSE_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== sanitizer build (ASan + UBSan)"
   BUILD_DIR=build-asan ./scripts/build.sh -DNNFUSE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
