@@ -45,6 +45,22 @@ struct TensorInfo {
   std::vector<int64_t> shape;
 };
 
+// One output of Model::verify: the fused model's against the unfused one's.
+struct OutputCheck {
+  std::string name;
+  double max_abs_error = 0;
+  double max_magnitude = 0;   // the unfused output's largest |value|
+  double relative_error = 0;  // max_abs_error / max_magnitude
+  bool pass = false;          // relative_error <= rtol, shapes and dtypes equal
+  std::string problem;        // a shape or dtype mismatch, else ""
+};
+
+struct VerifyResult {
+  bool pass = false;
+  double rtol = 0;
+  std::vector<OutputCheck> outputs;
+};
+
 class Session;
 
 // A compiled (fused) model.
@@ -62,6 +78,10 @@ class Model {
   std::vector<TensorInfo> outputs() const;
   size_t num_nodes() const;           // nodes of the fused graph
   size_t num_imported_nodes() const;  // nodes as imported
+  // Runs the fused model and the model as imported (same input shapes) on the same seeded
+  // generated inputs and compares every output (what `nnfuse verify` does). Inputs of unknown
+  // shape need CompileOptions::input_shapes.
+  VerifyResult verify(double rtol = 1e-4, uint32_t seed = 0) const;
 
   struct Impl;  // opaque
   explicit Model(std::shared_ptr<const Impl> impl);

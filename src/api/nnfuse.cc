@@ -2,6 +2,8 @@
 #include "nnfuse/nnfuse.h"
 
 #include "api/compile.h"
+#include "api/inputs.h"
+#include "api/verify.h"
 #include "onnx/exporter.h"
 #include "passes/report.h"
 #include "runtime/session.h"
@@ -12,6 +14,9 @@ struct Model::Impl {
   std::shared_ptr<const Graph> graph;
   FusionReport report;
   size_t imported_nodes = 0;
+  // Where it came from, for verify(): a path, or the bytes themselves; and how.
+  std::string path, bytes;
+  CompileOptions options;
 };
 
 namespace {
@@ -46,19 +51,60 @@ size_t Model::num_imported_nodes() const { return impl_->imported_nodes; }
 
 namespace {
 
-Model::Impl impl_of(CompileResult r) {
-  return {std::shared_ptr<const Graph>(std::move(r.graph)), std::move(r.report), r.imported_nodes};
-}
+constexpr char kBytesLabel[] = "model bytes";
 
 }  // namespace
 
 Model compile(const std::string& path, const CompileOptions& options) {
-  return Model(std::make_shared<const Model::Impl>(impl_of(compile_model_file(path, options))));
+  CompileResult r = compile_model_file(path, options);
+  return Model(std::make_shared<const Model::Impl>(
+      Model::Impl{std::shared_ptr<const Graph>(std::move(r.graph)), std::move(r.report),
+                  r.imported_nodes, path, "", options}));
 }
 
 Model compile_bytes(const std::string& bytes, const CompileOptions& options) {
+  CompileResult r = compile_model_bytes(bytes, kBytesLabel, "", options);
   return Model(std::make_shared<const Model::Impl>(
-      impl_of(compile_model_bytes(bytes, "model bytes", "", options))));
+      Model::Impl{std::shared_ptr<const Graph>(std::move(r.graph)), std::move(r.report),
+                  r.imported_nodes, "", bytes, options}));
+}
+
+VerifyResult Model::verify(double rtol, uint32_t seed) const {
+  CompileOptions unfused = impl_->options;
+  unfused.fusion = false;
+  unfused.dump_format.clear();
+  unfused.dump_dir.clear();
+  CompileResult plain = impl_->path.empty()
+                            ? compile_model_bytes(impl_->bytes, kBytesLabel, "", unfused)
+                            : compile_model_file(impl_->path, unfused);
+  PlanSession want_session(std::move(plain.graph));
+  PlanSession got_session(impl_->graph);
+  const auto feeds = complete_inputs(want_session.graph(), {}, seed);
+  const std::vector<Tensor> want = want_session.run(feeds);
+  const std::vector<Tensor> got = got_session.run(feeds);
+  std::map<std::string, const Tensor*> got_by;
+  for (size_t k = 0; k < got.size(); ++k) got_by[impl_->graph->outputs()[k]->name()] = &got[k];
+  VerifyResult r;
+  r.rtol = rtol;
+  r.pass = true;
+  for (size_t k = 0; k < want.size(); ++k) {
+    OutputCheck c;
+    c.name = want_session.graph().outputs()[k]->name();
+    auto it = got_by.find(c.name);
+    if (it == got_by.end()) {
+      c.problem = "the fused model has no output of that name";
+    } else {
+      const OutputDiff d = compare_outputs(*it->second, want[k]);
+      c.max_abs_error = d.max_abs;
+      c.max_magnitude = d.scale;
+      c.relative_error = d.rel;
+      c.problem = d.problem;
+    }
+    c.pass = c.problem.empty() && c.relative_error <= rtol;
+    r.pass = r.pass && c.pass;
+    r.outputs.push_back(std::move(c));
+  }
+  return r;
 }
 
 struct Session::Impl {

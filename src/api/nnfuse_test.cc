@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -102,6 +104,26 @@ TEST(Api, OneSessionFromEightThreads) {
   }
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(bad.load(), 0);
+}
+
+TEST(Api, VerifyComparesTheFusedModelWithTheUnfusedOne) {
+  const Model m = compile(kDir + "tiny_resnet.onnx");
+  const VerifyResult v = m.verify();
+  EXPECT_TRUE(v.pass);
+  EXPECT_EQ(v.rtol, 1e-4);
+  ASSERT_EQ(v.outputs.size(), 1u);
+  EXPECT_EQ(v.outputs[0].name, m.outputs()[0].name);
+  EXPECT_GT(v.outputs[0].max_magnitude, 0.0);
+  EXPECT_LE(v.outputs[0].relative_error, 1e-4);
+  // A tolerance below what the fusion changes fails, and says by how much.
+  const VerifyResult strict = m.verify(1e-30);
+  if (strict.outputs[0].relative_error > 1e-30) {
+    EXPECT_FALSE(strict.pass);
+  }
+  // From bytes too.
+  std::ifstream in(kDir + "tiny_mlp.onnx", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(compile_bytes(bytes).verify().pass);
 }
 
 TEST(Api, ErrorsCarryTheirKind) {

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "api/verify.h"
 #include "ir/error.h"
 #include "onnx/importer.h"
 #include "runtime/session.h"
@@ -24,33 +25,6 @@ struct VerifyArgs {
   int threads = 0;
   uint32_t seed = 0;
 };
-
-struct Diff {
-  double max_abs = 0, scale = 0, rel = 0;
-  std::string problem;  // shape/dtype mismatch
-};
-
-Diff compare(const Tensor& got, const Tensor& want) {
-  Diff d;
-  if (got.shape() != want.shape() || got.dtype() != want.dtype()) {
-    d.problem = "fused gives " + dtype_name(got.dtype()) + dims_str(got.shape()) +
-                ", unfused gives " + dtype_name(want.dtype()) + dims_str(want.shape());
-    d.rel = INFINITY;
-    return d;
-  }
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    double w = want.double_at(i), g = got.double_at(i);
-    if (std::isnan(w) != std::isnan(g)) {
-      d.max_abs = INFINITY;
-      continue;
-    }
-    if (std::isnan(w)) continue;
-    d.scale = std::max(d.scale, std::abs(w));
-    d.max_abs = std::max(d.max_abs, std::abs(g - w));
-  }
-  d.rel = d.scale > 0 ? d.max_abs / d.scale : d.max_abs;
-  return d;
-}
 
 int verify(const VerifyArgs& a) {
   PlanOptions fused_opts;
@@ -109,7 +83,7 @@ int verify(const VerifyArgs& a) {
   for (auto& p : probes) probe_names.insert(p.second);
   for (const Value* v : plain.graph().outputs()) {
     if (probe_names.count(v->name())) continue;
-    Diff d = compare(got_by.at(v->name()), want_by.at(v->name()));
+    OutputDiff d = compare_outputs(got_by.at(v->name()), want_by.at(v->name()));
     bool pass = d.problem.empty() && d.rel <= a.rtol;
     ok &= pass;
     j["outputs"].push_back({{"name", v->name()},
@@ -126,7 +100,7 @@ int verify(const VerifyArgs& a) {
   if (a.bisect) {
     std::string first;
     for (auto& [node, name] : probes) {
-      Diff d = compare(got_by.at(name), want_by.at(name));
+      OutputDiff d = compare_outputs(got_by.at(name), want_by.at(name));
       if (!d.problem.empty() || d.rel > a.rtol) {
         std::string from;
         for (auto& f : node->fused_from()) from += (from.empty() ? "" : ", ") + f;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "api/compile.h"
+#include "api/inputs.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
 #include "onnx/importer.h"
@@ -87,10 +88,8 @@ std::unique_ptr<PlanCache> make_plan_cache(const std::string& model, const Fusio
 
 // Parses NAME=FILE pairs and loads each tensor (.npy or .pb).
 std::map<std::string, Tensor> load_inputs(const std::vector<std::string>& specs);
-// Inputs for benchmarking: the given files, and seeded generated tensors for the rest
-// (floats in [-1, 1); integer indices below the size of the table they index; masks 0/1).
-std::map<std::string, Tensor> complete_inputs(const Graph& g, std::map<std::string, Tensor> given,
-                                              uint32_t seed);
+// Inputs for benchmarking: complete_inputs (api/inputs.h) fills in what no file gives.
+using nnfuse::complete_inputs;
 
 // "float32[1, 1000] min -1.2 max 3.4 mean 0.01: 0.1 0.2 ..."
 std::string summarize(const Tensor& t);
