@@ -8,7 +8,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-  pybind11-dev python3-dev python3-numpy python3-onnx python3-torch python3-torchvision
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-onnx python3-torch python3-torchvision
   graphviz
 )
 

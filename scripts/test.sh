@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 # Generated kernels built by the tests go to a cache inside the build, not the user's.
 export NNFUSE_CACHE_DIR="$PWD/${BUILD_DIR:-build}/jit-cache"
 ctest --test-dir "${BUILD_DIR:-build}" -j2 --output-on-failure
-echo "== installed package: the C++ example built against it"
+echo "== Python module (pytest)"
+PYTHONPATH="$PWD/${BUILD_DIR:-build}/python" /usr/bin/python3 -m pytest -q python/tests
+echo "== installed package: the C++ example built against it, the Python package imported"
 ./scripts/test_install.sh
 if [ "${NNFUSE_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== sanitizer build (ASan + UBSan)"
