@@ -14,40 +14,26 @@ namespace py = pybind11;
 
 namespace {
 
+// The element types numpy and nnfuse share; nnfuse's dtype_name is numpy's spelling.
+constexpr nnfuse::DType kNumpyTypes[] = {
+    nnfuse::DType::kFloat32, nnfuse::DType::kFloat64, nnfuse::DType::kInt64, nnfuse::DType::kInt32,
+    nnfuse::DType::kInt8,    nnfuse::DType::kUInt8,   nnfuse::DType::kBool};
+
 nnfuse::DType dtype_of(const py::dtype& d) {
-  const char kind = d.kind();
-  const size_t size = d.itemsize();
-  if (kind == 'f' && size == 4) return nnfuse::DType::kFloat32;
-  if (kind == 'f' && size == 8) return nnfuse::DType::kFloat64;
-  if (kind == 'i' && size == 8) return nnfuse::DType::kInt64;
-  if (kind == 'i' && size == 4) return nnfuse::DType::kInt32;
-  if (kind == 'i' && size == 1) return nnfuse::DType::kInt8;
-  if (kind == 'u' && size == 1) return nnfuse::DType::kUInt8;
-  if (kind == 'b') return nnfuse::DType::kBool;
+  const std::string name = py::cast<std::string>(d.attr("name"));
+  for (nnfuse::DType t : kNumpyTypes) {
+    if (nnfuse::dtype_name(t) == name) return t;
+  }
   throw nnfuse::Error(nnfuse::ErrorKind::kInvalidInput,
-                      "numpy dtype " + py::cast<std::string>(d.attr("name")) + " is not supported");
+                      "numpy dtype " + name + " is not supported");
 }
 
 py::dtype numpy_dtype(nnfuse::DType t) {
-  switch (t) {
-    case nnfuse::DType::kFloat32:
-      return py::dtype::of<float>();
-    case nnfuse::DType::kFloat64:
-      return py::dtype::of<double>();
-    case nnfuse::DType::kInt64:
-      return py::dtype::of<int64_t>();
-    case nnfuse::DType::kInt32:
-      return py::dtype::of<int32_t>();
-    case nnfuse::DType::kInt8:
-      return py::dtype::of<int8_t>();
-    case nnfuse::DType::kUInt8:
-      return py::dtype::of<uint8_t>();
-    case nnfuse::DType::kBool:
-      return py::dtype::of<bool>();
-    default:
-      throw nnfuse::Error(nnfuse::ErrorKind::kRuntime,
-                          "an output of type " + nnfuse::dtype_name(t) + " has no numpy type");
+  for (nnfuse::DType n : kNumpyTypes) {
+    if (n == t) return py::dtype(nnfuse::dtype_name(t));
   }
+  throw nnfuse::Error(nnfuse::ErrorKind::kRuntime,
+                      "an output of type " + nnfuse::dtype_name(t) + " has no numpy type");
 }
 
 // An output tensor as a numpy array over its storage (no copy); the array keeps it alive.

@@ -78,12 +78,9 @@ VerifyResult Model::verify(double rtol, uint32_t seed) const {
                             ? compile_model_bytes(impl_->bytes, kBytesLabel, "", unfused)
                             : compile_model_file(impl_->path, unfused);
   PlanSession want_session(std::move(plain.graph));
-  PlanSession got_session(impl_->graph);
   const auto feeds = complete_inputs(want_session.graph(), {}, seed);
   const std::vector<Tensor> want = want_session.run(feeds);
-  const std::vector<Tensor> got = got_session.run(feeds);
-  std::map<std::string, const Tensor*> got_by;
-  for (size_t k = 0; k < got.size(); ++k) got_by[impl_->graph->outputs()[k]->name()] = &got[k];
+  const std::map<std::string, Tensor> got_by = Session(*this).run(feeds);
   VerifyResult r;
   r.rtol = rtol;
   r.pass = true;
@@ -94,7 +91,7 @@ VerifyResult Model::verify(double rtol, uint32_t seed) const {
     if (it == got_by.end()) {
       c.problem = "the fused model has no output of that name";
     } else {
-      const OutputDiff d = compare_outputs(*it->second, want[k]);
+      const OutputDiff d = compare_outputs(it->second, want[k]);
       c.max_abs_error = d.max_abs;
       c.max_magnitude = d.scale;
       c.relative_error = d.rel;

@@ -60,6 +60,12 @@ Tensor::Tensor(DType dtype, Dims shape, bool zero) : dtype_(dtype), shape_(std::
   buf_ = std::shared_ptr<std::byte[]>(zero ? new std::byte[n]() : new std::byte[n]);
 }
 
+std::shared_ptr<std::byte[]> aligned_bytes(size_t bytes, size_t alignment) {
+  return std::shared_ptr<std::byte[]>(
+      static_cast<std::byte*>(::operator new[](bytes, std::align_val_t(alignment))),
+      [alignment](std::byte* p) { ::operator delete[](p, std::align_val_t(alignment)); });
+}
+
 const char* layout_name(Layout l) { return l == Layout::kNHWC ? "nhwc" : "plain"; }
 
 Tensor Tensor::over(std::shared_ptr<std::byte[]> base, size_t offset, DType dtype, Dims shape,

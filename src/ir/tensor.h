@@ -1,5 +1,21 @@
 // Tensor: nnfuse/tensor.h (part of the public API).
 #pragma once
 
+#include <cstddef>
+#include <memory>
+
 #include "ir/error.h"
 #include "nnfuse/tensor.h"
+
+namespace nnfuse {
+
+// `n` rounded up to a multiple of `alignment`.
+constexpr size_t align_up(size_t n, size_t alignment) {
+  return (n + alignment - 1) / alignment * alignment;
+}
+
+// `bytes` uninitialised bytes starting at a multiple of `alignment` (a power of two), freed
+// with their last owner: arenas and scratch buffers.
+std::shared_ptr<std::byte[]> aligned_bytes(size_t bytes, size_t alignment);
+
+}  // namespace nnfuse

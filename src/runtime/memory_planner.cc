@@ -4,12 +4,11 @@
 #include <numeric>
 
 #include "ir/error.h"
+#include "ir/tensor.h"
 
 namespace nnfuse {
 
 namespace {
-
-size_t align_up(size_t n) { return (n + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
 
 bool live_together(const BufferRequest& a, const BufferRequest& b) {
   return a.first <= b.last && b.first <= a.last;
@@ -31,7 +30,7 @@ MemoryPlan plan_memory(const std::vector<BufferRequest>& requests) {
   for (size_t idx : order) {
     const BufferRequest& r = requests[idx];
     plan.total_bytes += r.bytes;
-    size_t size = align_up(std::max<size_t>(r.bytes, 1));
+    size_t size = align_up(std::max<size_t>(r.bytes, 1), kArenaAlignment);
     size_t offset = 0;
     for (const Placed& p : placed) {
       if (!live_together(r, requests[p.index])) continue;

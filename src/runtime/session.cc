@@ -58,8 +58,7 @@ void PlanSession::init(const PlanOptions& opts, bool release_weights) {
   if (opts.warn_fallbacks) warn_reference_fallbacks(plan_->reference_fallbacks());
   // 64-byte aligned arena: the planner's offsets are multiples of 64. The kernels' shared
   // scratch follows the activations.
-  scratch_offset_ =
-      (plan_->peak_activation_bytes() + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  scratch_offset_ = align_up(plan_->peak_activation_bytes(), kArenaAlignment);
   arena_bytes_ = scratch_offset_ + plan_->scratch_bytes();
   threads_ = num_threads();
   release_arena(acquire_arena());  // the first run's, allocated now
@@ -75,10 +74,7 @@ std::shared_ptr<std::byte[]> PlanSession::acquire_arena() {
     }
     ++num_arenas_;
   }
-  return std::shared_ptr<std::byte[]>(
-      static_cast<std::byte*>(
-          ::operator new[](arena_bytes_ + kArenaAlignment, std::align_val_t(kArenaAlignment))),
-      [](std::byte* p) { ::operator delete[](p, std::align_val_t(kArenaAlignment)); });
+  return aligned_bytes(arena_bytes_ + kArenaAlignment, kArenaAlignment);
 }
 
 void PlanSession::release_arena(std::shared_ptr<std::byte[]> arena) {

@@ -157,12 +157,8 @@ namespace {
 // The calling thread's scratchpad: one buffer, grown to the largest any primitive asked for,
 // and a memory object over it per scratchpad size (oneDNN describes a scratchpad as that many
 // bytes, so one object serves every primitive of that size).
-struct AlignedDelete {
-  void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(4096)); }
-};
-
 struct ThreadScratchpad {
-  std::unique_ptr<std::byte[], AlignedDelete> buffer;
+  std::shared_ptr<std::byte[]> buffer;
   size_t capacity = 0;
   std::unordered_map<size_t, dnnl::memory> by_size;
 
@@ -170,7 +166,7 @@ struct ThreadScratchpad {
     if (bytes > capacity) {
       capacity = std::max(bytes, 2 * capacity);
       buffer.reset();  // the old buffer first: peak memory stays at one
-      buffer.reset(static_cast<std::byte*>(::operator new[](capacity, std::align_val_t(4096))));
+      buffer = aligned_bytes(capacity, 4096);
       by_size.clear();  // every memory object pointed into the old buffer
     }
     auto it = by_size.find(bytes);

@@ -610,7 +610,7 @@ class ConvKernel : public Kernel {
   memory scratch_memory(const memory::desc& d) {
     memory m(d, engine(), DNNL_MEMORY_NONE);
     scratch_parts_.emplace_back(m, scratch_bytes_);
-    scratch_bytes_ += (d.get_size() + 63) / 64 * 64;
+    scratch_bytes_ += align_up(d.get_size(), 64);
     return m;
   }
 
@@ -619,11 +619,7 @@ class ConvKernel : public Kernel {
   void bind_scratch(std::byte* scratch) {
     if (scratch_parts_.empty()) return;
     if (!scratch) {
-      if (!own_scratch_) {
-        own_scratch_ = std::shared_ptr<std::byte[]>(
-            static_cast<std::byte*>(::operator new[](scratch_bytes_, std::align_val_t(64))),
-            [](std::byte* p) { ::operator delete[](p, std::align_val_t(64)); });
-      }
+      if (!own_scratch_) own_scratch_ = aligned_bytes(scratch_bytes_, 64);
       scratch = own_scratch_.get();
     }
     for (auto& [m, offset] : scratch_parts_) m.set_data_handle(scratch + offset);
