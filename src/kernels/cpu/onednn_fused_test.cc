@@ -355,9 +355,7 @@ TEST(OnednnFusedConv, TransientBuffersInTheCallersScratch) {
     const std::vector<Tensor> xs = {in[0].value, in[1].value, in[2].value};
     const Tensor own = k.run(xs);
     auto run_with = [&](uint8_t fill) {
-      std::unique_ptr<std::byte[], void (*)(std::byte*)> scratch(
-          static_cast<std::byte*>(::operator new[](bytes, std::align_val_t(64))),
-          [](std::byte* p) { ::operator delete[](p, std::align_val_t(64)); });
+      const std::shared_ptr<std::byte[]> scratch = aligned_bytes(bytes, 64);
       std::memset(scratch.get(), fill, bytes);
       KernelIO io;
       for (const Tensor& t : xs) io.inputs.push_back(t.defined() ? &t : nullptr);
