@@ -22,6 +22,7 @@
 
 #include "nnfuse/dtype.h"
 #include "nnfuse/error.h"
+#include "nnfuse/fusion_pattern.h"
 #include "nnfuse/tensor.h"
 
 namespace nnfuse {
@@ -35,14 +36,6 @@ struct CompileOptions {
   std::string dump_format;     // "", yaml, json or dot: the graph after every pass
   std::string dump_dir;        // where dump_format writes ("": the current folder)
   std::string target = "cpu";  // what generated kernels are for: "cpu" (built now) or "cuda"
-};
-
-// A model input or output as the compiled model declares it; -1 for a dim known only at run
-// time.
-struct TensorInfo {
-  std::string name;
-  DType dtype = DType::kUndefined;
-  std::vector<int64_t> shape;
 };
 
 // One output of Model::verify: the fused model's against the unfused one's.
@@ -59,6 +52,22 @@ struct VerifyResult {
   bool pass = false;
   double rtol = 0;
   std::vector<OutputCheck> outputs;
+};
+
+// One kernel of a Session::profile, in run order.
+struct KernelTime {
+  std::string name;    // the node's name (fused nodes: the last node they replaced); for a
+                       // layout change, "reorder <value>"
+  std::string op;      // its op type (FusedConv, ...); "Reorder"
+  std::string kernel;  // what ran it: onednn.conv, cpu.binary, generated, ref, ...
+  bool reference_fallback = false;  // the reference kernel, though the op has a fast one
+  double ms = 0;                    // mean per run
+};
+
+struct Profile {
+  int runs = 0;
+  double run_ms = 0;                // mean wall time of one run
+  std::vector<KernelTime> kernels;  // every kernel launched, in run order
 };
 
 class Session;
@@ -109,6 +118,11 @@ class Session {
   // Runs the model on named inputs (every input the model declares; borrowed tensors are read
   // in place) and returns its outputs by name. Safe to call from many threads at once.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+  // Times every kernel over `runs` runs (after `warmup` untimed ones) on `inputs`, completed with
+  // seeded generated tensors for the inputs not given; with a `trace_path`, writes the runs
+  // as a Chrome trace there (Perfetto, chrome://tracing).
+  Profile profile(const std::map<std::string, Tensor>& inputs = {}, int runs = 10,
+                  const std::string& trace_path = "", int warmup = 2) const;
   const Model& model() const { return model_; }
 
  private:

@@ -4,8 +4,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <map>
+#include <memory>
+#include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "nnfuse/nnfuse.h"
@@ -67,6 +71,122 @@ std::map<std::string, nnfuse::Tensor> borrow_inputs(const py::dict& feeds,
     inputs[name] = nnfuse::Tensor::borrow(dtype_of(a.dtype()), dims, a.mutable_data());
   }
   return inputs;
+}
+
+// A Python callable held by a registered pattern: released under the GIL from whichever thread
+// drops the last reference.
+struct PyCallable {
+  py::object fn;
+  explicit PyCallable(py::object f) : fn(std::move(f)) {}
+  ~PyCallable() {
+    if (!Py_IsInitialized()) {
+      fn.release();  // the interpreter is gone: nothing to release it to
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    fn = py::object();
+  }
+};
+
+py::object attribute_to_py(const nnfuse::AttributeValue& v) {
+  return std::visit([](const auto& x) -> py::object { return py::cast(x); }, v);
+}
+
+py::dict context_dict(const nnfuse::PatternContext& ctx) {
+  py::dict d;
+  d["pattern"] = ctx.pattern();
+  d["node"] = ctx.node();
+  py::list ops, attrs;
+  for (size_t i = 0; i < ctx.num_nodes(); ++i) {
+    ops.append(ctx.op(i));
+    py::dict a;
+    for (const auto& [name, v] : ctx.attrs(i)) a[py::str(name)] = attribute_to_py(v);
+    attrs.append(a);
+  }
+  d["ops"] = ops;
+  d["attrs"] = attrs;
+  d["params"] = py::cast(ctx.params());
+  return d;
+}
+
+// Calls a pattern's Python function with the GIL held; its exception becomes a C++ one that
+// carries Python's message (the pass or the kernel adds the pattern and node).
+template <typename F>
+auto with_python(F&& f) {
+  py::gil_scoped_acquire gil;
+  try {
+    return f();
+  } catch (py::error_already_set& e) {
+    throw std::runtime_error(e.what());
+  } catch (py::cast_error& e) {
+    throw std::runtime_error(std::string("the result is not what nnfuse expects: ") + e.what());
+  }
+}
+
+py::list as_list(const py::object& r) {
+  if (py::isinstance<py::list>(r) || py::isinstance<py::tuple>(r)) return py::list(r);
+  py::list l;
+  l.append(r);
+  return l;
+}
+
+void register_python_pattern(const std::string& name, const std::vector<std::string>& ops,
+                             py::object infer_shape, py::object compute,
+                             const std::map<std::string, double>& params) {
+  auto infer = std::make_shared<PyCallable>(std::move(infer_shape));
+  auto comp = std::make_shared<PyCallable>(std::move(compute));
+  nnfuse::FusionPattern p;
+  p.name = name;
+  p.ops = ops;
+  p.params = params;
+  p.infer_shape = [infer](const std::vector<nnfuse::TensorInfo>& in,
+                          const nnfuse::PatternContext& ctx) {
+    return with_python([&] {
+      py::list shapes;
+      for (const nnfuse::TensorInfo& t : in) {
+        py::list dims;
+        for (int64_t d : t.shape) dims.append(d < 0 ? py::object(py::none()) : py::int_(d));
+        shapes.append(py::tuple(dims));
+      }
+      py::list result = as_list(infer->fn(shapes, context_dict(ctx)));
+      // One shape alone may be returned as a tuple of ints.
+      if (!result.empty() && !py::isinstance<py::tuple>(result[0]) &&
+          !py::isinstance<py::list>(result[0])) {
+        py::list one;
+        one.append(py::tuple(result));
+        result = one;
+      }
+      std::vector<nnfuse::TensorInfo> out;
+      for (py::handle s : result) {
+        nnfuse::TensorInfo t;
+        for (py::handle d : s) t.shape.push_back(d.is_none() ? -1 : py::cast<int64_t>(d));
+        out.push_back(std::move(t));
+      }
+      return out;
+    });
+  };
+  p.compute = [comp](const std::vector<nnfuse::Tensor>& in, const nnfuse::PatternContext& ctx) {
+    return with_python([&] {
+      py::list arrays;
+      for (const nnfuse::Tensor& t : in) {
+        std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+        py::array a(numpy_dtype(t.dtype()), shape);
+        std::memcpy(a.mutable_data(), t.raw(), t.nbytes());
+        arrays.append(a);
+      }
+      std::vector<nnfuse::Tensor> out;
+      for (py::handle r : as_list(comp->fn(arrays, context_dict(ctx)))) {
+        py::array a = py::array::ensure(r, py::array::c_style);
+        if (!a) throw std::runtime_error("compute returned something that is not an array");
+        std::vector<int64_t> dims(a.shape(), a.shape() + a.ndim());
+        nnfuse::Tensor t(dtype_of(a.dtype()), dims);
+        std::memcpy(t.raw(), a.data(), t.nbytes());
+        out.push_back(std::move(t));
+      }
+      return out;
+    });
+  };
+  nnfuse::register_fusion_pattern(std::move(p));
 }
 
 }  // namespace
@@ -158,5 +278,37 @@ PYBIND11_MODULE(_nnfuse, m) {
             for (const auto& [name, t] : outputs) d[py::str(name)] = to_numpy(t);
             return d;
           },
-          py::arg("inputs"));
+          py::arg("inputs"))
+      .def(
+          "profile",
+          [](const nnfuse::Session& s, const py::dict& feeds, int runs, const std::string& trace) {
+            std::vector<py::array> keep;
+            const std::map<std::string, nnfuse::Tensor> inputs = borrow_inputs(feeds, keep);
+            nnfuse::Profile p;
+            {
+              py::gil_scoped_release release;
+              p = s.profile(inputs, runs, trace);
+            }
+            py::list kernels;
+            for (const nnfuse::KernelTime& k : p.kernels) {
+              py::dict d;
+              d["name"] = k.name;
+              d["op"] = k.op;
+              d["kernel"] = k.kernel;
+              d["reference_fallback"] = k.reference_fallback;
+              d["ms"] = k.ms;
+              kernels.append(d);
+            }
+            py::dict d;
+            d["runs"] = p.runs;
+            d["run_ms"] = p.run_ms;
+            d["kernels"] = kernels;
+            return d;
+          },
+          py::arg("inputs"), py::arg("runs") = 10, py::arg("trace_path") = "");
+
+  m.def("register_fusion_pattern", &register_python_pattern, py::arg("name"), py::arg("ops"),
+        py::arg("infer_shape"), py::arg("compute"), py::arg("params") = py::dict());
+  m.def("unregister_fusion_pattern", &nnfuse::unregister_fusion_pattern, py::arg("name"));
+  m.def("registered_fusion_patterns", &nnfuse::registered_fusion_patterns);
 }

@@ -3,6 +3,7 @@
 Run with the module built (scripts/build.sh puts it in build/python):
     PYTHONPATH=build/python /usr/bin/python3 -m pytest -q python/tests
 """
+import json
 import os
 import threading
 
@@ -111,3 +112,12 @@ def test_errors_carry_their_kind(resnet, tmp_path):
     with pytest.raises(nnfuse.Error) as e:
         nnfuse.compile(RESNET, fusion_switch_file=switches)
     assert "switches.txt" in str(e.value)
+
+
+def test_profile_writes_a_trace(resnet, tmp_path):
+    trace = tmp_path / "trace.json"
+    p = resnet.profile(trace, runs=2)
+    assert p["runs"] == 2 and p["run_ms"] > 0
+    assert any(k["op"] == "FusedConv" for k in p["kernels"])
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert len(events) == 2 * len(p["kernels"])

@@ -3,6 +3,7 @@
 
 #include "api/compile.h"
 #include "api/inputs.h"
+#include "api/profile.h"
 #include "api/verify.h"
 #include "onnx/exporter.h"
 #include "passes/report.h"
@@ -122,6 +123,21 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   const std::vector<Value*>& names = model_.impl_->graph->outputs();
   std::map<std::string, Tensor> r;
   for (size_t k = 0; k < outs.size() && k < names.size(); ++k) r[names[k]->name()] = outs[k];
+  return r;
+}
+
+Profile Session::profile(const std::map<std::string, Tensor>& inputs, int runs,
+                         const std::string& trace_path, int warmup) const {
+  PlanSession& s = impl_->session;
+  const PlanProfile p = profile_plan(s, complete_inputs(s.graph(), inputs, 0), runs, warmup);
+  if (!trace_path.empty()) write_chrome_trace(p, trace_path);
+  Profile r;
+  r.runs = p.runs;
+  r.run_ms = p.run_ms();
+  for (const StepProfile& sp : p.steps) {
+    if (sp.view) continue;
+    r.kernels.push_back({sp.name, sp.op, sp.kernel, sp.reference_fallback, sp.total_ms / p.runs});
+  }
   return r;
 }
 

@@ -150,5 +150,30 @@ TEST(Api, ErrorsCarryTheirKind) {
   EXPECT_THROW(Tensor::borrow(DType::kFloat32, {2, 2}, nullptr), Error);
 }
 
+TEST(Api, ProfileTimesEveryKernelAndWritesATrace) {
+  const Model m = compile(kDir + "tiny_resnet.onnx");
+  const Session s(m, {.threads = 1});
+  const std::string trace =
+      (std::filesystem::temp_directory_path() / "nnfuse_api_profile.json").string();
+  const Profile p = s.profile({}, 3, trace);
+  EXPECT_EQ(p.runs, 3);
+  EXPECT_GT(p.run_ms, 0.0);
+  ASSERT_FALSE(p.kernels.empty());
+  double sum = 0;
+  bool conv = false;
+  for (const KernelTime& k : p.kernels) {
+    sum += k.ms;
+    conv = conv || (k.op == "FusedConv" && k.kernel.rfind("onednn", 0) == 0);
+    EXPECT_FALSE(k.name.empty());
+  }
+  EXPECT_TRUE(conv);
+  EXPECT_LE(sum, p.run_ms * 1.01);
+  std::ifstream f(trace);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_EQ(j.at("traceEvents").size(), 3 * p.kernels.size());
+  std::filesystem::remove(trace);
+  EXPECT_THROW(s.profile({}, 0), Error);
+}
+
 }  // namespace
 }  // namespace nnfuse

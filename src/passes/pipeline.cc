@@ -5,6 +5,7 @@
 
 #include "ir/dump.h"
 #include "ir/error.h"
+#include "kernels/ref/user_pattern.h"
 #include "passes/auto_fuse/auto_fuse.h"
 #include "passes/canonicalize/canonicalize.h"
 #include "passes/fusions/fusions.h"
@@ -56,8 +57,13 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   return p;
 }
 
+PassInfo user_pattern_info(const std::string& name) {
+  return {name, "user fusion pattern (registered with register_fusion_pattern)", true, true};
+}
+
 std::vector<PassInfo> list_passes() {
   std::vector<PassInfo> r;
+  for (const auto& p : fusion_patterns()) r.push_back(user_pattern_info(p->name));
   for (auto& p : make_pipeline()) r.push_back(p->info());
   return r;
 }
@@ -117,6 +123,12 @@ FusionReport run_pipeline(Graph& g, const PipelineOptions& opts) {
       if (opts.switches && !opts.switches->user_rules().empty()) {
         run_user_rules(g, opts.switches->user_rules(), ctx);
         dump("user_rules");
+      }
+      if (!fusion_patterns().empty()) {
+        run_fusion_patterns(g, ctx, [&](const std::string& name) {
+          return !opts.switches || opts.switches->enabled(user_pattern_info(name));
+        });
+        dump("fusion_patterns");
       }
     }
     bool on = opts.switches ? opts.switches->enabled(info) : info.default_on;

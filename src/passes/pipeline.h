@@ -22,7 +22,11 @@ struct PipelineOptions {
 
 // Every pass, in the order it runs.
 std::vector<std::unique_ptr<Pass>> make_pipeline();
+// The registered user fusion patterns first (they run before the built-in fusions), then the
+// pipeline's passes.
 std::vector<PassInfo> list_passes();
+// How a user fusion pattern appears among the passes (switchable by its name).
+PassInfo user_pattern_info(const std::string& name);
 // For the rules format of the switch file: each fusion pass's op list.
 std::map<std::string, std::vector<std::string>> pass_op_lists();
 

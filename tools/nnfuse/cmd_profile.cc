@@ -5,6 +5,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "api/profile.h"
 #include "ir/error.h"
 #include "onnx/importer.h"
 #include "runtime/session.h"
@@ -22,11 +23,6 @@ struct ProfileArgs {
   bool json = false, strict = false;
 };
 
-std::string step_op(const PlanStep& s) {
-  if (s.kind == PlanStep::Kind::kReorder) return "Reorder";
-  return s.node->op_type();
-}
-
 int profile(const ProfileArgs& a) {
   PlanOptions opts;
   opts.threads = a.threads;
@@ -37,56 +33,23 @@ int profile(const ProfileArgs& a) {
                       opts);
   if (given.empty()) given = load_inputs(a.inputs);
   auto feeds = complete_inputs(session.graph(), given, 0);
-  for (int i = 0; i < a.warmup; ++i) session.run(feeds);
-  const auto& steps = session.plan().steps();
+  const PlanProfile prof = profile_plan(session, feeds, a.runs, a.warmup);
   struct Agg {
     int count = 0, ref = 0;  // ref: of them on the reference kernel, the op having a fast one
     double ms = 0;
   };
   std::map<std::string, Agg> by_op;
-  std::vector<double> per_step(steps.size(), 0);
-  nlohmann::json events = nlohmann::json::array();
-  double offset_ms = 0, total_ms = 0, ref_ms = 0;
-  for (int r = 0; r < a.runs; ++r) {
-    std::vector<StepTiming> t;
-    auto s = std::chrono::steady_clock::now();
-    session.run(feeds, &t);
-    double run_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
-    for (const StepTiming& st : t) {
-      const PlanStep& ps = steps[st.step];
-      std::string op = step_op(ps);
-      std::string name = ps.kind == PlanStep::Kind::kReorder
-                             ? "reorder " + session.plan().values()[ps.inputs[0]].name
-                             : ps.node->name();
-      events.push_back({{"name", name},
-                        {"cat", op},
-                        {"ph", "X"},
-                        {"pid", 1},
-                        {"tid", 1},
-                        {"ts", (offset_ms + st.start_ms) * 1000.0},
-                        {"dur", st.ms * 1000.0},
-                        {"args",
-                         {{"op", op},
-                          {"kernel", ps.kernel_name},
-                          {"reference_fallback", ps.reference_fallback},
-                          {"run", r}}}});
-      if (ps.kind != PlanStep::Kind::kView) {
-        by_op[op].count++;
-        by_op[op].ref += ps.reference_fallback;
-        by_op[op].ms += st.ms;
-        ref_ms += ps.reference_fallback ? st.ms : 0.0;
-      }
-      per_step[st.step] += st.ms;
-    }
-    offset_ms += run_ms + 0.05;
-    total_ms += run_ms;
+  double ref_ms = 0;
+  const double total_ms = prof.total_ms;
+  for (const StepProfile& sp : prof.steps) {
+    if (sp.view) continue;
+    Agg& g = by_op[sp.op];
+    g.count += a.runs;
+    g.ref += sp.reference_fallback ? a.runs : 0;
+    g.ms += sp.total_ms;
+    ref_ms += sp.reference_fallback ? sp.total_ms : 0.0;
   }
-  if (!a.trace.empty()) {
-    std::ofstream f(a.trace);
-    if (!f) fail(ErrorKind::kInvalidArgument, "-o '", a.trace, "': cannot write the file");
-    f << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump();
-  }
+  if (!a.trace.empty()) write_chrome_trace(prof, a.trace);
   std::vector<std::pair<std::string, Agg>> rows(by_op.begin(), by_op.end());
   std::sort(rows.begin(), rows.end(), [](auto& x, auto& y) { return x.second.ms > y.second.ms; });
   double run_avg = total_ms / a.runs;
@@ -122,17 +85,17 @@ int profile(const ProfileArgs& a) {
                 << " a fast one: " << std::setprecision(1) << 100.0 * ref_ms / total_ms
                 << std::setprecision(3) << "% of the time\n";
     }
-    std::vector<size_t> order(steps.size());
+    std::vector<size_t> order(prof.steps.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(),
-              [&](size_t x, size_t y) { return per_step[x] > per_step[y]; });
+              [&](size_t x, size_t y) { return prof.steps[x].total_ms > prof.steps[y].total_ms; });
     std::cout << "slowest kernels:\n";
     for (size_t i = 0; i < order.size() && static_cast<int>(i) < a.top; ++i) {
-      const PlanStep& ps = steps[order[i]];
-      if (ps.kind == PlanStep::Kind::kView) continue;
-      std::cout << "  " << std::setw(10) << per_step[order[i]] / a.runs << " ms  " << step_op(ps)
-                << " '" << (ps.node ? ps.node->name() : "output") << "' (" << ps.kernel_name << ")"
-                << (ps.reference_fallback ? " [ref]" : "") << "\n";
+      const StepProfile& sp = prof.steps[order[i]];
+      if (sp.view) continue;
+      std::cout << "  " << std::setw(10) << sp.total_ms / a.runs << " ms  " << sp.op << " '"
+                << sp.name << "' (" << sp.kernel << ")" << (sp.reference_fallback ? " [ref]" : "")
+                << "\n";
     }
     if (!a.trace.empty()) std::cout << "wrote Chrome trace " << a.trace << "\n";
   }

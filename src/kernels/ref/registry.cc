@@ -3,6 +3,7 @@
 #include <set>
 
 #include "kernels/ref/ref_kernels.h"
+#include "kernels/ref/user_pattern.h"
 
 namespace nnfuse {
 
@@ -38,6 +39,7 @@ const Table& table() {
     append_scale_shift_kernels(list);
     append_matmul_layer_norm_kernels(list);
     append_fused_region_kernels(list);
+    append_user_pattern_kernels(list);
     Table r;
     for (size_t i = 0; i < list.size(); ++i) {
       const RefKernelEntry& e = list[i];

@@ -119,9 +119,10 @@ const Table& fused_table() {
          {"FusedConv", "FusedConvPool", "FusedGemm", "FusedGlobalPoolGemm", "FusedLayerNormMatMul",
           "FusedMatMul", "FusedMatMulLayerNorm", "MultiHeadAttention", "ScaledConv"})
       r[op] = OpClass::kOutEltwiseFusable;
-    // FusedRegion: already a generated kernel; regions do not nest.
-    for (const char* op :
-         {"EmbedLayerNorm", "FusedRegion", "LayerNormalization", "RMSNorm", "SkipLayerNorm"})
+    // FusedRegion: already a generated kernel; regions do not nest. UserPattern: the user's
+    // code computes it.
+    for (const char* op : {"EmbedLayerNorm", "FusedRegion", "LayerNormalization", "RMSNorm",
+                           "SkipLayerNorm", "UserPattern"})
       r[op] = OpClass::kOpaque;
     return r;
   }();

@@ -337,4 +337,45 @@ void rewrite_each(Graph& g, PassContext& ctx, const std::string& pass,
   });
 }
 
+// The chain of `ops` starting at `first`, each node a consumer of the previous one's output;
+// empty when there is none.
+std::vector<Node*> chain_from(Node* first, const std::vector<std::string>& ops) {
+  if (first->op_type() != ops[0] || !is_default_domain(first->domain())) return {};
+  std::vector<Node*> chain{first};
+  for (size_t i = 1; i < ops.size(); ++i) {
+    const Node* cur = chain.back();
+    Node* next = nullptr;
+    for (const Value* v : cur->outputs()) {
+      if (!v) continue;
+      for (const Use& u : v->uses()) {
+        if (u.node->op_type() == ops[i] && is_default_domain(u.node->domain()) &&
+            std::find(chain.begin(), chain.end(), u.node) == chain.end()) {
+          next = u.node;
+          break;
+        }
+      }
+      if (next) break;
+    }
+    if (!next) return {};
+    chain.push_back(next);
+  }
+  return chain;
+}
+
+// Why the chain's inner values cannot stay inside one kernel ("" when they can).
+std::string chain_escape(const std::vector<Node*>& chain) {
+  for (size_t i = 0; i + 1 < chain.size(); ++i) {
+    for (const Value* v : chain[i]->outputs()) {
+      if (!v) continue;
+      if (v->is_graph_output()) return "'" + v->name() + "' is a graph output";
+      for (const Use& u : v->uses()) {
+        if (std::find(chain.begin(), chain.end(), u.node) == chain.end()) {
+          return "'" + v->name() + "' is also used outside the chain by " + u.node->describe();
+        }
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace nnfuse

@@ -79,6 +79,13 @@ void rewrite_each(Graph& g, PassContext& ctx, const std::string& pass,
                   const std::function<std::vector<Node*>(Node*)>& select,
                   const std::function<std::string(const std::vector<Node*>&)>& rewrite);
 
+// The chain of `ops` (default domain) starting at `first`, each node a consumer of the
+// previous one's output; empty when there is none.
+std::vector<Node*> chain_from(Node* first, const std::vector<std::string>& ops);
+// Why the chain's inner values cannot stay inside one kernel ("" when they can): one is a graph
+// output or is used outside the chain.
+std::string chain_escape(const std::vector<Node*>& chain);
+
 }  // namespace nnfuse
 
 namespace nnfuse {

@@ -1,7 +1,9 @@
 // The fusion passes, one family per file.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "passes/fusions/fusion_util.h"
 #include "passes/pass.h"
@@ -30,5 +32,10 @@ std::unique_ptr<Pass> make_rms_norm_pass();           // layer_norm.cc
 std::unique_ptr<Pass> make_skip_layer_norm_pass();    // layer_norm.cc
 std::unique_ptr<Pass> make_gelu_pass();               // gelu.cc
 std::unique_ptr<Pass> make_embed_layer_norm_pass();   // embed_layer_norm.cc
+
+// The registered user fusion patterns (nnfuse/fusion_pattern.h), those `enabled` accepts by
+// name, in registration order (user_patterns.cc).
+void run_fusion_patterns(Graph& g, PassContext& ctx,
+                         const std::function<bool(const std::string&)>& enabled);
 
 }  // namespace nnfuse

@@ -1,0 +1,240 @@
+#include "kernels/ref/user_pattern.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "ir/error.h"
+#include "kernels/ref/ref_kernels.h"
+
+namespace nnfuse {
+
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::vector<std::shared_ptr<const FusionPattern>> patterns;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry;  // never destroyed: kernels may run during exit
+  return *r;
+}
+
+template <typename T>
+const T* get_if_attr(const std::map<std::string, AttributeValue>& attrs, const std::string& n) {
+  auto it = attrs.find(n);
+  return it == attrs.end() ? nullptr : std::get_if<T>(&it->second);
+}
+
+}  // namespace
+
+void register_fusion_pattern(FusionPattern pattern) {
+  const std::string who = "fusion pattern '" + pattern.name + "'";
+  if (pattern.name.empty()) fail(ErrorKind::kInvalidArgument, "a fusion pattern needs a name");
+  if (pattern.ops.size() < 2) {
+    fail(ErrorKind::kInvalidArgument, who, ": a pattern fuses a chain of at least two ops");
+  }
+  for (const std::string& op : pattern.ops) {
+    if (op.empty()) fail(ErrorKind::kInvalidArgument, who, ": an op type is empty");
+  }
+  if (!pattern.infer_shape) fail(ErrorKind::kInvalidArgument, who, ": infer_shape is missing");
+  if (!pattern.compute) fail(ErrorKind::kInvalidArgument, who, ": compute is missing");
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  for (const auto& p : r.patterns) {
+    if (p->name == pattern.name) {
+      fail(ErrorKind::kInvalidArgument, who, " is already registered");
+    }
+  }
+  r.patterns.push_back(std::make_shared<const FusionPattern>(std::move(pattern)));
+}
+
+bool unregister_fusion_pattern(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  auto it = std::find_if(r.patterns.begin(), r.patterns.end(),
+                         [&](const auto& p) { return p->name == name; });
+  if (it == r.patterns.end()) return false;
+  r.patterns.erase(it);
+  return true;
+}
+
+std::vector<std::string> registered_fusion_patterns() {
+  std::vector<std::string> names;
+  for (const auto& p : fusion_patterns()) names.push_back(p->name);
+  return names;
+}
+
+std::shared_ptr<const FusionPattern> find_fusion_pattern(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  for (const auto& p : r.patterns) {
+    if (p->name == name) return p;
+  }
+  return nullptr;
+}
+
+std::vector<std::shared_ptr<const FusionPattern>> fusion_patterns() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  return r.patterns;
+}
+
+int64_t PatternContext::attr_int(size_t i, const std::string& name, int64_t fallback) const {
+  const auto* v = get_if_attr<int64_t>(attrs(i), name);
+  return v ? *v : fallback;
+}
+
+double PatternContext::attr_float(size_t i, const std::string& name, double fallback) const {
+  if (const auto* v = get_if_attr<double>(attrs(i), name)) return *v;
+  if (const auto* v = get_if_attr<int64_t>(attrs(i), name)) return static_cast<double>(*v);
+  return fallback;
+}
+
+std::vector<int64_t> PatternContext::attr_ints(size_t i, const std::string& name,
+                                               std::vector<int64_t> fallback) const {
+  const auto* v = get_if_attr<std::vector<int64_t>>(attrs(i), name);
+  return v ? *v : fallback;
+}
+
+double PatternContext::param(const std::string& name, double fallback) const {
+  auto it = params_.find(name);
+  return it == params_.end() ? fallback : it->second;
+}
+
+AttributeValue to_attribute_value(const Attribute& a) {
+  switch (a.kind) {
+    case Attribute::Kind::kFloat:
+      return static_cast<double>(a.f);
+    case Attribute::Kind::kInt:
+      return a.i;
+    case Attribute::Kind::kString:
+      return a.s;
+    case Attribute::Kind::kFloats:
+      return std::vector<double>(a.floats.begin(), a.floats.end());
+    case Attribute::Kind::kInts:
+      return a.ints;
+    case Attribute::Kind::kStrings:
+      return a.strings;
+    default:
+      fail(ErrorKind::kUnsupported, "a ", attribute_kind_name(a.kind),
+           " attribute cannot be handed to a fusion pattern");
+  }
+}
+
+Attribute from_attribute_value(const AttributeValue& v) {
+  Attribute a;
+  if (const auto* x = std::get_if<int64_t>(&v)) {
+    a.kind = Attribute::Kind::kInt;
+    a.i = *x;
+  } else if (const auto* x = std::get_if<double>(&v)) {
+    a.kind = Attribute::Kind::kFloat;
+    a.f = static_cast<float>(*x);
+  } else if (const auto* x = std::get_if<std::string>(&v)) {
+    a.kind = Attribute::Kind::kString;
+    a.s = *x;
+  } else if (const auto* x = std::get_if<std::vector<int64_t>>(&v)) {
+    a.kind = Attribute::Kind::kInts;
+    a.ints = *x;
+  } else if (const auto* x = std::get_if<std::vector<double>>(&v)) {
+    a.kind = Attribute::Kind::kFloats;
+    a.floats.assign(x->begin(), x->end());
+  } else {
+    a.kind = Attribute::Kind::kStrings;
+    a.strings = std::get<std::vector<std::string>>(v);
+  }
+  return a;
+}
+
+PatternContext user_pattern_context(const Node& node, const FusionPattern& p) {
+  std::vector<std::string> ops;
+  if (const Attribute* a = node.find_attr("ops"); a && a->kind == Attribute::Kind::kStrings) {
+    ops = a->strings;
+  }
+  std::vector<std::map<std::string, AttributeValue>> attrs(ops.size());
+  for (const auto& [key, a] : node.attrs()) {
+    if (key.size() < 3 || key[0] != 'n') continue;
+    const size_t dot = key.find('.');
+    if (dot == std::string::npos || dot < 2) continue;
+    const std::string index = key.substr(1, dot - 1);
+    if (!std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      continue;
+    }
+    const size_t i = std::stoul(index);
+    if (i >= attrs.size()) {
+      fail(ErrorKind::kInvalidModel, node.describe(), ": attribute '", key, "' names node ", i,
+           " of ", ops.size());
+    }
+    attrs[i][key.substr(dot + 1)] = to_attribute_value(a);
+  }
+  return PatternContext(p.name, node.name(), std::move(ops), std::move(attrs), p.params);
+}
+
+std::string describe_pattern_at(const std::string& pattern, const std::string& node) {
+  return "fusion pattern '" + pattern + "' (node '" + node + "')";
+}
+
+namespace {
+
+std::string supports_user_pattern(const Node& node, int64_t) {
+  const std::string name = node.attr_string("pattern", "");
+  if (name.empty()) return "the node names no fusion pattern";
+  if (!find_fusion_pattern(name)) {
+    return "fusion pattern '" + name + "' is not registered in this process";
+  }
+  return "";
+}
+
+void run_user_pattern(KernelContext& ctx) {
+  const Node& node = ctx.node;
+  const std::string name = node.attr_string("pattern", "");
+  const std::shared_ptr<const FusionPattern> p = find_fusion_pattern(name);
+  const std::string who = describe_pattern_at(name, node.name());
+  if (!p) fail(ErrorKind::kUnsupported, who, ": the pattern is not registered in this process");
+  const PatternContext pc = user_pattern_context(node, *p);
+  std::vector<Tensor> in;
+  in.reserve(ctx.num_inputs());
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) in.push_back(ctx.in(i));
+  std::vector<Tensor> out;
+  try {
+    out = p->compute(in, pc);
+  } catch (const std::exception& e) {
+    fail(ErrorKind::kRuntime, who, ": compute failed: ", e.what());
+  } catch (...) {
+    fail(ErrorKind::kRuntime, who, ": compute failed with an exception that is not std::exception");
+  }
+  if (out.size() != node.num_outputs()) {
+    fail(ErrorKind::kRuntime, who, ": compute returned ", out.size(), " outputs, the node has ",
+         node.num_outputs());
+  }
+  for (size_t k = 0; k < out.size(); ++k) {
+    const Value* v = node.output(k);
+    if (!v) continue;
+    if (!out[k].defined()) fail(ErrorKind::kRuntime, who, ": compute's output ", k, " is empty");
+    if (v->dtype() != DType::kUndefined && out[k].dtype() != v->dtype()) {
+      fail(ErrorKind::kRuntime, who, ": compute's output ", k, " is ", dtype_name(out[k].dtype()),
+           ", infer_shape said ", dtype_name(v->dtype()));
+    }
+    if (out[k].layout() != Layout::kPlain) {
+      fail(ErrorKind::kRuntime, who, ": compute's output ", k, " is not a plain tensor");
+    }
+    const Shape& s = v->shape();
+    bool same = !s.has_rank || s.dims.size() == out[k].shape().size();
+    for (size_t d = 0; same && s.has_rank && d < s.dims.size(); ++d) {
+      same = !s.dims[d].known() || s.dims[d].value == out[k].shape()[d];
+    }
+    if (!same) {
+      fail(ErrorKind::kRuntime, who, ": compute's output ", k, " has shape ",
+           dims_str(out[k].shape()), ", infer_shape said ", s.str());
+    }
+    ctx.outputs[k] = std::move(out[k]);
+  }
+}
+
+}  // namespace
+
+void append_user_pattern_kernels(std::vector<RefKernelEntry>& t) {
+  t.push_back({kUserPatternOp, run_user_pattern, supports_user_pattern});
+}
+
+}  // namespace nnfuse
