@@ -56,12 +56,30 @@ bool is_noop_pad(const Node& n) {
   return !pads.empty() && std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
 }
 
+// For Mul(x, 1), Mul(1, x) and Div(x, 1) with the 1 a float constant of one element whose rank
+// does not exceed x's (so nothing broadcasts): the input that passes through (exactly, for
+// every float value), else -1. Exporters write them for alpha = beta = 1 (baddbmm).
+int unit_scale_input(const Node& n) {
+  if ((n.op_type() != "Mul" && n.op_type() != "Div") || n.num_inputs() != 2) return -1;
+  for (int c = n.op_type() == "Div" ? 1 : 0; c < 2; ++c) {
+    const Tensor* t = pattern::constant_value(n.input(static_cast<size_t>(c)));
+    const Value* x = n.input(static_cast<size_t>(1 - c));
+    if (!t || !x || t->numel() != 1 || !dtype_is_float(t->dtype()) || t->double_at(0) != 1.0 ||
+        t->dtype() != x->dtype() || !x->shape().has_rank ||
+        t->rank() > static_cast<int64_t>(x->shape().dims.size())) {
+      continue;
+    }
+    return 1 - c;
+  }
+  return -1;
+}
+
 class IdentityElimination : public Pass {
  public:
   const PassInfo& info() const override {
     static const PassInfo i{"IdentityEliminationPass",
-                            "Removes Identity, inference-mode Dropout, 1x1 stride-1 pools and "
-                            "zero Pads",
+                            "Removes Identity, inference-mode Dropout, 1x1 stride-1 pools, "
+                            "zero Pads and scalings by 1",
                             false, true};
     return i;
   }
@@ -95,8 +113,13 @@ class IdentityElimination : public Pass {
         identity = is_noop_pool(*n);
       }
       if (n->op_type() == "Pad") identity = is_noop_pad(*n);
-      if (!identity || !n->input(0) || !n->output(0)) continue;
-      Value* in = n->input(0);
+      int data = 0;  // the input that passes through
+      if (n->op_type() == "Mul" || n->op_type() == "Div") {
+        data = unit_scale_input(*n);
+        identity = data >= 0;
+      }
+      if (!identity || !n->input(static_cast<size_t>(data)) || !n->output(0)) continue;
+      Value* in = n->input(static_cast<size_t>(data));
       Value* out = n->output(0);
       // A graph output keeps its name: only remove the node when its input is an internal
       // value that the output can stand in for... which would rename it; so keep those.

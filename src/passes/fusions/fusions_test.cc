@@ -276,6 +276,30 @@ TEST(PadPoolFusion, MinusInfPadFoldsIntoMaxPool) {
   expect_same_numbers(std::move(f.graph), pad_pool_graph("MaxPool", -inf, {}));
 }
 
+TEST(IdentityElimination, ScalingByOneIsRemoved) {
+  // baddbmm(mask, q, k, beta=1, alpha=1) exports Mul(mask, 1) and Mul(q k, 1).
+  auto build = [](float scale, const Dims& scale_shape, const char* op, bool scale_first) {
+    B b;
+    Value* x = b.in("x", {2, 3});
+    Tensor t(DType::kFloat32, scale_shape);
+    t.data<float>()[0] = scale;
+    Value* c = b.c(std::move(t));
+    Value* y = b.n(op, scale_first ? std::vector<Value*>{c, x} : std::vector<Value*>{x, c}, {2, 3});
+    b.out(b.n("Relu", {y}, {2, 3}));
+    return std::move(b.g);
+  };
+  EXPECT_EQ(count_op(*fuse_without_auto_fusion(build(1.0f, {}, "Mul", false)).graph, "Mul"), 0u);
+  EXPECT_EQ(count_op(*fuse_without_auto_fusion(build(1.0f, {1}, "Mul", true)).graph, "Mul"), 0u);
+  EXPECT_EQ(count_op(*fuse_without_auto_fusion(build(1.0f, {1, 1}, "Div", false)).graph, "Div"),
+            0u);
+  // Kept: another scale, 1 / x, and a 1 of higher rank than x (it broadcasts x to [1, 2, 3]).
+  EXPECT_EQ(count_op(*fuse_without_auto_fusion(build(2.0f, {}, "Mul", false)).graph, "Mul"), 1u);
+  EXPECT_EQ(count_op(*fuse_without_auto_fusion(build(1.0f, {}, "Div", true)).graph, "Div"), 1u);
+  EXPECT_EQ(count_op(*fuse_without_auto_fusion(build(1.0f, {1, 1, 1}, "Mul", false)).graph, "Mul"),
+            1u);
+  expect_same_numbers(fuse(build(1.0f, {1}, "Mul", true)).graph, build(1.0f, {1}, "Mul", true));
+}
+
 TEST(IdentityElimination, DropoutThatDropsNothingIsRemoved) {
   // torch's F.dropout(x, p, training=False) exports training_mode as a constant input.
   auto build = [](std::optional<bool> training, bool mask_used, float ratio = 0.1f) {
