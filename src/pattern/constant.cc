@@ -1,4 +1,5 @@
 // Compile-time values: initializers and the outputs of Constant nodes.
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -59,6 +60,33 @@ const Tensor* constant_value(const Value* v) {
     return cached(n, Tensor::from_vector<int64_t>({static_cast<int64_t>(a->ints.size())}, a->ints));
   }
   return nullptr;  // sparse_value, strings: not usable as numbers
+}
+
+std::optional<SliceRange> slice_range(const Node* n) {
+  if (!n || n->op_type() != "Slice" || !is_default_domain(n->domain()) || n->num_inputs() < 3) {
+    return std::nullopt;
+  }
+  const Value* x = n->input(0);
+  if (!x || !x->shape().fully_known()) return std::nullopt;
+  const Dims in = x->shape().static_dims();
+  const Tensor *st = constant_value(n->input(1)), *en = constant_value(n->input(2));
+  const Tensor* ax = n->num_inputs() > 3 && n->input(3) ? constant_value(n->input(3)) : nullptr;
+  const Tensor* sp = n->num_inputs() > 4 && n->input(4) ? constant_value(n->input(4)) : nullptr;
+  if (!st || !en || st->numel() != 1 || en->numel() != 1 || !dtype_is_integer(st->dtype()) ||
+      !dtype_is_integer(en->dtype())) {
+    return std::nullopt;
+  }
+  if (n->num_inputs() > 3 && n->input(3) && (!ax || ax->numel() != 1)) return std::nullopt;
+  if (n->num_inputs() > 4 && n->input(4) && (!sp || sp->numel() != 1 || sp->int_at(0) != 1)) {
+    return std::nullopt;
+  }
+  const auto rank = static_cast<int64_t>(in.size());
+  int64_t axis = ax ? ax->int_at(0) : 0;
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return std::nullopt;
+  const int64_t d = in[static_cast<size_t>(axis)];
+  auto clamp = [d](int64_t v) { return std::clamp(v < 0 ? v + d : v, int64_t{0}, d); };
+  return SliceRange{n->input(0), axis, clamp(st->int_at(0)), clamp(en->int_at(0))};
 }
 
 }  // namespace nnfuse::pattern

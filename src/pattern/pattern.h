@@ -128,4 +128,13 @@ std::vector<Match> find_all(const Graph& g, const Pat& root);
 // The value of a constant (initializer or Constant node output), or nullptr.
 const Tensor* constant_value(const Value* v);
 
+// A Slice with constant starts/ends (steps 1) on one axis of a static-shape input (what chunk()
+// exports; the importer leaves its output shape unknown when the bounds came from Shape), its
+// bounds clamped into [0, dim] as Slice clamps them.
+struct SliceRange {
+  Value* src = nullptr;
+  int64_t axis = 0, start = 0, end = 0;
+};
+std::optional<SliceRange> slice_range(const Node* n);
+
 }  // namespace nnfuse::pattern

@@ -147,7 +147,8 @@ CASES = [
      {"num_heads": 4, "causal": 0, "qkv_packed": 1, "scale": 1 / math.sqrt(8)}),
     ("mha_seq_first_op13", MHA(32, 2, False, False), x_in(32, 9, True), 13, {ATT: 1},
      {"num_heads": 2, "causal": 0, "qkv_packed": 1, "scale": 1 / 4.0}),
-    ("mha_key_padding_op14", MHA(32, 4, True, True), kpm_in(32, 7), 14, {}, None),
+    ("mha_key_padding_op14", MHA(32, 4, True, True), kpm_in(32, 7), 14, {ATT: 1},
+     {"num_heads": 4, "causal": 0, "qkv_packed": 1, "scale": 1 / math.sqrt(8)}),
     ("sdpa_op13", SDPA(32, 4, False), x_in(32, 8), 13, {ATT: 1},
      {"num_heads": 4, "causal": 0, "qkv_packed": 1, "scale": 1 / math.sqrt(8)}),
     # torch.tril exports from opset 14.

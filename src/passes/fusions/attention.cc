@@ -68,42 +68,10 @@ std::optional<double> scalar_value(const Value* v) {
   return t->double_at(0);
 }
 
-// A Slice with constant starts/ends (steps 1) on one axis of a static-shape input: what
-// chunk() exports; the importer leaves its output shape unknown when the bounds came from Shape.
-struct SliceRange {
-  Value* src = nullptr;
-  int64_t axis = 0, start = 0, end = 0;
-};
-
-std::optional<SliceRange> slice_range(const Node* n) {
-  if (!n || n->op_type() != "Slice" || !n->domain().empty() || n->num_inputs() < 3) {
-    return std::nullopt;
-  }
-  std::optional<Dims> in = static_shape(n->input(0));
-  const Tensor *st = constant_value(n->input(1)), *en = constant_value(n->input(2));
-  const Tensor* ax = n->num_inputs() > 3 && n->input(3) ? constant_value(n->input(3)) : nullptr;
-  const Tensor* sp = n->num_inputs() > 4 && n->input(4) ? constant_value(n->input(4)) : nullptr;
-  if (!in || !st || !en || st->numel() != 1 || en->numel() != 1 || !dtype_is_integer(st->dtype()) ||
-      !dtype_is_integer(en->dtype())) {
-    return std::nullopt;
-  }
-  if (n->num_inputs() > 3 && n->input(3) && (!ax || ax->numel() != 1)) return std::nullopt;
-  if (n->num_inputs() > 4 && n->input(4) && (!sp || sp->numel() != 1 || sp->int_at(0) != 1)) {
-    return std::nullopt;
-  }
-  const auto rank = static_cast<int64_t>(in->size());
-  int64_t axis = ax ? ax->int_at(0) : 0;
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank) return std::nullopt;
-  const int64_t d = (*in)[static_cast<size_t>(axis)];
-  auto clamp = [d](int64_t x) { return std::clamp(x < 0 ? x + d : x, int64_t{0}, d); };
-  return SliceRange{n->input(0), axis, clamp(st->int_at(0)), clamp(en->int_at(0))};
-}
-
 // v's static shape, or for a Slice output of unknown shape, the one its constant bounds give.
 std::optional<Dims> known_shape(const Value* v) {
   if (std::optional<Dims> d = static_shape(v)) return d;
-  std::optional<SliceRange> r = slice_range(v ? v->producer() : nullptr);
+  std::optional<pattern::SliceRange> r = pattern::slice_range(v ? v->producer() : nullptr);
   if (!r) return std::nullopt;
   Dims d = *static_shape(r->src);
   d[static_cast<size_t>(r->axis)] = std::max<int64_t>(0, r->end - r->start);
@@ -196,7 +164,7 @@ std::optional<std::pair<Value*, std::vector<Node*>>> packed_source(Value* q, Val
   int64_t at = 0;
   for (Value* part : {q, k, v}) {
     Node* n = part->producer();
-    std::optional<SliceRange> r = slice_range(n);
+    std::optional<pattern::SliceRange> r = pattern::slice_range(n);
     if (!r || (whole && r->src != whole) || r->start != at || r->end != at + e) {
       return std::nullopt;
     }
@@ -461,11 +429,26 @@ class AttentionFusion : public Pass {
     nodes.push_back(t);
     nodes.push_back(r);
     const Dims scores = {q->batch, q->heads, q->seq, k->seq};
+    // A sequence-first attention's mask is on its [B*H, Sq, Sk] scores (batch-major: row
+    // b * H + h): one for every (batch, head) is the [B, H, Sq, Sk] mask reshaped.
+    Dims mask_heads;
     if (sc->mask && seq_first) {
-      why = "a sequence-first attention has a mask on its [B*H, Sq, Sk] scores";
-      return true;
+      const std::optional<Dims> m = static_shape(sc->mask);
+      if (!m || m->size() > 3 || sc->mask->dtype() != DType::kFloat32) {
+        why = "a sequence-first attention's mask is not a float32 tensor of rank <= 3";
+        return true;
+      }
+      Dims m3(3 - m->size(), 1);
+      m3.insert(m3.end(), m->begin(), m->end());
+      if (m3[0] == q->batch * q->heads && m3[0] != 1) {
+        mask_heads = {q->batch, q->heads, m3[1], m3[2]};
+      } else if (m3[0] != 1) {
+        why = "a sequence-first attention's mask " + dims_str(*m) +
+              " is not one per (batch, head) of its [B*H, Sq, Sk] scores";
+        return true;
+      }
     }
-    if (sc->mask && !mask_fits(sc->mask, scores)) {
+    if (sc->mask && mask_heads.empty() && !mask_fits(sc->mask, scores)) {
       why = "the mask is not a float32 tensor broadcasting to [B, H, Sq, Sk] " + dims_str(scores);
       return true;
     }
@@ -492,7 +475,7 @@ class AttentionFusion : public Pass {
     }
     why = pattern::check_replaceable(g, nodes, {r->output(0)});
     if (!why.empty()) return true;
-    fuse_seq_first(g, ctx, nodes, ins, r->output(0), attrs, {q->seq, q->batch, e});
+    fuse_seq_first(g, ctx, nodes, ins, r->output(0), attrs, {q->seq, q->batch, e}, mask_heads);
     return true;
   }
 
@@ -500,7 +483,7 @@ class AttentionFusion : public Pass {
   // [B, S, N], and its output [B, Sq, E] is transposed back and reshaped into `out`.
   void fuse_seq_first(Graph& g, PassContext& ctx, const std::vector<Node*>& nodes,
                       std::vector<Value*> ins, Value* out, std::map<std::string, Attribute> attrs,
-                      const Dims& sbe) {
+                      const Dims& sbe, const Dims& mask_heads) {
     const std::string pass = info().name;
     const std::vector<std::string> from = original_names(nodes);
     auto transpose = [&](Value* x, const Dims& d, const std::string& stem) {
@@ -514,8 +497,18 @@ class AttentionFusion : public Pass {
       n->set_provenance(from, pass);
       return y;
     };
-    for (Value*& in : ins) {
-      if (in) in = transpose(in, *known_shape(in), in->name() + "_batch_first");
+    for (size_t i = 0; i < 3 && i < ins.size(); ++i) {  // Q, K, V (the mask is per batch)
+      if (ins[i]) ins[i] = transpose(ins[i], *known_shape(ins[i]), ins[i]->name() + "_batch_first");
+    }
+    if (ins.size() > 3 && ins[3] && !mask_heads.empty()) {
+      Value* m = g.add_value(g.unique_value_name(ins[3]->name() + "_heads"), DType::kFloat32,
+                             Shape::of(mask_heads));
+      Value* shape =
+          pattern::add_constant(g, ins[3]->name() + "_heads_shape", shape_tensor(mask_heads));
+      Node* rs = g.add_node("Reshape", unique_node_name(g, ins[3]->name() + "_heads"),
+                            {ins[3], shape}, {m});
+      rs->set_provenance(from, pass);
+      ins[3] = m;
     }
     const std::string err =
         apply_fusion(g, ctx, pass, nodes, "MultiHeadAttention", kFusedDomain, ins, {out}, attrs);

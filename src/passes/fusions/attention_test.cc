@@ -210,6 +210,7 @@ struct SeqFirstOptions {
   int64_t s = 5, batch = 2, heads = 2, dim = 4;
   bool flat_merge = true;  // Reshape [S*B, E], else [S, B, E]
   bool mask = false;
+  int64_t mask_rows = 0;  // the mask's rows: 0 for B*H, or 1
 };
 
 std::unique_ptr<Graph> seq_first_graph(const SeqFirstOptions& o) {
@@ -232,7 +233,10 @@ std::unique_ptr<Graph> seq_first_graph(const SeqFirstOptions& o) {
   Value* kt = transpose(b, parts[1], {1, 2, 0}, {n * h, d, s});
   Value* v = transpose(b, parts[2], {1, 0, 2}, {n * h, s, d});
   Value* sc = b.n("MatMul", {q, kt}, {n * h, s, s});
-  if (o.mask) sc = b.n("Add", {sc, b.in("mask", {n * h, 1, s})}, {n * h, s, s});
+  if (o.mask) {
+    const int64_t rows = o.mask_rows ? o.mask_rows : n * h;
+    sc = b.n("Add", {sc, b.in("mask", {rows, 1, s})}, {n * h, s, s});
+  }
   Value* p = b.n("Softmax", {sc}, {n * h, s, s}, {{"axis", attr_int(-1)}}, "softmax");
   Value* ctx = transpose(b, b.n("MatMul", {p, v}, {n * h, s, d}), {1, 0, 2}, {s, n * h, d});
   const Dims merged = o.flat_merge ? Dims{s * n, e} : Dims{s, n, e};
@@ -265,17 +269,22 @@ TEST(AttentionFusion, MultiheadAttentionSequenceFirst) {
   }
 }
 
-TEST(AttentionFusion, SequenceFirstWithMaskDeclines) {
-  SeqFirstOptions o;
-  o.mask = true;
-  auto f = fuse(seq_first_graph(o));
-  EXPECT_EQ(count_op(*f.graph, "MultiHeadAttention"), 0u);
-  const PassRecord* r = record(f.report, "AttentionFusionPass");
-  ASSERT_NE(r, nullptr);
-  ASSERT_FALSE(r->rejected.empty());
-  EXPECT_NE(r->rejected[0].reason.find("sequence-first"), std::string::npos)
-      << r->rejected[0].reason;
-  expect_same_numbers(std::move(f.graph), seq_first_graph(o));
+TEST(AttentionFusion, SequenceFirstWithAMask) {
+  // nn.MultiheadAttention's key padding mask is added to its [B*H, Sq, Sk] scores: reshaped to
+  // [B, H, 1, Sk] it is the fused node's mask (row b * H + h is batch b, head h). A mask shared
+  // by every row ([1, 1, Sk]) is the fused node's mask as it is.
+  for (int64_t rows : {0, 1}) {
+    SeqFirstOptions o;
+    o.mask = true;
+    o.mask_rows = rows;
+    auto f = fuse(seq_first_graph(o));
+    ASSERT_EQ(count_op(*f.graph, "MultiHeadAttention"), 1u) << graph_to_text(*f.graph);
+    const Node* a = only(*f.graph, "MultiHeadAttention");
+    ASSERT_NE(a->input(3), nullptr);
+    const Dims want = rows ? Dims{1, 1, o.s} : Dims{o.batch, o.heads, 1, o.s};
+    EXPECT_EQ(a->input(3)->shape().static_dims(), want);
+    expect_same_numbers(std::move(f.graph), seq_first_graph(o));
+  }
 }
 
 void expect_declined(const AttnOptions& o, const std::string& reason) {
