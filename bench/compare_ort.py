@@ -24,22 +24,9 @@ import argparse, json, os, statistics, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-ORT_VERSION = "1.30.0"
-
-
-def ensure_ort():
-    if os.environ.get("ORT_NODE"):
-        return os.environ["ORT_NODE"]
-    d = "/tmp/nnfuse-ort"
-    mod = os.path.join(d, "node_modules", "onnxruntime-node")
-    if not os.path.isdir(mod):
-        os.makedirs(d, exist_ok=True)
-        print("installing onnxruntime-node@%s with npm into %s" % (ORT_VERSION, d), file=sys.stderr)
-        subprocess.run(["npm", "init", "-y"], cwd=d, check=True, capture_output=True)
-        # Its install script fetches GPU binaries; the CPU library ships inside the package.
-        subprocess.run(["npm", "install", "--ignore-scripts", "onnxruntime-node@" + ORT_VERSION],
-                       cwd=d, check=True)
-    return mod
+# One ONNX Runtime install for the tests and the benchmarks (npm, /tmp/nnfuse-ort).
+sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+from ort_export import ORT_VERSION, ensure_ort  # noqa: E402,F401
 
 
 def ensure_model(zoo, name):

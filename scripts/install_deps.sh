@@ -11,6 +11,9 @@ PACKAGES=(
   pybind11-dev python3-dev python3-numpy python3-pytest python3-onnx python3-torch python3-torchvision
   graphviz
 )
+# npm installs ONNX Runtime's Node package (onnxruntime-node), which the ORT-export tests and the
+# benchmarks run; a Node.js that ships its own npm is kept.
+if ! command -v npm >/dev/null 2>&1; then PACKAGES+=(nodejs npm); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -3,8 +3,10 @@
 #include <onnx/onnx_pb.h>
 
 #include <fstream>
+#include <memory>
 
 #include "ir/error.h"
+#include "onnx/ort_export.h"
 #include "onnx/provenance.h"
 #include "onnx/tensor_proto.h"
 
@@ -14,7 +16,9 @@ namespace {
 
 constexpr int64_t kIrVersion = 8;
 
-void set_type(const Value* v, onnx::ValueInfoProto* vi) {
+}  // namespace
+
+void value_info_to_proto(const Value* v, onnx::ValueInfoProto* vi) {
   vi->set_name(v->name());
   auto* tt = vi->mutable_type()->mutable_tensor_type();
   tt->set_elem_type(dtype_to_onnx(v->dtype()));
@@ -30,7 +34,17 @@ void set_type(const Value* v, onnx::ValueInfoProto* vi) {
   }
 }
 
+namespace {
+
+void set_type(const Value* v, onnx::ValueInfoProto* vi) { value_info_to_proto(v, vi); }
+
 }  // namespace
+
+ExportFormat export_format_from_name(const std::string& name) {
+  if (name == "nnfuse") return ExportFormat::kNnfuse;
+  if (name == "ort") return ExportFormat::kOrt;
+  fail(ErrorKind::kInvalidArgument, "unknown export format '", name, "' (expected nnfuse or ort)");
+}
 
 void attribute_to_proto(const std::string& name, const Attribute& a, onnx::AttributeProto* p) {
   using A = onnx::AttributeProto;
@@ -69,27 +83,32 @@ void attribute_to_proto(const std::string& name, const Attribute& a, onnx::Attri
   }
 }
 
-void graph_to_model(const Graph& g, onnx::ModelProto* m) {
+void graph_to_model(const Graph& g, onnx::ModelProto* m, ExportFormat format) {
   m->Clear();
   m->set_ir_version(kIrVersion);
   m->set_producer_name("nnfuse");
   m->set_producer_version("0.1.0");
-  std::map<std::string, int64_t> opsets = g.opsets;
-  for (const Node* n : g.nodes()) {
-    if (!n->domain().empty() && !opsets.count(n->domain())) opsets[n->domain()] = 1;
-  }
-  for (auto& [d, v] : opsets) {
-    auto* o = m->add_opset_import();
-    o->set_domain(d);
-    o->set_version(v);
-  }
   onnx::GraphProto* gp = m->mutable_graph();
   gp->set_name(g.name.empty() ? "nnfuse" : g.name);
   for (const Value* v : g.runtime_inputs()) set_type(v, gp->add_input());
   for (const Value* v : g.values()) {
     if (v->is_constant()) tensor_to_proto(v->constant(), v->name(), gp->add_initializer());
   }
+  std::unique_ptr<OrtLowering> ort;
+  if (format == ExportFormat::kOrt) ort = std::make_unique<OrtLowering>(g, gp);
   for (const Node* n : g.nodes()) {
+    if (ort && ort->absorbed(*n)) continue;
+    if (ort && (n->domain() == kFusedDomain || ort->claims(*n))) {
+      const int before = gp->node_size();
+      ort->lower(*n);
+      for (int i = before; i < gp->node_size(); ++i) {
+        if (!n->fused_by().empty()) {
+          gp->mutable_node(i)->set_doc_string(provenance_doc(n->fused_by(), n->fused_from()));
+        }
+      }
+      for (const Value* v : n->outputs()) ort->declare(v);
+      continue;
+    }
     onnx::NodeProto* np = gp->add_node();
     np->set_name(n->name());
     np->set_op_type(n->op_type());
@@ -109,11 +128,26 @@ void graph_to_model(const Graph& g, onnx::ModelProto* m) {
     }
   }
   for (const Value* v : g.outputs()) set_type(v, gp->add_output());
+  // The opsets: the graph's (the default domain's as the ORT lowering wrote it), and version 1
+  // of every other domain a node uses.
+  std::map<std::string, int64_t> opsets = g.opsets;
+  if (ort) {
+    opsets[""] = ort->opset();
+    opsets.erase(kFusedDomain);
+  }
+  for (const onnx::NodeProto& np : gp->node()) {
+    if (!np.domain().empty() && !opsets.count(np.domain())) opsets[np.domain()] = 1;
+  }
+  for (auto& [d, v] : opsets) {
+    auto* o = m->add_opset_import();
+    o->set_domain(d);
+    o->set_version(v);
+  }
 }
 
-std::string export_onnx_string(const Graph& g) {
+std::string export_onnx_string(const Graph& g, ExportFormat format) {
   onnx::ModelProto m;
-  graph_to_model(g, &m);
+  graph_to_model(g, &m, format);
   std::string out;
   if (!m.SerializeToString(&out)) {
     fail(ErrorKind::kUnsupported, "the model is too large to serialize as one protobuf (2 GiB)");
@@ -121,9 +155,9 @@ std::string export_onnx_string(const Graph& g) {
   return out;
 }
 
-void save_onnx(const Graph& g, const std::string& path) {
+void save_onnx(const Graph& g, const std::string& path, ExportFormat format) {
   onnx::ModelProto m;
-  graph_to_model(g, &m);
+  graph_to_model(g, &m, format);
   if (m.ByteSizeLong() > static_cast<size_t>(INT32_MAX)) {
     fail(ErrorKind::kUnsupported, "the model is too large to serialize as one protobuf (2 GiB)");
   }

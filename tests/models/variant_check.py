@@ -7,6 +7,9 @@ import numpy as np
 import onnx
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ort_export  # noqa: E402
+
 
 def run(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -95,6 +98,22 @@ def run_and_verify(nnfuse, path, fused, feeds, want):
     rc, log = run([nnfuse, "verify", path])
     if rc != 0:
         errors.append("verify failed (%d): %s" % (rc, log.strip()))
+    return errors + ort_export_errors(nnfuse, path, feeds)
+
+
+def ort_export_errors(nnfuse, path, feeds):
+    """The model's ONNX Runtime export (ort_export.check_export) on the inputs of `feeds`
+    (nnfuse's --input flags): checker-valid, nnfuse's outputs in ORT, at most ORT's node count.
+    Prints its node counts."""
+    arrays = {}
+    for flag in feeds[1::2]:
+        name, f = flag.split("=", 1)
+        arrays[name] = np.load(f)
+    name = os.path.splitext(os.path.basename(path))[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        errors, row = ort_export.check_export(nnfuse, tmp, name, path, arrays)
+    print("     ort export: %s" % ", ".join("%s %s" % (k, v) for k, v in row.items()
+                                              if k != "model"))
     return errors
 
 

@@ -17,7 +17,7 @@ namespace nnfuse::cli {
 namespace {
 
 struct CompileArgs {
-  std::string model, output, report;
+  std::string model, output, report, format = "nnfuse";
   FusionFlags fusion;
   bool json = false;
 };
@@ -25,7 +25,8 @@ struct CompileArgs {
 }  // namespace
 
 int compile_model(const std::string& model, const std::string& output, const std::string& report,
-                  const FusionFlags& fusion, bool json) {
+                  const FusionFlags& fusion, bool json, const std::string& format) {
+  const ExportFormat fmt = export_format_from_name(format);
   FusionReport r;
   size_t before = 0;
   FuseTimes times;
@@ -35,7 +36,7 @@ int compile_model(const std::string& model, const std::string& output, const std
   std::string out = output;
   if (out.size() < 5 || out.substr(out.size() - 5) != ".onnx") out += ".onnx";
   const auto s0 = std::chrono::steady_clock::now();
-  save_onnx(*g, out);
+  save_onnx(*g, out, fmt);
   const double save_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
   if (!report.empty()) write_fusion_report(r, report);
@@ -44,6 +45,7 @@ int compile_model(const std::string& model, const std::string& output, const std
     nlohmann::json j{
         {"model", model},
         {"output", out},
+        {"format", format},
         {"nodes_before", before},
         {"nodes_after", g->num_nodes()},
         {"seconds", {{"load", times.load_s}, {"fuse", times.fuse_s}, {"save", save_s}}},
@@ -53,7 +55,8 @@ int compile_model(const std::string& model, const std::string& output, const std
     return 0;
   }
   std::cout << "compiled " << model << " -> " << out << ": " << before << " nodes -> "
-            << g->num_nodes() << "\n";
+            << g->num_nodes()
+            << (fmt == ExportFormat::kOrt ? " (written with ONNX Runtime's ops)" : "") << "\n";
   for (const PassRecord& p : r.passes) {
     std::cout << "  " << p.name << ": " << p.match_times << " matched, " << p.effect_times
               << " fused";
@@ -82,6 +85,12 @@ Action add_compile(CLI::App& app) {
   c->add_option("-o,--output", a->output, "The fused model (.onnx added when missing)")->required();
   c->add_option("--report", a->report, "Write fusion_result.json (CANN GE's shape) here");
   c->add_flag("--json", a->json, "Print the summary as JSON");
+  c->add_option("--format", a->format,
+                "nnfuse: fused nodes as nnfuse's ops (nnfuse runs the model); ort: as ONNX "
+                "Runtime's contrib ops (com.microsoft) and standard ONNX ops, so ONNX Runtime runs "
+                "it")
+      ->check(CLI::IsMember({"nnfuse", "ort"}))
+      ->capture_default_str();
   add_fusion_flags(c, a->fusion);
   add_shape_flag(c, a->fusion);
   c->add_option("--target", a->fusion.target,
@@ -96,7 +105,7 @@ Action add_compile(CLI::App& app) {
       if (stem.size() >= 5 && stem.substr(stem.size() - 5) == ".onnx") stem.resize(stem.size() - 5);
       f.dump_kernels = stem + "_cuda";
     }
-    return compile_model(a->model, a->output, a->report, f, a->json);
+    return compile_model(a->model, a->output, a->report, f, a->json, a->format);
   };
 }
 

@@ -55,8 +55,9 @@ inline void add_strict_flag(CLI::App* c, bool& strict) {
 }
 // The --shape values as import options (errors name the flag).
 ImportOptions import_options(const FusionFlags& f);
+// `format`: "nnfuse" or "ort" (ExportFormat).
 int compile_model(const std::string& model, const std::string& output, const std::string& report,
-                  const FusionFlags& fusion, bool json);
+                  const FusionFlags& fusion, bool json, const std::string& format = "nnfuse");
 // Loads the model and, unless --no-fusion, runs the pass pipeline on it.
 // Seconds spent loading (import and shape specialization) and fusing (the pass pipeline,
 // generated kernels built or found in the cache included).

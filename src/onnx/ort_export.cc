@@ -1,0 +1,422 @@
+// The ONNX Runtime export: the driver, and the lowerings of the convolution and dense ops.
+#include "onnx/ort_export.h"
+
+#include <cmath>
+#include <optional>
+
+#include "ir/error.h"
+#include "kernels/ref/conv_pool.h"
+#include "kernels/ref/fused.h"
+#include "onnx/exporter.h"
+
+namespace nnfuse {
+
+namespace {
+
+using ref::ActivationKind;
+
+// The default domain's opset of the export: LayerNormalization, which several lowerings write,
+// is an ONNX op from opset 17 (every op's opset-13 semantics hold through 17).
+int64_t export_opset(const Graph& g) {
+  int64_t opset = g.opset("");
+  if (opset >= 17) return opset;
+  for (const Node* n : g.nodes()) {
+    if (n->domain() != kFusedDomain) continue;
+    const std::string& op = n->op_type();
+    if (op == "LayerNormalization" || op == "FusedLayerNormMatMul" || op == "EmbedLayerNorm" ||
+        op == "SkipLayerNorm" || op == "FusedMatMulLayerNorm") {
+      return 17;
+    }
+  }
+  return opset;
+}
+
+const std::set<std::string>& lowered_ops() {
+  static const std::set<std::string> ops = {"FusedConv",
+                                            "ScaledConv",
+                                            "FusedConvPool",
+                                            "FusedGemm",
+                                            "FusedMatMul",
+                                            "FusedGlobalPoolGemm",
+                                            "Gelu",
+                                            "Swish",
+                                            "ScaleShift",
+                                            "SkipLayerNorm",
+                                            "RMSNorm",
+                                            "LayerNormalization",
+                                            "EmbedLayerNorm",
+                                            "MultiHeadAttention",
+                                            "FusedMatMulLayerNorm",
+                                            "FusedLayerNormMatMul",
+                                            "FusedRegion"};
+  return ops;
+}
+
+// Conv's own attributes, as a fused conv node carries them.
+constexpr const char* kConvAttrs[] = {"auto_pad",     "dilations", "group",
+                                      "kernel_shape", "pads",      "strides"};
+
+// ORT's FusedConv and FusedGemm apply these activations themselves (MLAS activations), with
+// their parameters in activation_params / activation_alpha, activation_beta.
+bool ort_fusable(ActivationKind k) {
+  switch (k) {
+    case ActivationKind::kRelu:
+    case ActivationKind::kLeakyRelu:
+    case ActivationKind::kClip:
+    case ActivationKind::kSigmoid:
+    case ActivationKind::kTanh:
+    case ActivationKind::kHardSigmoid:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// ORT's FusedGemm takes these (its activation functors; every parameter must be set).
+bool ort_gemm_fusable(ActivationKind k) {
+  switch (k) {
+    case ActivationKind::kRelu:
+    case ActivationKind::kLeakyRelu:
+    case ActivationKind::kSigmoid:
+    case ActivationKind::kTanh:
+    case ActivationKind::kHardSigmoid:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// FusedGemm's activation attributes: the functor reads alpha, beta and gamma uninitialized
+// when absent, so all three are written.
+void set_gemm_activation(onnx::NodeProto* p, const std::string& name, const ref::Activation& a) {
+  ProtoWriter::set_string(p, "activation", name);
+  ProtoWriter::set_float(p, "activation_alpha", a.alpha);
+  ProtoWriter::set_float(p, "activation_beta", a.beta);
+  ProtoWriter::set_float(p, "activation_gamma", 0.0f);
+}
+
+std::vector<float> activation_params(const ref::Activation& a) {
+  switch (a.kind) {
+    case ActivationKind::kLeakyRelu:
+      return {a.alpha};
+    case ActivationKind::kClip:
+    case ActivationKind::kHardSigmoid:
+      return {a.alpha, a.beta};
+    default:
+      return {};
+  }
+}
+
+std::string name_of(const Value* v) { return v ? v->name() : ""; }
+
+std::optional<Dims> static_dims(const Value* v) {
+  if (!v || !v->shape().fully_known()) return std::nullopt;
+  return v->shape().static_dims();
+}
+
+}  // namespace
+
+bool ort_lowering_exists(const std::string& op_type) { return lowered_ops().count(op_type) != 0; }
+
+OrtLowering::OrtLowering(const Graph& g, onnx::GraphProto* gp) : g_(g), w_(g, gp, export_opset(g)) {
+  plan();
+}
+
+void OrtLowering::declare_shape(const std::string& name, DType dtype, const Dims& dims) {
+  onnx::ValueInfoProto* vi = w_.graph_proto()->add_value_info();
+  vi->set_name(name);
+  auto* tt = vi->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(dtype_to_onnx(dtype));
+  auto* shape = tt->mutable_shape();
+  for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+}
+
+void OrtLowering::declare(const Value* v) {
+  if (!v || v->is_graph_output() || v->dtype() == DType::kUndefined) return;
+  onnx::ValueInfoProto* vi = w_.graph_proto()->add_value_info();
+  value_info_to_proto(v, vi);
+}
+
+void OrtLowering::lower(const Node& n) {
+  const std::string& op = n.op_type();
+  w_.begin(n.name());
+  if (auto it = rewrites_.find(&n); it != rewrites_.end()) return it->second();
+  if (op == "UserPattern") {
+    fail(ErrorKind::kUnsupported, n.describe(), ": fusion pattern '", n.attr_string("pattern", ""),
+         "' is computed by the user's code, which ONNX Runtime cannot run; export with the "
+         "nnfuse format, or compile without the pattern registered");
+  }
+  if (op == "FusedConv") return lower_conv(n);
+  if (op == "ScaledConv") return lower_scaled_conv(n);
+  if (op == "FusedConvPool") return lower_conv_pool(n);
+  if (op == "FusedGemm") return lower_gemm(n);
+  if (op == "FusedMatMul") return lower_matmul(n);
+  if (op == "FusedGlobalPoolGemm") return lower_pool_gemm(n);
+  if (op == "Gelu" || op == "Swish") return lower_standalone_activation(n);
+  if (op == "ScaleShift") return lower_scale_shift(n);
+  if (op == "SkipLayerNorm") return lower_skip_layer_norm(n);
+  if (op == "RMSNorm") return lower_rms_norm(n);
+  if (op == "LayerNormalization") return lower_layer_norm(n);
+  if (op == "EmbedLayerNorm") return lower_embed(n);
+  if (op == "MultiHeadAttention") return lower_attention(n);
+  if (op == "FusedMatMulLayerNorm") return lower_matmul_layer_norm(n);
+  if (op == "FusedLayerNormMatMul") return lower_layer_norm_matmul(n);
+  if (op == "FusedRegion") return lower_region(n);
+  fail(ErrorKind::kUnsupported, n.describe(), ": no ONNX Runtime form of ", op,
+       " (domain ai.nnfuse) is known");
+}
+
+void OrtLowering::write_activation(const Node& n, const std::string& in, const std::string& out,
+                                   const std::string& name) {
+  const ref::Activation a = ref::read_activation(n);
+  onnx::NodeProto* p = nullptr;
+  switch (a.kind) {
+    case ActivationKind::kNone:
+      w_.node("Identity", {in}, {out}, "", name);
+      return;
+    case ActivationKind::kRelu:
+      w_.node("Relu", {in}, {out}, "", name);
+      return;
+    case ActivationKind::kSigmoid:
+      w_.node("Sigmoid", {in}, {out}, "", name);
+      return;
+    case ActivationKind::kTanh:
+      w_.node("Tanh", {in}, {out}, "", name);
+      return;
+    case ActivationKind::kLeakyRelu:
+      p = w_.node("LeakyRelu", {in}, {out}, "", name);
+      ProtoWriter::set_float(p, "alpha", a.alpha);
+      return;
+    case ActivationKind::kHardSigmoid:
+      p = w_.node("HardSigmoid", {in}, {out}, "", name);
+      ProtoWriter::set_float(p, "alpha", a.alpha);
+      ProtoWriter::set_float(p, "beta", a.beta);
+      return;
+    case ActivationKind::kClip:
+      w_.node("Clip", {in, w_.scalar(a.alpha), w_.scalar(a.beta)}, {out}, "", name);
+      return;
+    case ActivationKind::kHardSwish:
+      if (w_.opset() >= 14) {
+        w_.node("HardSwish", {in}, {out}, "", name);
+      } else {
+        const std::string gate = w_.fresh(out + "_gate");
+        p = w_.node("HardSigmoid", {in}, {gate}, "", name + "_gate");
+        ProtoWriter::set_float(p, "alpha", 1.0f / 6.0f);
+        ProtoWriter::set_float(p, "beta", 0.5f);
+        w_.node("Mul", {in, gate}, {out}, "", name);
+      }
+      return;
+    case ActivationKind::kSiLU:
+    case ActivationKind::kSwish:
+      p = w_.node("QuickGelu", {in}, {out}, kOrtDomain, name);
+      ProtoWriter::set_float(p, "alpha", a.kind == ActivationKind::kSiLU ? 1.0f : a.alpha);
+      return;
+    case ActivationKind::kGelu:
+      w_.node("Gelu", {in}, {out}, kOrtDomain, name);
+      return;
+    case ActivationKind::kGeluTanh:
+      w_.node("FastGelu", {in}, {out}, kOrtDomain, name);
+      return;
+  }
+}
+
+namespace {
+
+bool has_activation(const Node& n) { return ref::read_activation(n).kind != ActivationKind::kNone; }
+
+}  // namespace
+
+void OrtLowering::write_conv(const Node& n, const std::string& x, size_t first_weight,
+                             const Value* conv_value, const std::string& out,
+                             const std::string& name) {
+  // FusedConv(X, W, B?, Z?): ORT adds Z before its activation, Z of exactly the output's shape.
+  const ref::Activation a = ref::read_activation(n);
+  const Value* z = n.input(first_weight + 2);
+  const auto zd = static_dims(z);
+  const auto yd = static_dims(conv_value);
+  const bool z_inside = !z || (zd && yd && *zd == *yd);
+  const bool act_inside = a.kind == ActivationKind::kNone || (ort_fusable(a.kind) && z_inside);
+  std::vector<std::string> ins = {x, name_of(n.input(first_weight)),
+                                  name_of(n.input(first_weight + 1))};
+  if (z && z_inside) ins.push_back(z->name());
+  while (ins.back().empty()) ins.pop_back();
+  const bool last = z_inside && act_inside;
+  const std::string conv_out = last ? out : w_.fresh(out + "_conv");
+  onnx::NodeProto* p =
+      w_.node("FusedConv", ins, {conv_out}, kOrtDomain, last ? name : name + "_conv");
+  for (const char* k : kConvAttrs) {
+    if (const Attribute* at = n.find_attr(k)) ProtoWriter::set_attr(p, k, *at);
+  }
+  if (a.kind != ActivationKind::kNone && act_inside) {
+    ProtoWriter::set_string(p, "activation", n.attr_string("activation", ""));
+    if (auto params = activation_params(a); !params.empty()) {
+      ProtoWriter::set_floats(p, "activation_params", params);
+    }
+  }
+  if (last) return;
+  std::string cur = conv_out;
+  if (z && !z_inside) {
+    const std::string sum = a.kind == ActivationKind::kNone ? out : w_.fresh(out + "_sum");
+    w_.node("Add", {cur, z->name()}, {sum}, "",
+            a.kind == ActivationKind::kNone ? name : name + "_sum");
+    cur = sum;
+  }
+  if (a.kind != ActivationKind::kNone) write_activation(n, cur, out, name);
+}
+
+void OrtLowering::lower_conv(const Node& n) {
+  write_conv(n, name_of(n.input(0)), 1, n.output(0), name_of(n.output(0)), n.name());
+}
+
+void OrtLowering::lower_scaled_conv(const Node& n) {
+  // ScaledConv(X, scale, W, B?, Z?) = FusedConv(X * scale, W, B, Z).
+  const std::string scaled = w_.fresh(name_of(n.input(0)) + "_scaled");
+  w_.node("Mul", {name_of(n.input(0)), name_of(n.input(1))}, {scaled}, "", n.name() + "_scale");
+  write_conv(n, scaled, 2, n.output(0), name_of(n.output(0)), n.name());
+}
+
+void OrtLowering::lower_conv_pool(const Node& n) {
+  // FusedConvPool = MaxPool(FusedConv(...)) with the pool's attributes prefixed "pool_".
+  const std::string out = name_of(n.output(0));
+  const std::string conv_out = w_.fresh(out + "_conv");
+  write_conv(n, name_of(n.input(0)), 1, nullptr, conv_out, n.name() + "_conv");
+  onnx::NodeProto* pool = w_.node("MaxPool", {conv_out}, {out}, "", n.name());
+  const std::string prefix = ref::kPoolAttrPrefix;
+  for (const auto& [k, at] : n.attrs()) {
+    if (k.compare(0, prefix.size(), prefix) == 0) {
+      ProtoWriter::set_attr(pool, k.substr(prefix.size()), at);
+    }
+  }
+}
+
+void OrtLowering::lower_gemm(const Node& n) {
+  const ref::Activation a = ref::read_activation(n);
+  const bool inner = a.kind != ActivationKind::kNone && !ort_gemm_fusable(a.kind);
+  const std::string out = name_of(n.output(0));
+  const std::string gemm_out = inner ? w_.fresh(out + "_gemm") : out;
+  std::vector<std::string> ins;
+  for (size_t i = 0; i < n.num_inputs() && i < 3; ++i) ins.push_back(name_of(n.input(i)));
+  while (!ins.empty() && ins.back().empty()) ins.pop_back();
+  const bool fused = a.kind != ActivationKind::kNone && !inner;
+  onnx::NodeProto* p =
+      w_.node(fused ? "FusedGemm" : "Gemm", ins, {gemm_out}, fused ? kOrtDomain : "", n.name());
+  for (const char* k : {"alpha", "beta", "transA", "transB"}) {
+    if (const Attribute* at = n.find_attr(k)) ProtoWriter::set_attr(p, k, *at);
+  }
+  if (fused) set_gemm_activation(p, n.attr_string("activation", ""), a);
+  if (inner) write_activation(n, gemm_out, out, n.name() + "_act");
+}
+
+void OrtLowering::write_dense(const Node& n, const std::string& a, const std::string& b,
+                              const std::string& bias, const std::string& out,
+                              const std::string& name, bool as_gemm) {
+  const ref::Activation act = ref::read_activation(n);
+  const Value* av = g_.find_value(a);
+  const Value* bv = g_.find_value(b);
+  const Value* biasv = bias.empty() ? nullptr : g_.find_value(bias);
+  const auto ad = static_dims(av);
+  const auto bd = static_dims(bv);
+  const auto biasd = static_dims(biasv);
+  // A 2-D product with a bias of one value per column (or none) is a Gemm, as ORT makes it.
+  const bool gemm =
+      as_gemm || (ad && bd && ad->size() == 2 && bd->size() == 2 &&
+                  (bias.empty() || (biasd && biasd->size() == 1 && (*biasd)[0] == (*bd)[1])));
+  if (gemm) {
+    const bool inner = act.kind != ActivationKind::kNone && !ort_gemm_fusable(act.kind);
+    const bool fused = act.kind != ActivationKind::kNone && !inner;
+    const std::string gemm_out = inner ? w_.fresh(out + "_gemm") : out;
+    std::vector<std::string> ins = {a, b};
+    if (!bias.empty()) ins.push_back(bias);
+    onnx::NodeProto* p =
+        w_.node(fused ? "FusedGemm" : "Gemm", ins, {gemm_out}, fused ? kOrtDomain : "", name);
+    if (fused) set_gemm_activation(p, n.attr_string("activation", ""), act);
+    if (inner) write_activation(n, gemm_out, out, name + "_act");
+    return;
+  }
+  const bool vector_bias = biasd && biasd->size() == 1 && bd && (*biasd)[0] == bd->back();
+  if (act.kind == ActivationKind::kNone && bias.empty()) {
+    w_.node("MatMul", {a, b}, {out}, "", name);
+    return;
+  }
+  const std::string mm = w_.fresh(out + "_matmul");
+  w_.node("MatMul", {a, b}, {mm}, "", name + "_matmul");
+  if (vector_bias && act.kind == ActivationKind::kGelu) {
+    w_.node("BiasGelu", {mm, bias}, {out}, kOrtDomain, name);
+    return;
+  }
+  if (vector_bias && act.kind == ActivationKind::kGeluTanh) {
+    w_.node("FastGelu", {mm, bias}, {out}, kOrtDomain, name);
+    return;
+  }
+  if (bias.empty()) {
+    write_activation(n, mm, out, name);
+    return;
+  }
+  if (act.kind == ActivationKind::kNone) {
+    w_.node("Add", {mm, bias}, {out}, "", name);
+    return;
+  }
+  const std::string biased = w_.fresh(out + "_biased");
+  w_.node("Add", {mm, bias}, {biased}, "", name + "_bias");
+  write_activation(n, biased, out, name);
+}
+
+void OrtLowering::lower_matmul(const Node& n) {
+  write_dense(n, name_of(n.input(0)), name_of(n.input(1)), name_of(n.input(2)),
+              name_of(n.output(0)), n.name());
+}
+
+void OrtLowering::lower_pool_gemm(const Node& n) {
+  // FusedGlobalPoolGemm(X, B, C?) = FusedGemm(Flatten(GlobalAveragePool(X)), B, C).
+  const std::string out = name_of(n.output(0));
+  const std::string pooled = w_.fresh(out + "_pooled");
+  const std::string flat = w_.fresh(out + "_flat");
+  w_.node("GlobalAveragePool", {name_of(n.input(0))}, {pooled}, "", n.name() + "_pool");
+  w_.node("Flatten", {pooled}, {flat}, "", n.name() + "_flatten");
+  const ref::Activation a = ref::read_activation(n);
+  const bool inner = a.kind != ActivationKind::kNone && !ort_gemm_fusable(a.kind);
+  const bool fused = a.kind != ActivationKind::kNone && !inner;
+  const std::string gemm_out = inner ? w_.fresh(out + "_gemm") : out;
+  std::vector<std::string> ins = {flat, name_of(n.input(1))};
+  if (n.input(2)) ins.push_back(name_of(n.input(2)));
+  onnx::NodeProto* p =
+      w_.node(fused ? "FusedGemm" : "Gemm", ins, {gemm_out}, fused ? kOrtDomain : "", n.name());
+  for (const char* k : {"alpha", "beta", "transB"}) {
+    if (const Attribute* at = n.find_attr(k)) ProtoWriter::set_attr(p, k, *at);
+  }
+  if (fused) set_gemm_activation(p, n.attr_string("activation", ""), a);
+  if (inner) write_activation(n, gemm_out, out, n.name() + "_act");
+}
+
+void OrtLowering::lower_standalone_activation(const Node& n) {
+  const std::string in = name_of(n.input(0)), out = name_of(n.output(0));
+  if (n.op_type() == "Swish") {
+    onnx::NodeProto* p = w_.node("QuickGelu", {in}, {out}, kOrtDomain, n.name());
+    ProtoWriter::set_float(p, "alpha", n.attr_float("alpha", 1.0f));
+    return;
+  }
+  const bool tanh = n.attr_string("approximate", "none") == "tanh";
+  w_.node(tanh ? "FastGelu" : "Gelu", {in}, {out}, kOrtDomain, n.name());
+}
+
+void OrtLowering::lower_scale_shift(const Node& n) {
+  // x * scale[c] + shift[c] is an inference BatchNormalization with mean 0, variance 1 and
+  // epsilon 0 (x - 0) / sqrt(1 + 0) * scale + shift: exactly.
+  const auto c = static_dims(n.input(1));
+  NNFUSE_CHECK(c && c->size() == 1, n.describe(), ": Scale must be a vector");
+  const std::string out = name_of(n.output(0));
+  const bool act = has_activation(n);
+  const std::string bn_out = act ? w_.fresh(out + "_bn") : out;
+  const Tensor zeros(DType::kFloat32, *c);
+  Tensor ones(DType::kFloat32, *c);
+  for (int64_t i = 0; i < ones.numel(); ++i) ones.data<float>()[i] = 1.0f;
+  onnx::NodeProto* p =
+      w_.node("BatchNormalization",
+              {name_of(n.input(0)), name_of(n.input(1)), name_of(n.input(2)),
+               w_.constant(n.name() + "_mean", zeros), w_.constant(n.name() + "_var", ones)},
+              {bn_out}, "", act ? n.name() + "_bn" : n.name());
+  ProtoWriter::set_float(p, "epsilon", 0.0f);
+  if (act) write_activation(n, bn_out, out, n.name());
+}
+
+}  // namespace nnfuse

@@ -1,0 +1,116 @@
+// The ONNX Runtime export (`nnfuse compile --format ort`): nnfuse's fused nodes (domain ai.nnfuse)
+// written as ONNX Runtime's CPU contrib ops (domain com.microsoft) where one computes the same
+// thing, else as standard ONNX ops, so the fused graph runs in any ONNX Runtime:
+//   FusedConv            -> FusedConv (activation in activation/activation_params when ORT's
+//                           kernel has it, else the activation after it; the residual as Z)
+//   ScaledConv           -> Mul, FusedConv;  FusedConvPool -> FusedConv, MaxPool
+//   FusedGemm            -> FusedGemm (or Gemm and the activation)
+//   FusedMatMul          -> FusedGemm / Gemm for a 2-D product with a vector bias; else MatMul
+//                           with BiasGelu / FastGelu (bias), or Add and the activation
+//   FusedGlobalPoolGemm  -> GlobalAveragePool, Flatten, FusedGemm
+//   Gelu, Swish          -> Gelu or FastGelu, QuickGelu (com.microsoft)
+//   ScaleShift           -> BatchNormalization (mean 0, variance 1, epsilon 0) and the activation
+//   SkipLayerNorm        -> SkipLayerNormalization (the sum as output 3)
+//   RMSNorm              -> SkipSimplifiedLayerNormalization with a skip of zeros (exact; ORT's
+//                           SimplifiedLayerNormalization is in the default domain, where the ONNX
+//                           checker knows no such op)
+//   LayerNormalization   -> LayerNormalization (the default domain raised to opset 17)
+//   EmbedLayerNorm       -> EmbedLayerNormalization (int32 ids) where its form fits, else Gather,
+//                           Add and LayerNormalization
+//   MultiHeadAttention   -> Attention (absorbing the packed QKV projection) or
+//                           MultiHeadAttention, the additive mask as attention_bias
+//   FusedMatMulLayerNorm -> MatMul, SkipLayerNormalization;  FusedLayerNormMatMul ->
+//                           LayerNormalization and the FusedMatMul lowering
+//   FusedRegion          -> its ops as standard ONNX ops (ort_region.cc)
+// Standard ops are written as they are, except where ONNX Runtime has a form of fewer nodes
+// (ort_peephole.cc): sibling Slices of one axis as a Split; MatMul with a transposed operand
+// or a constant scale as FusedMatMul (transA, transB, alpha).
+// A UserPattern node has no ONNX Runtime kernel: exporting one is an error naming it.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+
+#include "ir/graph.h"
+#include "onnx/proto_writer.h"
+
+namespace nnfuse {
+
+inline constexpr char kOrtDomain[] = "com.microsoft";
+
+class OrtLowering {
+ public:
+  OrtLowering(const Graph& g, onnx::GraphProto* gp);
+  // The default domain's opset the export declares (the graph's, raised where a lowering needs
+  // a newer op).
+  int64_t opset() const { return w_.opset(); }
+  // Whether `n` is written by the lowering of another node (a projection Attention absorbs, a
+  // Transpose or scaling a MatMul absorbs, a Slice written as part of a Split).
+  bool absorbed(const Node& n) const { return absorbed_.count(&n) != 0; }
+  // Whether the standard node `n` is written in another form (lower() writes it).
+  bool claims(const Node& n) const { return rewrites_.count(&n) != 0; }
+  // Writes the fused node `n` (domain ai.nnfuse). Throws kUnsupported naming it when no
+  // lowering exists.
+  void lower(const Node& n);
+
+  // Pieces the lowerings share (ort_export.cc, ort_transformer.cc, ort_region.cc).
+  ProtoWriter& writer() { return w_; }
+  // value_info for an IR value written by a lowering.
+  void declare(const Value* v);
+  void declare_shape(const std::string& name, DType dtype, const Dims& dims);
+  const Graph& graph() const { return g_; }
+
+ private:
+  void plan();
+  // Standard-op forms ORT runs as fewer nodes (ort_peephole.cc): sibling Slices as one Split,
+  // a MatMul with a transposed operand or a constant scale after it as FusedMatMul.
+  void plan_peepholes();
+  void plan_gemms();
+  void lower_conv(const Node& n);
+  void lower_scaled_conv(const Node& n);
+  void lower_conv_pool(const Node& n);
+  void lower_gemm(const Node& n);
+  void lower_matmul(const Node& n);
+  void lower_pool_gemm(const Node& n);
+  void lower_standalone_activation(const Node& n);
+  void lower_scale_shift(const Node& n);
+  void lower_skip_layer_norm(const Node& n);
+  void lower_rms_norm(const Node& n);
+  void lower_layer_norm(const Node& n);
+  void lower_embed(const Node& n);
+  void lower_attention(const Node& n);
+  void lower_matmul_layer_norm(const Node& n);
+  void lower_layer_norm_matmul(const Node& n);
+  void lower_region(const Node& n);
+
+  // FusedConv(x, input first_weight, its next input as B, the one after as Z) with the node's
+  // conv attributes and activation, writing `out`; `conv_value` (may be nullptr) has the conv's
+  // output shape.
+  void write_conv(const Node& n, const std::string& x, size_t first_weight, const Value* conv_value,
+                  const std::string& out, const std::string& name);
+  // FusedMatMul's lowering on explicit operands (a, b, bias may be "" for none) writing `out`.
+  // as_gemm: a is 2-D and bias a vector (or absent), whatever the graph's values say.
+  void write_dense(const Node& n, const std::string& a, const std::string& b,
+                   const std::string& bias, const std::string& out, const std::string& name,
+                   bool as_gemm = false);
+  // The node's epilogue activation applied to `in`, written to `out` (nothing to apply: an
+  // Identity is not written; returns false and the caller names `in` the output instead).
+  void write_activation(const Node& n, const std::string& in, const std::string& out,
+                        const std::string& name);
+  std::string expanded_mask(const Value* mask, int64_t heads, int64_t sq, int64_t sk);
+
+  const Graph& g_;
+  ProtoWriter w_;
+  std::set<const Node*> absorbed_;
+  std::map<const Node*, std::function<void()>> rewrites_;
+  std::map<std::string, std::string> expanded_masks_;
+};
+
+// Whether a node of this op type (domain ai.nnfuse) has a lowering.
+bool ort_lowering_exists(const std::string& op_type);
+
+}  // namespace nnfuse

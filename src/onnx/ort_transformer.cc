@@ -1,0 +1,297 @@
+// The ONNX Runtime export of the transformer ops: normalizations, the embedding block and
+// attention.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "ir/error.h"
+#include "kernels/ref/fused.h"
+#include "onnx/ort_export.h"
+
+namespace nnfuse {
+
+namespace {
+
+std::string name_of(const Value* v) { return v ? v->name() : ""; }
+
+std::optional<Dims> static_dims(const Value* v) {
+  if (!v || !v->shape().fully_known()) return std::nullopt;
+  return v->shape().static_dims();
+}
+
+float epsilon_of(const Node& n) { return n.attr_float("epsilon", 1e-5f); }
+
+}  // namespace
+
+// A per-feature parameter (shape [E], or [E] with leading 1s) as a vector [E]: the value itself,
+// a reshaped copy of a constant, or a Reshape of it. "" stays "".
+static std::string as_vector(ProtoWriter& w, const Value* v, int64_t e) {
+  if (!v) return "";
+  const auto d = static_dims(v);
+  if (d && *d == Dims{e}) return v->name();
+  if (v->is_constant()) return w.constant(v->name() + "_vector", v->constant().reshaped({e}));
+  const std::string r = w.fresh(v->name() + "_vector");
+  w.node("Reshape", {v->name(), w.int64s({e})}, {r});
+  return r;
+}
+
+static std::string ones(ProtoWriter& w, const std::string& stem, int64_t e) {
+  Tensor t(DType::kFloat32, {e});
+  for (int64_t i = 0; i < e; ++i) t.data<float>()[i] = 1.0f;
+  return w.constant(stem, t);
+}
+
+static void write_layer_norm(ProtoWriter& w, const std::string& x, const std::string& gamma,
+                             const std::string& beta, const std::string& out, float eps,
+                             const std::string& name) {
+  std::vector<std::string> ins = {x, gamma};
+  if (!beta.empty()) ins.push_back(beta);
+  onnx::NodeProto* p = w.node("LayerNormalization", ins, {out}, "", name);
+  ProtoWriter::set_int(p, "axis", -1);
+  ProtoWriter::set_float(p, "epsilon", eps);
+}
+
+// SkipLayerNormalization(input, skip, gamma, beta, bias) -> output, (mean), (inv_std),
+// input_skip_bias_sum where its kernel takes the shapes: input rank 2 or 3, skip of the input's
+// shape, the parameters vectors [E]; else Add(s) and LayerNormalization.
+static void write_skip_layer_norm(ProtoWriter& w, const Value* x, const Value* skip,
+                                  const Value* gamma, const Value* beta, const Value* bias,
+                                  const std::string& x_name, const std::string& out,
+                                  const std::string& sum, float eps, const std::string& name) {
+  const auto xd = static_dims(x);
+  const auto sd = static_dims(skip);
+  NNFUSE_CHECK(xd && !xd->empty(), name, ": the input needs a static shape to be exported");
+  const int64_t e = xd->back();
+  const std::string g = as_vector(w, gamma, e), b = as_vector(w, beta, e),
+                    bi = as_vector(w, bias, e);
+  if ((xd->size() == 2 || xd->size() == 3) && sd && *sd == *xd) {
+    std::vector<std::string> ins = {x_name, skip->name(), g, b, bi};
+    while (ins.back().empty()) ins.pop_back();
+    std::vector<std::string> outs = {out};
+    if (!sum.empty()) outs = {out, "", "", sum};
+    onnx::NodeProto* p = w.node("SkipLayerNormalization", ins, outs, kOrtDomain, name);
+    ProtoWriter::set_float(p, "epsilon", eps);
+    return;
+  }
+  std::string s = x_name;
+  if (!bi.empty()) {
+    const std::string biased = w.fresh(x_name + "_biased");
+    w.node("Add", {s, bi}, {biased}, "", name + "_bias");
+    s = biased;
+  }
+  const std::string total = sum.empty() ? w.fresh(out + "_sum") : sum;
+  w.node("Add", {s, skip->name()}, {total}, "", name + "_skip");
+  write_layer_norm(w, total, g, b, out, eps, name);
+}
+
+void OrtLowering::lower_skip_layer_norm(const Node& n) {
+  write_skip_layer_norm(w_, n.input(0), n.input(1), n.input(2), n.input(3), n.input(4),
+                        name_of(n.input(0)), name_of(n.output(0)), name_of(n.output(1)),
+                        epsilon_of(n), n.name());
+}
+
+void OrtLowering::lower_rms_norm(const Node& n) {
+  // SimplifiedLayerNormalization, ORT's RMSNorm, is registered in the default domain, where the
+  // ONNX checker finds no such op; SkipSimplifiedLayerNormalization (com.microsoft) with a skip
+  // of zeros computes the same exactly (x + 0 = x), broadcast over the batch.
+  const auto xd = static_dims(n.input(0));
+  NNFUSE_CHECK(xd && (xd->size() == 2 || xd->size() == 3), n.describe(),
+               ": RMSNorm needs a static rank-2 or rank-3 input to be exported");
+  const int64_t e = xd->back();
+  std::string g = as_vector(w_, n.input(1), e);
+  if (g.empty()) g = ones(w_, n.name() + "_gamma", e);
+  const Dims skip_shape(xd->end() - 2, xd->end());
+  const std::string zeros = w_.constant(n.name() + "_zeros", Tensor(DType::kFloat32, skip_shape));
+  onnx::NodeProto* p = w_.node("SkipSimplifiedLayerNormalization", {name_of(n.input(0)), zeros, g},
+                               {name_of(n.output(0))}, kOrtDomain, n.name());
+  ProtoWriter::set_float(p, "epsilon", epsilon_of(n));
+}
+
+void OrtLowering::lower_layer_norm(const Node& n) {
+  std::vector<std::string> ins;
+  for (const Value* v : n.inputs()) ins.push_back(name_of(v));
+  std::vector<std::string> outs;
+  for (const Value* v : n.outputs()) outs.push_back(name_of(v));
+  onnx::NodeProto* p = w_.node("LayerNormalization", ins, outs, "", n.name());
+  for (const auto& [k, a] : n.attrs()) ProtoWriter::set_attr(p, k, a);
+}
+
+void OrtLowering::lower_embed(const Node& n) {
+  // EmbedLayerNorm(gamma, beta?, addend?, table_1, ids_1, ...) = LayerNorm(addend + sum of
+  // Gather(table_k, ids_k)): ORT's EmbedLayerNormalization when there are the word and segment
+  // lookups (or the word lookup alone) of [B, S] ids plus a position addend [S, E] or [1, S, E].
+  const size_t pairs = (n.num_inputs() - 3) / 2;
+  const Value* addend = n.input(2);
+  const auto ad = static_dims(addend);
+  const auto out_d = static_dims(n.output(0));
+  NNFUSE_CHECK(out_d && !out_d->empty(), n.describe(), ": the output needs a static shape");
+  const int64_t e = out_d->back();
+  bool fits =
+      addend && addend->is_constant() && ad && out_d->size() == 3 && pairs >= 1 && pairs <= 2;
+  if (fits) {
+    const int64_t s = (*out_d)[1];
+    fits = (*ad == Dims{s, e}) || (*ad == Dims{1, s, e});
+    for (size_t k = 0; fits && k < pairs; ++k) {
+      const auto idd = static_dims(n.input(4 + 2 * k));
+      const auto td = static_dims(n.input(3 + 2 * k));
+      fits = idd && *idd == Dims{(*out_d)[0], s} && td && td->size() == 2 && (*td)[1] == e;
+    }
+  }
+  if (fits) {
+    auto ids32 = [&](size_t k) {
+      const Value* ids = n.input(4 + 2 * k);
+      if (ids->dtype() == DType::kInt32) return ids->name();
+      const std::string c = w_.fresh(ids->name() + "_int32");
+      onnx::NodeProto* p =
+          w_.node("Cast", {ids->name()}, {c}, "", n.name() + "_cast" + std::to_string(k));
+      ProtoWriter::set_int(p, "to", static_cast<int64_t>(onnx::TensorProto::INT32));
+      return c;
+    };
+    const int64_t s = (*out_d)[1];
+    const std::string word_ids = ids32(0);
+    const std::string seg_ids = pairs == 2 ? ids32(1) : "";
+    const std::string position =
+        w_.constant(addend->name() + "_positions", addend->constant().reshaped({s, e}));
+    std::vector<std::string> ins = {word_ids,
+                                    seg_ids,
+                                    name_of(n.input(3)),
+                                    position,
+                                    pairs == 2 ? name_of(n.input(5)) : "",
+                                    as_vector(w_, n.input(0), e),
+                                    as_vector(w_, n.input(1), e)};
+    if (ins[6].empty()) ins[6] = w_.constant(n.name() + "_beta", Tensor(DType::kFloat32, {e}));
+    std::vector<std::string> outs = {name_of(n.output(0))};
+    if (n.output(1)) outs = {name_of(n.output(0)), "", n.output(1)->name()};  // embedding_sum
+    onnx::NodeProto* p = w_.node("EmbedLayerNormalization", ins, outs, kOrtDomain, n.name());
+    ProtoWriter::set_float(p, "epsilon", epsilon_of(n));
+    ProtoWriter::set_int(p, "mask_index_type", 0);  // no mask, no mask_index
+    return;
+  }
+  // Standard ops: Gathers, Adds, LayerNormalization.
+  std::string sum = name_of(addend);
+  for (size_t k = 0; k < pairs; ++k) {
+    const std::string g = w_.fresh(n.name() + "_lookup");
+    w_.node("Gather", {name_of(n.input(3 + 2 * k)), name_of(n.input(4 + 2 * k))}, {g}, "",
+            n.name() + "_gather" + std::to_string(k));
+    if (sum.empty()) {
+      sum = g;
+      continue;
+    }
+    const bool last = k + 1 == pairs;
+    const std::string t = last && n.output(1) ? n.output(1)->name() : w_.fresh(n.name() + "_sum");
+    w_.node("Add", {sum, g}, {t}, "", n.name() + "_add" + std::to_string(k));
+    sum = t;
+  }
+  if (n.output(1) && sum != n.output(1)->name()) {
+    w_.node("Identity", {sum}, {n.output(1)->name()}, "", n.name() + "_sum");
+  }
+  write_layer_norm(w_, sum, as_vector(w_, n.input(0), e), as_vector(w_, n.input(1), e),
+                   name_of(n.output(0)), epsilon_of(n), n.name());
+}
+
+std::string OrtLowering::expanded_mask(const Value* mask, int64_t heads, int64_t sq, int64_t sk) {
+  // ORT's attention_bias is [B or 1, H or 1, Sq, Sk]; an additive mask broadcast along Sq (a
+  // key padding mask [B, 1, 1, Sk]) is widened once, shared by every attention reading it.
+  (void)heads;
+  const auto md = static_dims(mask);
+  NNFUSE_CHECK(md && md->size() <= 4, mask->name(), ": the attention mask needs a static shape");
+  Dims m4(4 - md->size(), 1);
+  m4.insert(m4.end(), md->begin(), md->end());
+  const Dims target = {m4[0], m4[1], sq, sk};
+  if (*md == target) return mask->name();
+  std::string key = mask->name();
+  for (int64_t d : target) key.append(",").append(std::to_string(d));
+  auto it = expanded_masks_.find(key);
+  if (it != expanded_masks_.end()) return it->second;
+  const std::string e = w_.fresh(mask->name() + "_bias");
+  w_.node("Expand", {mask->name(), w_.int64s(target)}, {e}, "", e + "_expand");
+  expanded_masks_[key] = e;
+  return e;
+}
+
+void OrtLowering::plan() {
+  // A packed QKV projection read only by its attention becomes part of ORT's Attention.
+  for (const Node* n : g_.nodes()) {
+    if (n->op_type() != "MultiHeadAttention" || n->domain() != kFusedDomain ||
+        n->attr_int("qkv_packed", 0) == 0) {
+      continue;
+    }
+    const Value* qkv = n->input(0);
+    const Node* p = qkv ? qkv->producer() : nullptr;
+    if (!p || p->op_type() != "FusedMatMul" || p->domain() != kFusedDomain) continue;
+    if (qkv->uses().size() != 1 || qkv->is_graph_output()) continue;
+    if (!p->attr_string("activation", "").empty()) continue;
+    const auto xd = static_dims(p->input(0));
+    const Value* wv = p->input(1);
+    const auto wd = static_dims(wv);
+    const auto bd = static_dims(p->input(2));
+    if (!xd || xd->size() != 3 || !wv || !wv->is_constant() || !wd || wd->size() != 2) continue;
+    if (p->input(2) && (!bd || *bd != Dims{(*wd)[1]})) continue;
+    absorbed_.insert(p);
+  }
+  plan_peepholes();  // on what the attentions left
+}
+
+void OrtLowering::lower_attention(const Node& n) {
+  const int64_t heads = n.attr_int("num_heads", 0);
+  const bool packed = n.attr_int("qkv_packed", 0) != 0;
+  const bool causal = n.attr_int("causal", 0) != 0;
+  const Value* q = n.input(0);
+  const auto qd = static_dims(q);
+  NNFUSE_CHECK(qd && qd->size() == 3 && heads > 0, n.describe(),
+               ": attention needs static [B, S, E] inputs and num_heads");
+  const int64_t sq = (*qd)[1];
+  const int64_t sk = packed ? sq : static_dims(n.input(1)).value_or(Dims{0, 0, 0})[1];
+  const std::string bias = n.input(3) ? expanded_mask(n.input(3), heads, sq, sk) : "";
+  auto set_common = [&](onnx::NodeProto* p) {
+    ProtoWriter::set_int(p, "num_heads", heads);
+    if (const Attribute* s = n.find_attr("scale")) ProtoWriter::set_float(p, "scale", s->f);
+    if (causal) ProtoWriter::set_int(p, "unidirectional", 1);
+  };
+  const std::string out = name_of(n.output(0));
+  if (packed && q->producer() && absorbed(*q->producer())) {
+    const Node& proj = *q->producer();
+    const auto wd = static_dims(proj.input(1));
+    std::string b = name_of(proj.input(2));
+    if (b.empty()) b = w_.constant(proj.name() + "_bias", Tensor(DType::kFloat32, {(*wd)[1]}));
+    std::vector<std::string> ins = {name_of(proj.input(0)), name_of(proj.input(1)), b};
+    if (!bias.empty()) ins.insert(ins.end(), {"", "", bias});
+    set_common(w_.node("Attention", ins, {out}, kOrtDomain, n.name()));
+    return;
+  }
+  std::string qn = name_of(q), kn = name_of(n.input(1)), vn = name_of(n.input(2));
+  if (packed) {
+    qn = w_.fresh(out + "_q");
+    kn = w_.fresh(out + "_k");
+    vn = w_.fresh(out + "_v");
+    const int64_t e = (*qd)[2] / 3;
+    onnx::NodeProto* p =
+        w_.node("Split", {name_of(q), w_.int64s({e, e, e})}, {qn, kn, vn}, "", n.name() + "_split");
+    ProtoWriter::set_int(p, "axis", -1);
+  }
+  std::vector<std::string> ins = {qn, kn, vn};
+  if (!bias.empty()) ins.insert(ins.end(), {"", "", bias});
+  set_common(w_.node("MultiHeadAttention", ins, {out}, kOrtDomain, n.name()));
+}
+
+void OrtLowering::lower_matmul_layer_norm(const Node& n) {
+  // FusedMatMulLayerNorm(A, B, Bias?, Residual, Gamma, Beta?) = LayerNorm(A B + Bias + Residual).
+  const std::string mm = w_.fresh(name_of(n.output(0)) + "_matmul");
+  w_.node("MatMul", {name_of(n.input(0)), name_of(n.input(1))}, {mm}, "", n.name() + "_matmul");
+  // The product has the residual's shape.
+  write_skip_layer_norm(w_, n.input(3), n.input(3), n.input(4), n.input(5), n.input(2), mm,
+                        name_of(n.output(0)), "", epsilon_of(n), n.name());
+}
+
+void OrtLowering::lower_layer_norm_matmul(const Node& n) {
+  // FusedLayerNormMatMul(X, B, Bias?, Gamma, Beta?) = FusedMatMul(LayerNorm(X), B, Bias).
+  const auto xd = static_dims(n.input(0));
+  NNFUSE_CHECK(xd && !xd->empty(), n.describe(), ": the input needs a static shape");
+  const std::string normed = w_.fresh(name_of(n.input(0)) + "_normed");
+  write_layer_norm(w_, name_of(n.input(0)), as_vector(w_, n.input(3), xd->back()),
+                   as_vector(w_, n.input(4), xd->back()), normed, epsilon_of(n),
+                   n.name() + "_norm");
+  write_dense(n, normed, name_of(n.input(1)), name_of(n.input(2)), name_of(n.output(0)), n.name());
+}
+
+}  // namespace nnfuse
