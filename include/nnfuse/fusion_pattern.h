@@ -28,6 +28,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -51,13 +52,16 @@ using AttributeValue = std::variant<int64_t, double, std::string, std::vector<in
 // What infer_shape and compute know about the match they are called for.
 class PatternContext {
  public:
+  // Where each input comes from: {matched node, that node's input index}.
+  using InputSource = std::pair<size_t, size_t>;
   PatternContext(std::string pattern, std::string node, std::vector<std::string> ops,
                  std::vector<std::map<std::string, AttributeValue>> attrs,
-                 std::map<std::string, double> params)
+                 std::vector<InputSource> sources, std::map<std::string, double> params)
       : pattern_(std::move(pattern)),
         node_(std::move(node)),
         ops_(std::move(ops)),
         attrs_(std::move(attrs)),
+        sources_(std::move(sources)),
         params_(std::move(params)) {}
   const std::string& pattern() const { return pattern_; }  // the pattern's name
   const std::string& node() const { return node_; }        // the fused node's name
@@ -70,6 +74,13 @@ class PatternContext {
   double attr_float(size_t i, const std::string& name, double fallback) const;
   std::vector<int64_t> attr_ints(size_t i, const std::string& name,
                                  std::vector<int64_t> fallback = {}) const;
+  // Input k of infer_shape and compute is input source(k).second of matched node
+  // source(k).first (Conv -> BatchNormalization -> Relu without a conv bias: {0, 0}, {0, 1},
+  // {1, 1}, ...), so a pattern tells optional inputs apart.
+  size_t num_inputs() const { return sources_.size(); }
+  const InputSource& source(size_t k) const { return sources_.at(k); }
+  // The input that is input `slot` of matched node `node`, or -1 when it is absent.
+  int input_index(size_t node, size_t slot) const;
   // FusionPattern::params.
   const std::map<std::string, double>& params() const { return params_; }
   double param(const std::string& name, double fallback) const;
@@ -78,6 +89,7 @@ class PatternContext {
   std::string pattern_, node_;
   std::vector<std::string> ops_;
   std::vector<std::map<std::string, AttributeValue>> attrs_;
+  std::vector<InputSource> sources_;
   std::map<std::string, double> params_;
 };
 

@@ -5,6 +5,7 @@
 //   nnfuse::Model model = nnfuse::compile("model.onnx", opts);
 //   std::cout << model.report_json() << "\n";          // what fused, what did not and why
 //   model.save("model.fused.onnx");
+//   model.save("model.ort.onnx", nnfuse::SaveFormat::kOnnxRuntime);  // ONNX Runtime runs it
 //   nnfuse::Session session(model, {.threads = 2});
 //   auto outputs = session.run({{"input", nnfuse::Tensor::borrow(nnfuse::DType::kFloat32,
 //                                                                {1, 3, 224, 224}, data)}});
@@ -72,13 +73,22 @@ struct Profile {
 
 class Session;
 
+// How a fused model is written:
+//   kNnfuse:      fused nodes as nnfuse's ops (domain ai.nnfuse); nnfuse runs it.
+//   kOnnxRuntime: fused nodes as ONNX Runtime's CPU contrib ops (domain com.microsoft) and
+//                 standard ONNX ops, so any ONNX Runtime runs it (with its own graph
+//                 optimizations disabled, what runs is what nnfuse fused). Needs static shapes
+//                 (CompileOptions::input_shapes for a model with symbolic dims); a user fusion
+//                 pattern cannot be written so (kUnsupported naming it).
+enum class SaveFormat { kNnfuse, kOnnxRuntime };
+
 // A compiled (fused) model.
 class Model {
  public:
-  // Writes the fused model as ONNX (fused nodes in the ai.nnfuse domain); nnfuse runs it.
-  void save(const std::string& path) const;
+  // Writes the fused model as ONNX.
+  void save(const std::string& path, SaveFormat format = SaveFormat::kNnfuse) const;
   // The fused model's ONNX bytes, as save() writes them.
-  std::string serialize() const;
+  std::string serialize(SaveFormat format = SaveFormat::kNnfuse) const;
   // The fusion report as JSON text: fusion_result.json in CANN GE's shape (every pass's
   // matches and effects, every fused node with what it was fused from and its benefit, the
   // matches a pass declined with the reason).

@@ -6,6 +6,7 @@
     m.report            # fusion_result.json as a dict: what fused, what did not and why
     m.verify(rtol=1e-4) # fused against unfused on generated inputs, per output
     m.save("model.fused.onnx")
+    m.save("model.ort.onnx", format="ort")  # ONNX Runtime's contrib ops: ONNX Runtime runs it
     m.profile("trace.json") # per-kernel times, and a Chrome trace of them
 
 User fusion patterns: a chain of ONNX ops replaced by one node your numpy code computes,
@@ -20,7 +21,7 @@ matched before the built-in fusions, reported under its name and checked by veri
             return [x * np.tanh(np.log1p(np.exp(x)))]
 
 Both methods may take a second argument, the match: {"pattern", "node", "ops", "attrs" (one
-dict per matched node), "params"}. compute runs under the GIL (it is called from the thread
+dict per matched node), "inputs" (per input: (matched node, its input index)), "params"}. compute runs under the GIL (it is called from the thread
 running the model).
 
 Errors are nnfuse.Error, whose .kind is one of invalid_model, unsupported, invalid_input,
@@ -84,9 +85,10 @@ class Model:
         "kernel", "reference_fallback", "ms"}]}."""
         return self._session.profile(dict(inputs or {}), runs, str(path or ""))
 
-    def save(self, path):
-        """Writes the fused model as ONNX (nnfuse runs it as it is)."""
-        self._model.save(str(path))
+    def save(self, path, format="nnfuse"):
+        """Writes the fused model as ONNX: format "nnfuse" (nnfuse's fused ops; nnfuse runs it)
+        or "ort" (ONNX Runtime's contrib ops and standard ONNX ops; ONNX Runtime runs it)."""
+        self._model.save(str(path), format)
 
 
 def compile(path, fusion_switch_file=None, threads=2, shapes=None, fusion=True):

@@ -105,6 +105,11 @@ py::dict context_dict(const nnfuse::PatternContext& ctx) {
   }
   d["ops"] = ops;
   d["attrs"] = attrs;
+  py::list inputs;  // per input: (matched node, its input index)
+  for (size_t k = 0; k < ctx.num_inputs(); ++k) {
+    inputs.append(py::make_tuple(ctx.source(k).first, ctx.source(k).second));
+  }
+  d["inputs"] = inputs;
   d["params"] = py::cast(ctx.params());
   return d;
 }
@@ -209,7 +214,18 @@ PYBIND11_MODULE(_nnfuse, m) {
   });
 
   py::class_<nnfuse::Model>(m, "Model")
-      .def("save", &nnfuse::Model::save, py::arg("path"))
+      .def(
+          "save",
+          [](const nnfuse::Model& model, const std::string& path, const std::string& format) {
+            if (format != "nnfuse" && format != "ort") {
+              throw nnfuse::Error(nnfuse::ErrorKind::kInvalidArgument,
+                                  "format '" + format + "': expected \"nnfuse\" or \"ort\"");
+            }
+            py::gil_scoped_release release;
+            model.save(path, format == "ort" ? nnfuse::SaveFormat::kOnnxRuntime
+                                             : nnfuse::SaveFormat::kNnfuse);
+          },
+          py::arg("path"), py::arg("format") = "nnfuse")
       .def("report_json", &nnfuse::Model::report_json)
       .def("inputs", [](const nnfuse::Model& model) { return info_list(model.inputs()); })
       .def("outputs", [](const nnfuse::Model& model) { return info_list(model.outputs()); })

@@ -63,6 +63,7 @@ def test_class_decorator_with_context_and_params(registered):
     class PyBnRelu:
         def infer_shape(self, input_shapes, ctx):
             seen["ops"] = ctx["ops"]
+            seen["inputs"] = ctx["inputs"]
             return [input_shapes[0]]
 
         def compute(self, inputs, ctx):
@@ -76,6 +77,7 @@ def test_class_decorator_with_context_and_params(registered):
     registered.append("PyBnRelu")
     m = nnfuse.compile(RESNET)
     assert seen["ops"] == ["BatchNormalization", "Relu"]
+    assert seen["inputs"] == [(0, 0), (0, 1), (0, 2), (0, 3), (0, 4)]
     assert effects(m, "PyBnRelu") == 3
     assert m.verify()["pass"]
 

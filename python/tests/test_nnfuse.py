@@ -121,3 +121,15 @@ def test_profile_writes_a_trace(resnet, tmp_path):
     assert any(k["op"] == "FusedConv" for k in p["kernels"])
     events = json.loads(trace.read_text())["traceEvents"]
     assert len(events) == 2 * len(p["kernels"])
+
+
+def test_save_for_onnx_runtime(resnet, tmp_path):
+    import onnx
+    path = tmp_path / "m.ort.onnx"
+    resnet.save(path, format="ort")
+    m = onnx.load(str(path))
+    onnx.checker.check_model(m)
+    domains = {n.domain for n in m.graph.node}
+    assert "com.microsoft" in domains and "ai.nnfuse" not in domains
+    with pytest.raises(nnfuse.Error, match="format"):
+        resnet.save(tmp_path / "x.onnx", format="tflite")

@@ -100,11 +100,26 @@ TEST(FusionPattern, MishFusesReportsAndVerifies) {
 }
 
 TEST(FusionPattern, AttributesAndSeveralInputsReachCompute) {
-  Registered r(bn_relu());
+  FusionPattern p = bn_relu();
+  int checked = 0;
+  p.infer_shape = [&checked](const std::vector<TensorInfo>& in, const PatternContext& ctx) {
+    // X, scale, bias, mean, var: inputs 0-4 of the BatchNormalization (node 0); the Relu's
+    // input is the chain's own.
+    EXPECT_EQ(ctx.num_inputs(), 5u);
+    EXPECT_EQ(ctx.source(0), (PatternContext::InputSource{0, 0}));
+    EXPECT_EQ(ctx.source(4), (PatternContext::InputSource{0, 4}));
+    EXPECT_EQ(ctx.input_index(0, 3), 3);
+    EXPECT_EQ(ctx.input_index(1, 0), -1);
+    EXPECT_EQ(ctx.op(1), "Relu");
+    ++checked;
+    return std::vector<TensorInfo>{in[0]};
+  };
+  Registered r(p);
   const Model m = compile(kDir + "tiny_resnet.onnx");
   const nlohmann::json report = nlohmann::json::parse(m.report_json());
   // The stem's and both blocks' first BN + ReLU (the others' BN feeds an Add).
   EXPECT_EQ(pass_entry(report, "MyBnRelu").at("effect_times"), 3);
+  EXPECT_EQ(checked, 3);
   for (const auto& f : report.at("fused_nodes")) {
     if (f.at("pass") == "MyBnRelu") {
       EXPECT_EQ(f.at("fused_from").size(), 2u);

@@ -36,9 +36,21 @@ std::vector<TensorInfo> describe(const std::vector<Value*>& values) {
 
 Model::Model(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
-void Model::save(const std::string& path) const { save_onnx(*impl_->graph, path); }
+namespace {
 
-std::string Model::serialize() const { return export_onnx_string(*impl_->graph); }
+ExportFormat export_format(SaveFormat f) {
+  return f == SaveFormat::kOnnxRuntime ? ExportFormat::kOrt : ExportFormat::kNnfuse;
+}
+
+}  // namespace
+
+void Model::save(const std::string& path, SaveFormat format) const {
+  save_onnx(*impl_->graph, path, export_format(format));
+}
+
+std::string Model::serialize(SaveFormat format) const {
+  return export_onnx_string(*impl_->graph, export_format(format));
+}
 
 std::string Model::report_json() const { return fusion_report_json(impl_->report).dump(2); }
 

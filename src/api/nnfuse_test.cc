@@ -78,6 +78,14 @@ TEST(Api, SaveThenRunTheFusedModel) {
   std::filesystem::remove(path);
 }
 
+TEST(Api, SaveForOnnxRuntime) {
+  const Model m = compile(kDir + "tiny_resnet.onnx");
+  const std::string ort = m.serialize(SaveFormat::kOnnxRuntime);
+  EXPECT_NE(ort.find("com.microsoft"), std::string::npos);
+  EXPECT_EQ(ort.find("ai.nnfuse"), std::string::npos);
+  EXPECT_NE(m.serialize().find("ai.nnfuse"), std::string::npos);
+}
+
 TEST(Api, OneSessionFromEightThreads) {
   const Model m = compile(kDir + "tiny_resnet.onnx");
   const Session s(m);

@@ -97,6 +97,13 @@ std::vector<int64_t> PatternContext::attr_ints(size_t i, const std::string& name
   return v ? *v : fallback;
 }
 
+int PatternContext::input_index(size_t node, size_t slot) const {
+  for (size_t k = 0; k < sources_.size(); ++k) {
+    if (sources_[k] == InputSource{node, slot}) return static_cast<int>(k);
+  }
+  return -1;
+}
+
 double PatternContext::param(const std::string& name, double fallback) const {
   auto it = params_.find(name);
   return it == params_.end() ? fallback : it->second;
@@ -152,6 +159,11 @@ PatternContext user_pattern_context(const Node& node, const FusionPattern& p) {
     ops = a->strings;
   }
   std::vector<std::map<std::string, AttributeValue>> attrs(ops.size());
+  std::vector<PatternContext::InputSource> sources;
+  const std::vector<int64_t> from = node.attr_ints("inputs_from");
+  for (size_t k = 0; k + 1 < from.size(); k += 2) {
+    sources.emplace_back(static_cast<size_t>(from[k]), static_cast<size_t>(from[k + 1]));
+  }
   for (const auto& [key, a] : node.attrs()) {
     if (key.size() < 3 || key[0] != 'n') continue;
     const size_t dot = key.find('.');
@@ -167,7 +179,8 @@ PatternContext user_pattern_context(const Node& node, const FusionPattern& p) {
     }
     attrs[i][key.substr(dot + 1)] = to_attribute_value(a);
   }
-  return PatternContext(p.name, node.name(), std::move(ops), std::move(attrs), p.params);
+  return PatternContext(p.name, node.name(), std::move(ops), std::move(attrs), std::move(sources),
+                        p.params);
 }
 
 std::string describe_pattern_at(const std::string& pattern, const std::string& node) {

@@ -1,6 +1,7 @@
 // The registry of user fusion patterns (nnfuse/fusion_pattern.h) and what the fused node they
 // make holds: op kUserPatternOp in kFusedDomain, attribute "pattern" (the pattern's name),
-// "ops" (the matched ops) and each matched node's attributes as "n<i>.<name>". Its reference
+// "ops" (the matched ops), "inputs_from" (per input: matched node, input index) and each matched
+// node's attributes as "n<i>.<name>". Its reference
 // kernel calls the pattern's compute.
 #pragma once
 

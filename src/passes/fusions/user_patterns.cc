@@ -30,15 +30,19 @@ std::string shape_text(const std::vector<int64_t>& s) {
   return r + "]";
 }
 
-// The chain's inputs: what its nodes read that it does not produce, each value once.
-std::vector<Value*> chain_inputs(const std::vector<Node*>& chain) {
+// The chain's inputs: what its nodes read that it does not produce, each value once, with where
+// each is first read ({node index, input index}).
+std::vector<Value*> chain_inputs(const std::vector<Node*>& chain, std::vector<int64_t>* sources) {
   std::vector<Value*> r;
-  for (const Node* n : chain) {
-    for (Value* v : n->inputs()) {
+  for (size_t i = 0; i < chain.size(); ++i) {
+    for (size_t slot = 0; slot < chain[i]->num_inputs(); ++slot) {
+      Value* v = chain[i]->input(slot);
       if (!v || std::find(r.begin(), r.end(), v) != r.end()) continue;
       const Node* p = v->producer();
       if (p && std::find(chain.begin(), chain.end(), p) != chain.end()) continue;
       r.push_back(v);
+      sources->push_back(static_cast<int64_t>(i));
+      sources->push_back(static_cast<int64_t>(slot));
     }
   }
   return r;
@@ -66,7 +70,13 @@ std::string fuse_match(Graph& g, PassContext& ctx, const FusionPattern& p,
     }
   }
   attrs["ops"] = ops;
-  const std::vector<Value*> inputs = chain_inputs(chain);
+  std::vector<int64_t> from;
+  const std::vector<Value*> inputs = chain_inputs(chain, &from);
+  attrs["inputs_from"] = attr_ints(from);
+  std::vector<PatternContext::InputSource> sources;
+  for (size_t k = 0; k + 1 < from.size(); k += 2) {
+    sources.emplace_back(static_cast<size_t>(from[k]), static_cast<size_t>(from[k + 1]));
+  }
   std::vector<Value*> outputs;
   for (Value* v : chain.back()->outputs()) {
     if (v) outputs.push_back(v);
@@ -77,7 +87,7 @@ std::string fuse_match(Graph& g, PassContext& ctx, const FusionPattern& p,
     in_info.push_back(info_of(*v));
   }
   const PatternContext pc(p.name, chain.back()->name(), ops.strings, std::move(node_attrs),
-                          p.params);
+                          std::move(sources), p.params);
   std::vector<TensorInfo> out_info;
   try {
     out_info = p.infer_shape(in_info, pc);
