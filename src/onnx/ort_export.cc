@@ -400,12 +400,32 @@ void OrtLowering::lower_standalone_activation(const Node& n) {
 }
 
 void OrtLowering::lower_scale_shift(const Node& n) {
-  // x * scale[c] + shift[c] is an inference BatchNormalization with mean 0, variance 1 and
-  // epsilon 0 (x - 0) / sqrt(1 + 0) * scale + shift: exactly.
   const auto c = static_dims(n.input(1));
   NNFUSE_CHECK(c && c->size() == 1, n.describe(), ": Scale must be a vector");
   const std::string out = name_of(n.output(0));
   const bool act = has_activation(n);
+  const auto xd = static_dims(n.input(0));
+  const ref::Activation a = ref::read_activation(n);
+  if (act && ort_fusable(a.kind) && xd && xd->size() >= 3 && n.input(1)->is_constant()) {
+    // With an activation: a depthwise 1x1 FusedConv (weights the scale, bias the shift) applies
+    // it too, in one node, as ORT's NCHWc transformer rewrites a BatchNormalization and ReLU.
+    Dims wd = {(*c)[0], 1};
+    wd.resize(xd->size(), 1);
+    onnx::NodeProto* p = w_.node(
+        "FusedConv",
+        {name_of(n.input(0)), w_.constant(n.name() + "_scale", n.input(1)->constant().reshaped(wd)),
+         name_of(n.input(2))},
+        {out}, kOrtDomain, n.name());
+    ProtoWriter::set_int(p, "group", (*c)[0]);
+    ProtoWriter::set_ints(p, "kernel_shape", Dims(xd->size() - 2, 1));
+    ProtoWriter::set_string(p, "activation", n.attr_string("activation", ""));
+    if (auto params = activation_params(a); !params.empty()) {
+      ProtoWriter::set_floats(p, "activation_params", params);
+    }
+    return;
+  }
+  // x * scale[c] + shift[c] is an inference BatchNormalization with mean 0, variance 1 and
+  // epsilon 0 (x - 0) / sqrt(1 + 0) * scale + shift: exactly.
   const std::string bn_out = act ? w_.fresh(out + "_bn") : out;
   const Tensor zeros(DType::kFloat32, *c);
   Tensor ones(DType::kFloat32, *c);

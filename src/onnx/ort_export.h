@@ -9,7 +9,8 @@
 //                           with BiasGelu / FastGelu (bias), or Add and the activation
 //   FusedGlobalPoolGemm  -> GlobalAveragePool, Flatten, FusedGemm
 //   Gelu, Swish          -> Gelu or FastGelu, QuickGelu (com.microsoft)
-//   ScaleShift           -> BatchNormalization (mean 0, variance 1, epsilon 0) and the activation
+//   ScaleShift           -> with an activation FusedConv takes, a depthwise 1x1 FusedConv; else
+//                           BatchNormalization (mean 0, variance 1, epsilon 0) and the activation
 //   SkipLayerNorm        -> SkipLayerNormalization (the sum as output 3)
 //   RMSNorm              -> SkipSimplifiedLayerNormalization with a skip of zeros (exact; ORT's
 //                           SimplifiedLayerNormalization is in the default domain, where the ONNX

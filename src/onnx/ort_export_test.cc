@@ -244,6 +244,30 @@ TEST(OrtExport, DenseLayers) {
   }
 }
 
+TEST(OrtExport, ScaleShift) {
+  // With ReLU: one depthwise 1x1 FusedConv (scale as weights); without: a BatchNormalization
+  // of mean 0 and variance 1, which nnfuse runs too, exactly.
+  for (bool relu : {true, false}) {
+    Builder b;
+    Value* x = b.in("x", {2, 3, 4, 4});
+    Node* ss = b.node("ScaleShift", {x, b.c(random({3}, 12)), b.c(random({3}, 13))}, {2, 3, 4, 4},
+                      kFusedDomain);
+    if (relu) ss->set_attr("activation", str("Relu"));
+    b.g->add_output(ss->output(0));
+    const onnx::ModelProto m = export_ort(*b.g);
+    ASSERT_EQ(m.graph().node_size(), 1);
+    const onnx::NodeProto& n = m.graph().node(0);
+    if (relu) {
+      EXPECT_EQ(n.op_type(), "FusedConv");
+      EXPECT_EQ(attr(n, "group")->i(), 3);
+      EXPECT_EQ(attr(n, "activation")->s(), "Relu");
+    } else {
+      EXPECT_EQ(n.op_type(), "BatchNormalization");
+      expect_export_runs_the_same(std::move(b.g), {{"x", random({2, 3, 4, 4}, 14)}});
+    }
+  }
+}
+
 TEST(OrtExport, NormalizationsAndAttention) {
   Builder b;
   Value* x = b.in("x", {2, 5, 8});
