@@ -119,6 +119,10 @@ struct SessionOptions {
   int threads = 0;             // the kernels' threads (0: every core)
   bool strict = false;         // refuse a compute op on the reference kernel (kUnsupported)
   bool warn_fallbacks = true;  // name such ops on stderr
+  // A model whose inputs have symbolic dims (batch, sequence) is compiled again for each input-
+  // shape signature it is run with, so every value has a static shape and runs on fast kernels;
+  // this many plans are kept, the least recently used evicted.
+  size_t plan_cache = 8;
 };
 
 // A compiled model planned for running: kernels chosen, weights prepacked, memory laid out.

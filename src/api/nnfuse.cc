@@ -7,6 +7,7 @@
 #include "api/verify.h"
 #include "onnx/exporter.h"
 #include "passes/report.h"
+#include "runtime/plan_cache.h"
 #include "runtime/session.h"
 
 namespace nnfuse {
@@ -118,8 +119,11 @@ VerifyResult Model::verify(double rtol, uint32_t seed) const {
 }
 
 struct Session::Impl {
-  explicit Impl(std::shared_ptr<const Graph> g, const PlanOptions& o) : session(std::move(g), o) {}
-  PlanSession session;
+  std::shared_ptr<PlanSession> fixed;  // a model of static inputs: one plan
+  std::unique_ptr<PlanCache> cache;    // else one plan per input-shape signature
+  std::shared_ptr<PlanSession> session_for(const std::map<std::string, Tensor>& inputs) const {
+    return fixed ? fixed : cache->acquire(inputs);
+  }
 };
 
 Session::Session(const Model& model, const SessionOptions& options) : model_(model) {
@@ -127,12 +131,34 @@ Session::Session(const Model& model, const SessionOptions& options) : model_(mod
   o.threads = options.threads;
   o.strict = options.strict;
   o.warn_fallbacks = options.warn_fallbacks;
-  impl_ = std::make_shared<Impl>(model.impl_->graph, o);
+  impl_ = std::make_shared<Impl>();
+  std::vector<InputDecl> decls = input_decls(*model.impl_->graph);
+  if (!has_dynamic_inputs(decls)) {
+    impl_->fixed = std::make_shared<PlanSession>(model.impl_->graph, o);
+    return;
+  }
+  // Symbolic dims: the model compiled again for each signature (its shape arithmetic folds,
+  // every value gets a static shape), as the CLI's plan cache does.
+  std::shared_ptr<const Model::Impl> m = model.impl_;
+  auto make = [m, o](const PlanCache::Shapes& shapes) {
+    CompileOptions c = m->options;
+    c.dump_format.clear();
+    c.dump_dir.clear();
+    for (const auto& [name, dims] : shapes) {
+      c.input_shapes[name] = std::vector<int64_t>(dims.begin(), dims.end());
+    }
+    CompileResult r = m->path.empty() ? compile_model_bytes(m->bytes, kBytesLabel, "", c)
+                                      : compile_model_file(m->path, c);
+    return std::make_unique<PlanSession>(std::move(r.graph), o);
+  };
+  impl_->cache =
+      std::make_unique<PlanCache>(std::move(decls), make, std::max<size_t>(1, options.plan_cache));
 }
 
 std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs) const {
-  const std::vector<Tensor> outs = impl_->session.run(inputs);
-  const std::vector<Value*>& names = model_.impl_->graph->outputs();
+  const std::shared_ptr<PlanSession> s = impl_->session_for(inputs);
+  const std::vector<Tensor> outs = s->run(inputs);
+  const std::vector<Value*>& names = s->graph().outputs();
   std::map<std::string, Tensor> r;
   for (size_t k = 0; k < outs.size() && k < names.size(); ++k) r[names[k]->name()] = outs[k];
   return r;
@@ -140,8 +166,12 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
 
 Profile Session::profile(const std::map<std::string, Tensor>& inputs, int runs,
                          const std::string& trace_path, int warmup) const {
-  PlanSession& s = impl_->session;
-  const PlanProfile p = profile_plan(s, complete_inputs(s.graph(), inputs, 0), runs, warmup);
+  // Inputs not given are generated at the model's declared shape (symbolic dims need given
+  // inputs, or compiled shapes).
+  const Graph& declared = impl_->fixed ? impl_->fixed->graph() : *model_.impl_->graph;
+  const std::map<std::string, Tensor> feeds = complete_inputs(declared, inputs, 0);
+  const std::shared_ptr<PlanSession> s = impl_->session_for(feeds);
+  const PlanProfile p = profile_plan(*s, feeds, runs, warmup);
   if (!trace_path.empty()) write_chrome_trace(p, trace_path);
   Profile r;
   r.runs = p.runs;

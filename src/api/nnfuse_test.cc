@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "ir/graph.h"
+#include "onnx/exporter.h"
 #include "runtime/npy.h"
 
 namespace nnfuse {
@@ -181,6 +183,67 @@ TEST(Api, ProfileTimesEveryKernelAndWritesATrace) {
   EXPECT_EQ(j.at("traceEvents").size(), 3 * p.kernels.size());
   std::filesystem::remove(trace);
   EXPECT_THROW(s.profile({}, 0), Error);
+}
+
+// Conv -> Relu on [batch, 3, 8, 8] with a symbolic batch.
+std::string symbolic_batch_conv() {
+  Graph g;
+  g.opsets[""] = 13;
+  Shape xs = Shape::of({1, 3, 8, 8});
+  xs.dims[0] = Dim{-1, "batch"};
+  Value* x = g.add_value("x", DType::kFloat32, xs);
+  g.add_input(x);
+  Tensor w(DType::kFloat32, {4, 3, 3, 3});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = static_cast<float>(i % 7) - 3.0f;
+  Value* wv = g.add_value("w", DType::kFloat32, Shape::of(w.shape()));
+  wv->set_constant(w);
+  Shape ys = Shape::of({1, 4, 8, 8});
+  ys.dims[0] = Dim{-1, "batch"};
+  Value* c = g.add_value("c", DType::kFloat32, ys);
+  Node* conv = g.add_node("Conv", "conv", {x, wv}, {c});
+  Attribute pads;
+  pads.kind = Attribute::Kind::kInts;
+  pads.ints = {1, 1, 1, 1};
+  conv->set_attr("pads", pads);
+  Value* y = g.add_value("y", DType::kFloat32, ys);
+  g.add_node("Relu", "relu", {c}, {y});
+  g.add_output(y);
+  return export_onnx_string(g);
+}
+
+TEST(Api, SymbolicDimsRunOnFastKernelsAtEveryShape) {
+  // A session of a model with a symbolic batch compiles it again per batch size: with strict
+  // on, a conv on the reference kernel (no static shape) would be an error.
+  const Model m = compile_bytes(symbolic_batch_conv());
+  ASSERT_EQ(m.inputs()[0].shape[0], -1);
+  const Session s(m, {.threads = 1, .strict = true});
+  CompileOptions as_is;
+  as_is.fusion = false;
+  for (int64_t batch : {1, 3, 2, 3}) {
+    Tensor x(DType::kFloat32, {batch, 3, 8, 8});
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      x.data<float>()[i] = static_cast<float>((i * 5) % 11) / 5.0f - 1.0f;
+    }
+    const Tensor y = s.run({{"x", x}}).at("y");
+    EXPECT_EQ(y.shape(), (Dims{batch, 4, 8, 8}));
+    // The reference: the model as imported, on the reference kernels at this batch.
+    CompileOptions ref = as_is;
+    ref.input_shapes["x"] = {batch, 3, 8, 8};
+    const Tensor want = Session(compile_bytes(symbolic_batch_conv(), ref)).run({{"x", x}}).at("y");
+    EXPECT_LE(max_rel_error(y, want), 1e-5) << batch;
+  }
+  // Eight threads at two batch sizes at once.
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      const int64_t batch = 1 + t % 2;
+      const Tensor y = s.run({{"x", Tensor(DType::kFloat32, {batch, 3, 8, 8})}}).at("y");
+      if (y.shape() != Dims{batch, 4, 8, 8}) ++bad;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
 }
 
 }  // namespace

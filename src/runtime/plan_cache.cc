@@ -10,13 +10,19 @@ PlanCache::PlanCache(std::vector<InputDecl> inputs, Factory make, size_t capacit
 }
 
 PlanSession& PlanCache::session_for(const std::map<std::string, Tensor>& feeds) {
+  return *acquire(feeds);
+}
+
+std::shared_ptr<PlanSession> PlanCache::acquire(const std::map<std::string, Tensor>& feeds) {
   check_feeds(inputs_, feeds);
   Shapes key;
   for (const InputDecl& d : inputs_) key[d.name] = feeds.at(d.name).shape();
-  return session_for_shapes(key);
+  return find_or_build(key);
 }
 
-PlanSession& PlanCache::session_for_shapes(const Shapes& key) {
+PlanSession& PlanCache::session_for_shapes(const Shapes& key) { return *find_or_build(key); }
+
+std::shared_ptr<PlanSession> PlanCache::find_or_build(const Shapes& key) {
   for (const InputDecl& d : inputs_) {
     auto it = key.find(d.name);
     if (it == key.end()) fail(ErrorKind::kInvalidInput, "no shape for input '", d.name, "'");
@@ -33,12 +39,13 @@ PlanSession& PlanCache::session_for_shapes(const Shapes& key) {
     fail(ErrorKind::kInvalidInput, "shapes are given for ", key.size(), " inputs; the model has ",
          inputs_.size());
   }
+  std::lock_guard lock(mu_);
   if (auto it = index_.find(key); it != index_.end()) {
     ++hits_;
     lru_.splice(lru_.begin(), lru_, it->second);
-    return *lru_.front().second;
+    return lru_.front().second;
   }
-  std::unique_ptr<PlanSession> s = make_(key);
+  std::shared_ptr<PlanSession> s = make_(key);
   if (!s) fail(ErrorKind::kInternal, "the plan cache's factory built no session");
   ++builds_;
   lru_.emplace_front(key, std::move(s));
@@ -47,7 +54,7 @@ PlanSession& PlanCache::session_for_shapes(const Shapes& key) {
     index_.erase(lru_.back().first);
     lru_.pop_back();
   }
-  return *lru_.front().second;
+  return lru_.front().second;
 }
 
 std::vector<Tensor> PlanCache::run(const std::map<std::string, Tensor>& feeds,

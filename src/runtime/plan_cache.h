@@ -12,6 +12,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ class PlanCache {
 
   // The session for the feeds' shapes, built (and the oldest evicted past capacity) if new.
   PlanSession& session_for(const std::map<std::string, Tensor>& feeds);
+  // The same, safe to call from many threads at once: the session stays alive for the caller
+  // even when another thread's new shape evicts it meanwhile (builds are serialized).
+  std::shared_ptr<PlanSession> acquire(const std::map<std::string, Tensor>& feeds);
   // The same for input shapes given directly (each input named; rank and fixed dims checked
   // against the declarations).
   PlanSession& session_for_shapes(const Shapes& shapes);
@@ -47,7 +51,10 @@ class PlanCache {
   Factory make_;
   size_t capacity_;
   size_t builds_ = 0, hits_ = 0;
-  using Entry = std::pair<Shapes, std::unique_ptr<PlanSession>>;
+  std::shared_ptr<PlanSession> find_or_build(const Shapes& shapes);
+
+  std::mutex mu_;
+  using Entry = std::pair<Shapes, std::shared_ptr<PlanSession>>;
   std::list<Entry> lru_;  // most recently used first
   std::map<Shapes, std::list<Entry>::iterator> index_;
 };
