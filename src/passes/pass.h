@@ -54,6 +54,8 @@ struct PassInfo {
   std::string description;  // one line
   bool fusion = true;       // switchable by the fusion switch file; false: always runs
   bool default_on = true;
+  // The ops the switch file's rules format names the pass by ({"ops": [...], "action": "off"}).
+  std::vector<std::string> ops = {};
 };
 
 class FusionSwitches;

@@ -69,31 +69,11 @@ std::vector<PassInfo> list_passes() {
 }
 
 std::map<std::string, std::vector<std::string>> pass_op_lists() {
-  return {
-      {"ConvBatchnormFusionPass", {"Conv", "BatchNormalization"}},
-      {"ConvActivationFusionPass", {"Conv", "Relu"}},
-      {"ConvAddFusionPass", {"Conv", "Add", "Relu"}},
-      {"PadConvFusionPass", {"Pad", "Conv"}},
-      {"PadPoolFusionPass", {"Pad", "AveragePool"}},
-      {"ChannelShuffleFusionPass", {"Reshape", "Transpose", "Reshape"}},
-      {"ConvMaxPoolFusionPass", {"Conv", "MaxPool"}},
-      {"ScaledConvFusionPass", {"Mul", "Conv"}},
-      {"LayerScaleFusionPass", {"MatMul", "Add", "Transpose", "Mul"}},
-      {"BatchNormScaleShiftPass", {"BatchNormalization"}},
-      {"AttentionFusionPass", {"MatMul", "Div", "Add", "Softmax", "MatMul"}},
-      {"QKVProjectionFusionPass", {"MatMul", "MatMul", "MatMul"}},
-      {"MatMulSkipLayerNormFusionPass", {"MatMul", "Add", "Add", "LayerNormalization"}},
-      {"LayerNormMatMulFusionPass", {"LayerNormalization", "MatMul"}},
-      {"MatMulBiasAddFusionPass", {"MatMul", "Add"}},
-      {"GemmActivationFusionPass", {"Gemm", "Relu"}},
-      {"GlobalPoolGemmFusionPass", {"GlobalAveragePool", "Flatten", "Gemm"}},
-      {"LayerNormFusionPass",
-       {"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Add"}},
-      {"RMSNormFusionPass", {"Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Mul"}},
-      {"SkipLayerNormFusionPass", {"Add", "LayerNormalization"}},
-      {"GeluFusionPass", {"Div", "Erf", "Add", "Mul", "Mul"}},
-      {"EmbedLayerNormFusionPass", {"Gather", "Add", "LayerNormalization"}},
-  };
+  std::map<std::string, std::vector<std::string>> r;
+  for (const PassInfo& p : list_passes()) {
+    if (!p.ops.empty()) r[p.name] = p.ops;
+  }
+  return r;
 }
 
 FusionReport run_pipeline(Graph& g, const PipelineOptions& opts) {

@@ -27,7 +27,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline();
 std::vector<PassInfo> list_passes();
 // How a user fusion pattern appears among the passes (switchable by its name).
 PassInfo user_pattern_info(const std::string& name);
-// For the rules format of the switch file: each fusion pass's op list.
+// For the rules format of the switch file: each fusion pass's op list (PassInfo::ops).
 std::map<std::string, std::vector<std::string>> pass_op_lists();
 
 // Runs the pipeline on `g` and returns what every pass matched and did.

@@ -341,7 +341,9 @@ class AttentionFusion : public Pass {
     static const PassInfo i{"AttentionFusionPass",
                             "Fuses scaled dot-product attention (head split and merge, scale, "
                             "mask, softmax, both products) into one tiled kernel",
-                            true, true};
+                            true,
+                            true,
+                            {"MatMul", "Div", "Add", "Softmax", "MatMul"}};
     return i;
   }
 
@@ -596,7 +598,9 @@ class QKVProjectionFusion : public Pass {
     static const PassInfo i{"QKVProjectionFusionPass",
                             "Fuses an attention's Q, K and V projections of one input into one "
                             "MatMul with concatenated weights",
-                            true, true};
+                            true,
+                            true,
+                            {"MatMul", "MatMul", "MatMul"}};
     return i;
   }
 

@@ -23,7 +23,9 @@ class ChannelShuffleFusion : public Pass {
     static const PassInfo i{"ChannelShuffleFusionPass",
                             "Turns a channel shuffle (Reshape, Transpose, Reshape) into one "
                             "Gather of the channels",
-                            true, true};
+                            true,
+                            true,
+                            {"Reshape", "Transpose", "Reshape"}};
     return i;
   }
   void run(Graph& g, PassContext& ctx) override {

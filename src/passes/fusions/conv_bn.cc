@@ -4,8 +4,10 @@
 // BatchNormScaleShiftPass: a BatchNormalization no conv took == ScaleShift(x, s, bias - mean * s)
 // (ai.nnfuse), one multiply-add per element with the statistics folded at compile time.
 #include <cmath>
+#include <optional>
 
 #include "passes/fusions/fusions.h"
+#include "passes/fusions/rule.h"
 #include "pattern/rewriter.h"
 
 namespace nnfuse {
@@ -14,147 +16,130 @@ namespace {
 
 using pattern::Pat;
 
-class ConvBatchnormFusion : public Pass {
- public:
-  const PassInfo& info() const override {
-    static const PassInfo i{"ConvBatchnormFusionPass",
-                            "Folds BatchNormalization into the preceding Conv's weights and bias",
-                            true, true};
-    return i;
+// "" when the BatchNormalization is an inference one whose statistics nothing else reads.
+std::string inference_bn(const Node& bn) {
+  if (bn.attr_int("training_mode", 0) != 0) return "BatchNormalization is in training mode";
+  for (size_t k = 1; k < bn.num_outputs(); ++k) {
+    if (bn.output(k)) return "BatchNormalization's running statistics are used";
   }
+  return "";
+}
 
-  void run(Graph& g, PassContext& ctx) override {
-    using namespace pattern;
-    Pat conv = op("Conv", {any("x"), constant("w")}, false).named("conv");
-    Pat bn =
-        op("BatchNormalization",
-           {conv, constant("scale"), constant("shift"), constant("mean"), constant("var")}, false)
-            .named("bn");
-    const std::string pass = info().name;
-    rewrite_all(g, ctx, pass, {{"", bn}}, [&](const std::string&, const Match& m) -> std::string {
-      Node* cn = m.node("conv");
-      Node* bnn = m.node("bn");
-      if (bnn->attr_int("training_mode", 0) != 0)
-        return std::string("BatchNormalization is in training mode");
-      for (size_t k = 1; k < bnn->num_outputs(); ++k) {
-        if (bnn->output(k)) return std::string("BatchNormalization's running statistics are used");
-      }
-      const Tensor* w = constant_value(m.value("w"));
-      const Tensor* b =
-          cn->num_inputs() > 2 && cn->input(2) ? constant_value(cn->input(2)) : nullptr;
-      if (cn->num_inputs() > 2 && cn->input(2) && !b)
-        return std::string("the Conv bias is not a constant");
-      if (w->dtype() != DType::kFloat32 || w->rank() < 3)
-        return std::string("Conv weights are not float32");
-      int64_t cout = w->dim(0);
-      const Tensor* p[4] = {constant_value(m.value("scale")), constant_value(m.value("shift")),
-                            constant_value(m.value("mean")), constant_value(m.value("var"))};
-      for (const Tensor* t : p) {
-        if (t->dtype() != DType::kFloat32 || t->numel() != cout) {
-          return std::string(
-              "BatchNormalization parameters do not have one float32 per output channel");
-        }
-      }
-      if (b && (b->dtype() != DType::kFloat32 || b->numel() != cout)) {
-        return std::string("the Conv bias does not have one float32 per output channel");
-      }
-      double eps = bnn->attr_float("epsilon", 1e-5f);
-      Tensor w2 = w->clone();
-      Tensor b2(DType::kFloat32, {cout});
-      int64_t per = w->numel() / cout;
-      for (int64_t c = 0; c < cout; ++c) {
-        double s =
-            p[0]->data<float>()[c] / std::sqrt(static_cast<double>(p[3]->data<float>()[c]) + eps);
-        float* wc = w2.data<float>() + c * per;
-        for (int64_t i = 0; i < per; ++i) wc[i] = static_cast<float>(wc[i] * s);
-        double bias = b ? b->data<float>()[c] : 0.0;
-        b2.data<float>()[c] =
-            static_cast<float>((bias - p[2]->data<float>()[c]) * s + p[1]->data<float>()[c]);
-      }
-      Value* wv = add_constant(g, m.value("w")->name() + "_bn", std::move(w2));
-      Value* bv = add_constant(g, bnn->name() + "_bias", std::move(b2));
-      std::map<std::string, Attribute> attrs = cn->attrs();
-      return apply_fusion(g, ctx, pass, m.nodes(), "Conv", "", {m.value("x"), wv, bv},
-                          {bnn->output(0)}, attrs);
-    });
-  }
+// Per channel, s = scale / sqrt(var + epsilon) and t = shift - mean * s: the BatchNormalization
+// as y = x * s + t. nullopt when the parameters are not float32 vectors of `c` elements.
+struct Folded {
+  std::vector<double> s, t, mean, shift;
 };
-
-class BatchNormScaleShift : public Pass {
- public:
-  const PassInfo& info() const override {
-    static const PassInfo i{"BatchNormScaleShiftPass",
-                            "Turns a BatchNormalization no Conv absorbed into a per-channel scale "
-                            "and shift, with a Relu, LeakyRelu or Clip after it",
-                            true, true};
-    return i;
+std::optional<Folded> fold_bn(const RuleMatch& m, int64_t c) {
+  const Tensor* p[4] = {m.constant("scale"), m.constant("shift"), m.constant("mean"),
+                        m.constant("var")};
+  for (const Tensor* t : p) {
+    if (t->dtype() != DType::kFloat32 || t->rank() != 1 || t->numel() != c) return std::nullopt;
   }
+  const double eps = m.node("bn")->attr_float("epsilon", 1e-5f);
+  Folded f;
+  for (int64_t i = 0; i < c; ++i) {
+    const double s =
+        p[0]->data<float>()[i] / std::sqrt(static_cast<double>(p[3]->data<float>()[i]) + eps);
+    f.s.push_back(s);
+    f.t.push_back(p[1]->data<float>()[i] - p[2]->data<float>()[i] * s);
+    f.mean.push_back(p[2]->data<float>()[i]);
+    f.shift.push_back(p[1]->data<float>()[i]);
+  }
+  return f;
+}
 
-  void run(Graph& g, PassContext& ctx) override {
-    using namespace pattern;
-    Pat bn = op("BatchNormalization",
-                {any("x"), constant("scale"), constant("shift"), constant("mean"), constant("var")},
-                false)
-                 .named("bn");
-    const std::string pass = info().name;
-    // The piecewise-linear activations the scale-shift kernels apply in the same pass over the
-    // data (a pre-activation block's BN + ReLU is one kernel, not two).
-    std::vector<ActivationPattern> pats;
-    for (ActivationPattern& p : activation_patterns(bn)) {
-      if (p.name == "Relu" || p.name == "LeakyRelu" || p.name == "Clip") pats.push_back(p);
-    }
-    pats.push_back({"", bn});
-    rewrite_all(
-        g, ctx, pass, pats, [&](const std::string& act_name, const Match& m) -> std::string {
-          Node* n = m.node("bn");
-          if (n->attr_int("training_mode", 0) != 0) {
-            return std::string("BatchNormalization is in training mode");
-          }
-          for (size_t k = 1; k < n->num_outputs(); ++k) {
-            if (n->output(k))
-              return std::string("BatchNormalization's running statistics are used");
-          }
-          const Value* x = m.value("x");
-          if (x->dtype() != DType::kFloat32) return std::string("the input is not float32");
-          const Tensor* p[4] = {constant_value(m.value("scale")), constant_value(m.value("shift")),
-                                constant_value(m.value("mean")), constant_value(m.value("var"))};
-          const int64_t c = p[0]->numel();
-          for (const Tensor* t : p) {
-            if (t->dtype() != DType::kFloat32 || t->rank() != 1 || t->numel() != c) {
-              return std::string("the parameters are not float32 vectors of one length");
+pattern::Pat bn_of(const pattern::Pat& x) {
+  using namespace pattern;
+  return op("BatchNormalization",
+            {x, constant("scale"), constant("shift"), constant("mean"), constant("var")}, false)
+      .named("bn");
+}
+
+Rule conv_bn() {
+  using namespace pattern;
+  return {.name = "ConvBatchnormFusionPass",
+          .description = "Folds BatchNormalization into the preceding Conv's weights and bias",
+          .ops = {"Conv", "BatchNormalization"},
+          .patterns = {{"", bn_of(op("Conv", {any("x"), constant("w")}, false).named("conv"))}},
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            const Node* cn = m.node("conv");
+            if (std::string why = inference_bn(*m.node("bn")); !why.empty()) return why;
+            const Tensor* w = m.constant("w");
+            const Value* bias = cn->num_inputs() > 2 ? cn->input(2) : nullptr;
+            const Tensor* b = bias ? pattern::constant_value(bias) : nullptr;
+            if (bias && !b) return "the Conv bias is not a constant";
+            if (w->dtype() != DType::kFloat32 || w->rank() < 3) {
+              return "Conv weights are not float32";
             }
-          }
-          if (!x->shape().has_rank || x->shape().dims.size() < 2 ||
-              (x->shape().dims[1].known() && x->shape().dims[1].value != c)) {
-            return std::string("the input's dim 1 is not the parameters' length");
-          }
-          const double eps = n->attr_float("epsilon", 1e-5f);
-          Tensor a(DType::kFloat32, {c}), b(DType::kFloat32, {c});
-          for (int64_t i = 0; i < c; ++i) {
-            const double s = p[0]->data<float>()[i] /
-                             std::sqrt(static_cast<double>(p[3]->data<float>()[i]) + eps);
-            a.data<float>()[i] = static_cast<float>(s);
-            b.data<float>()[i] =
-                static_cast<float>(p[1]->data<float>()[i] - p[2]->data<float>()[i] * s);
-          }
-          std::map<std::string, Attribute> attrs;
-          if (!act_name.empty()) {
-            std::string why;
-            const auto act = activation_from_match(act_name, m, &why);
-            if (!act) return why;
-            set_activation_attrs(attrs, *act);
-          }
-          Value* av = add_constant(g, n->name() + "_scale", std::move(a));
-          Value* bv = add_constant(g, n->name() + "_shift", std::move(b));
-          return apply_fusion(g, ctx, pass, m.nodes(), "ScaleShift", kFusedDomain,
-                              {m.value("x"), av, bv}, {m.root()->output(0)}, attrs);
-        });
+            const int64_t cout = w->dim(0), per = w->numel() / cout;
+            const auto f = fold_bn(m, cout);
+            if (!f)
+              return "BatchNormalization parameters do not have one float32 per output channel";
+            if (b && (b->dtype() != DType::kFloat32 || b->numel() != cout)) {
+              return "the Conv bias does not have one float32 per output channel";
+            }
+            // W'[c] = W[c] * s, B'[c] = (B[c] - mean[c]) * s + shift[c].
+            Tensor w2 = w->clone();
+            Tensor b2(DType::kFloat32, {cout});
+            for (int64_t c = 0; c < cout; ++c) {
+              float* wc = w2.data<float>() + c * per;
+              for (int64_t i = 0; i < per; ++i) wc[i] = static_cast<float>(wc[i] * f->s[c]);
+              b2.data<float>()[c] = static_cast<float>(
+                  ((b ? b->data<float>()[c] : 0.0) - f->mean[c]) * f->s[c] + f->shift[c]);
+            }
+            Value* wv = pattern::add_constant(m.g, m["w"]->name() + "_bn", std::move(w2));
+            Value* bv = pattern::add_constant(m.g, m.node("bn")->name() + "_bias", std::move(b2));
+            return m.fuse("Conv", {m["x"], wv, bv}, cn->attrs(), "");
+          }};
+}
+
+// The piecewise-linear activations the scale-shift kernels apply in the same pass over the data
+// (a pre-activation block's BN + ReLU is one kernel, not two), and none.
+std::vector<ActivationPattern> bn_epilogues(const pattern::Pat& bn) {
+  std::vector<ActivationPattern> pats;
+  for (ActivationPattern& p : activation_patterns(bn)) {
+    if (p.name == "Relu" || p.name == "LeakyRelu" || p.name == "Clip") pats.push_back(p);
   }
-};
+  pats.push_back({"", bn});
+  return pats;
+}
+
+Rule bn_scale_shift() {
+  return {.name = "BatchNormScaleShiftPass",
+          .description =
+              "Turns a BatchNormalization no Conv absorbed into a per-channel scale "
+              "and shift, with a Relu, LeakyRelu or Clip after it",
+          .ops = {"BatchNormalization"},
+          .patterns = bn_epilogues(bn_of(pattern::any("x"))),
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            const Node* n = m.node("bn");
+            if (std::string why = inference_bn(*n); !why.empty()) return why;
+            const Value* x = m["x"];
+            if (x->dtype() != DType::kFloat32) return "the input is not float32";
+            const int64_t c = m.constant("scale")->numel();
+            const auto f = fold_bn(m, c);
+            if (!f) return "the parameters are not float32 vectors of one length";
+            if (!x->shape().has_rank || x->shape().dims.size() < 2 ||
+                (x->shape().dims[1].known() && x->shape().dims[1].value != c)) {
+              return "the input's dim 1 is not the parameters' length";
+            }
+            Tensor a(DType::kFloat32, {c}), b(DType::kFloat32, {c});
+            for (int64_t i = 0; i < c; ++i) {
+              a.data<float>()[i] = static_cast<float>(f->s[i]);
+              b.data<float>()[i] = static_cast<float>(f->t[i]);
+            }
+            std::map<std::string, Attribute> attrs;
+            if (std::string why = m.activation(attrs); !why.empty()) return why;
+            Value* av = pattern::add_constant(m.g, n->name() + "_scale", std::move(a));
+            Value* bv = pattern::add_constant(m.g, n->name() + "_shift", std::move(b));
+            return m.fuse("ScaleShift", {m["x"], av, bv}, attrs);
+          }};
+}
 
 }  // namespace
 
-std::unique_ptr<Pass> make_conv_bn_pass() { return std::make_unique<ConvBatchnormFusion>(); }
-std::unique_ptr<Pass> make_bn_scale_shift_pass() { return std::make_unique<BatchNormScaleShift>(); }
+std::unique_ptr<Pass> make_conv_bn_pass() { return make_rule_pass(conv_bn()); }
+std::unique_ptr<Pass> make_bn_scale_shift_pass() { return make_rule_pass(bn_scale_shift()); }
 
 }  // namespace nnfuse

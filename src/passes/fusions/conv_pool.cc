@@ -9,14 +9,11 @@
 
 #include "kernels/winograd_rule.h"
 #include "passes/fusions/fusions.h"
-#include "pattern/rewriter.h"
+#include "passes/fusions/rule.h"
 
 namespace nnfuse {
 
 namespace {
-
-using pattern::Match;
-using pattern::Pat;
 
 // "" when the conv computes through a buffer of its own (Winograd geometry), else why not.
 std::string pays(const Node& conv) {
@@ -47,41 +44,31 @@ std::string pays(const Node& conv) {
   return "";
 }
 
-class ConvMaxPoolFusion : public Pass {
- public:
-  const PassInfo& info() const override {
-    static const PassInfo i{"ConvMaxPoolFusionPass",
-                            "Fuses a MaxPool into the Conv before it where the pool can read the "
-                            "conv's own buffer",
-                            true, true};
-    return i;
-  }
-  void run(Graph& g, PassContext& ctx) override {
-    using namespace pattern;
-    Pat conv = any_of({op_in(kFusedDomain, "FusedConv", {any("x"), constant("w")}, false),
-                       op("Conv", {any("x"), constant("w")}, false)})
-                   .named("conv");
-    Pat pool = op("MaxPool", {conv}, true).named("pool");
-    const std::string pass = info().name;
-    rewrite_all(g, ctx, pass, {{"", pool}}, [&](const std::string&, const Match& m) {
-      Node* c = m.root()->input(0)->producer();
-      Node* p = m.root();
-      if (c->input(0)->dtype() != DType::kFloat32) return std::string("the Conv is not float32");
-      if (p->num_outputs() > 1 && p->output(1)) {
-        return std::string("the MaxPool's Indices output is used");
-      }
-      if (std::string why = pays(*c); !why.empty()) return why;
-      std::map<std::string, Attribute> attrs = c->attrs();
-      for (const auto& [name, value] : p->attrs()) attrs[ref::kPoolAttrPrefix + name] = value;
-      std::vector<Value*> ins = c->inputs();
-      return apply_fusion(g, ctx, pass, {c, p}, "FusedConvPool", kFusedDomain, ins, {p->output(0)},
-                          attrs);
-    });
-  }
-};
+Rule conv_pool() {
+  using namespace pattern;
+  Pat conv = any_of({op_in(kFusedDomain, "FusedConv", {any("x"), constant("w")}, false),
+                     op("Conv", {any("x"), constant("w")}, false)})
+                 .named("conv");
+  return {.name = "ConvMaxPoolFusionPass",
+          .description =
+              "Fuses a MaxPool into the Conv before it where the pool can read the "
+              "conv's own buffer",
+          .ops = {"Conv", "MaxPool"},
+          .patterns = {{"", op("MaxPool", {conv}, true).named("pool")}},
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            const Node* c = m.root()->input(0)->producer();
+            const Node* p = m.root();
+            if (c->input(0)->dtype() != DType::kFloat32) return "the Conv is not float32";
+            if (p->num_outputs() > 1 && p->output(1)) return "the MaxPool's Indices output is used";
+            if (std::string why = pays(*c); !why.empty()) return why;
+            std::map<std::string, Attribute> attrs = c->attrs();
+            for (const auto& [name, value] : p->attrs()) attrs[ref::kPoolAttrPrefix + name] = value;
+            return m.fuse("FusedConvPool", c->inputs(), attrs);
+          }};
+}
 
 }  // namespace
 
-std::unique_ptr<Pass> make_conv_pool_pass() { return std::make_unique<ConvMaxPoolFusion>(); }
+std::unique_ptr<Pass> make_conv_pool_pass() { return make_rule_pass(conv_pool()); }
 
 }  // namespace nnfuse

@@ -100,7 +100,9 @@ class EmbedLayerNormFusion : public Pass {
     static const PassInfo i{"EmbedLayerNormFusionPass",
                             "Fuses embedding lookups (Gathers), their sum and the LayerNorm after "
                             "them into one kernel",
-                            true, true};
+                            true,
+                            true,
+                            {"Gather", "Add", "LayerNormalization"}};
     return i;
   }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "passes/fusions/fusions.h"
+#include "passes/fusions/rule.h"
 
 namespace nnfuse {
 
@@ -42,52 +43,42 @@ std::string keeps_shape(const Value& x, const Value& y, const Match& m) {
   return "";
 }
 
-class GeluFusion : public Pass {
- public:
-  const PassInfo& info() const override {
-    static const PassInfo i{"GeluFusionPass",
-                            "Fuses GELU (erf and tanh forms) and x * sigmoid(alpha * x) into one "
-                            "Gelu or Swish node",
-                            true, true};
-    return i;
-  }
-  void run(Graph& g, PassContext& ctx) override {
-    using namespace pattern;
-    Pat x = any("x");
-    std::vector<ActivationPattern> pats = {
-        {"Gelu", gelu_erf_pattern(x)},
-        {"GeluTanh", gelu_tanh_pattern(x)},
-        {"SiLU", x * sigmoid(x)},
-        {"Swish", swish_pattern(x)},
-    };
-    const std::string pass = info().name;
-    rewrite_all(g, ctx, pass, pats, [&](const std::string& name, const Match& m) -> std::string {
-      Value* in = m.value("x");
-      Value* out = m.root()->output(0);
-      const DType t = out->dtype();
-      if ((t != DType::kFloat32 && t != DType::kFloat64) || in->dtype() != t) {
-        return std::string("the activation is ") + dtype_name(t) +
-               ", not float32 or float64 (input " + dtype_name(in->dtype()) + ")";
-      }
-      if (std::string why = keeps_shape(*in, *out, m); !why.empty()) return why;
-      std::string why;
-      auto a = activation_from_match(name, m, &why);
-      if (!a) return why;
-      std::map<std::string, Attribute> attrs;
-      std::string op = "Gelu";
-      if (a->name == "Gelu" || a->name == "GeluTanh") {
-        attrs["approximate"] = attr_string(a->name == "Gelu" ? "none" : "tanh");
-      } else {
-        op = "Swish";
-        attrs["alpha"] = attr_float(a->name == "SiLU" ? 1.0f : a->alpha);
-      }
-      return apply_fusion(g, ctx, pass, m.nodes(), op, kFusedDomain, {in}, {out}, attrs);
-    });
-  }
-};
+Rule gelu() {
+  using namespace pattern;
+  Pat x = any("x");
+  return {.name = "GeluFusionPass",
+          .description =
+              "Fuses GELU (erf and tanh forms) and x * sigmoid(alpha * x) into one "
+              "Gelu or Swish node",
+          .ops = {"Div", "Erf", "Add", "Mul", "Mul"},
+          .patterns = {{"Gelu", gelu_erf_pattern(x)},
+                       {"GeluTanh", gelu_tanh_pattern(x)},
+                       {"SiLU", x * sigmoid(x)},
+                       {"Swish", swish_pattern(x)}},
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            Value* in = m["x"];
+            const Value* out = m.root()->output(0);
+            const DType t = out->dtype();
+            if ((t != DType::kFloat32 && t != DType::kFloat64) || in->dtype() != t) {
+              return std::string("the activation is ") + dtype_name(t) +
+                     ", not float32 or float64 (input " + dtype_name(in->dtype()) + ")";
+            }
+            if (std::string why = keeps_shape(*in, *out, m.match); !why.empty()) return why;
+            std::string why;
+            const auto a = activation_from_match(m.variant, m.match, &why);
+            if (!a) return why;
+            std::map<std::string, Attribute> attrs;
+            if (a->name == "Gelu" || a->name == "GeluTanh") {
+              attrs["approximate"] = attr_string(a->name == "Gelu" ? "none" : "tanh");
+              return m.fuse("Gelu", {in}, attrs);
+            }
+            attrs["alpha"] = attr_float(a->name == "SiLU" ? 1.0f : a->alpha);
+            return m.fuse("Swish", {in}, attrs);
+          }};
+}
 
 }  // namespace
 
-std::unique_ptr<Pass> make_gelu_pass() { return std::make_unique<GeluFusion>(); }
+std::unique_ptr<Pass> make_gelu_pass() { return make_rule_pass(gelu()); }
 
 }  // namespace nnfuse

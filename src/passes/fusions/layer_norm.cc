@@ -200,7 +200,9 @@ class LayerNormFusion : public Pass {
         "LayerNormFusionPass",
         "Fuses decomposed LayerNorm (ReduceMean, Sub, Pow, Sqrt, Div, Mul, Add) "
         "into LayerNormalization",
-        true, true};
+        true,
+        true,
+        {"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Add"}};
     return i;
   }
 
@@ -253,7 +255,10 @@ class RmsNormFusion : public Pass {
  public:
   const PassInfo& info() const override {
     static const PassInfo i{"RMSNormFusionPass",
-                            "Fuses x / sqrt(mean(x^2) + eps) * gamma into RMSNorm", true, true};
+                            "Fuses x / sqrt(mean(x^2) + eps) * gamma into RMSNorm",
+                            true,
+                            true,
+                            {"Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Mul"}};
     return i;
   }
 
@@ -316,7 +321,9 @@ class SkipLayerNormFusion : public Pass {
     static const PassInfo i{"SkipLayerNormFusionPass",
                             "Fuses a residual Add (and a bias Add) into the LayerNormalization "
                             "after it as SkipLayerNorm",
-                            true, true};
+                            true,
+                            true,
+                            {"Add", "LayerNormalization"}};
     return i;
   }
 

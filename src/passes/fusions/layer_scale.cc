@@ -21,7 +21,9 @@ class LayerScaleFusion : public Pass {
     static const PassInfo i{"LayerScaleFusionPass",
                             "Folds a constant per-channel scale after a dense layer (through a "
                             "Transpose) into its weights",
-                            true, true};
+                            true,
+                            true,
+                            {"MatMul", "Add", "Transpose", "Mul"}};
     return i;
   }
   void run(Graph& g, PassContext& ctx) override {

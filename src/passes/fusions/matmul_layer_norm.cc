@@ -33,7 +33,9 @@ class MatMulSkipLayerNormFusion : public Pass {
   const PassInfo& info() const override {
     static const PassInfo i{"MatMulSkipLayerNormFusionPass",
                             "Fuses a dense layer with the residual Add and LayerNorm after it",
-                            true, true};
+                            true,
+                            true,
+                            {"MatMul", "Add", "Add", "LayerNormalization"}};
     return i;
   }
 
@@ -110,8 +112,10 @@ class LayerNormMatMulFusion : public Pass {
  public:
   const PassInfo& info() const override {
     static const PassInfo i{"LayerNormMatMulFusionPass",
-                            "Fuses a LayerNorm into the dense layer that is its only reader", true,
-                            true};
+                            "Fuses a LayerNorm into the dense layer that is its only reader",
+                            true,
+                            true,
+                            {"LayerNormalization", "MatMul"}};
     return i;
   }
 

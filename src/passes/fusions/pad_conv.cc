@@ -90,8 +90,11 @@ bool is_minus_inf(double v) { return std::isinf(v) && v < 0; }
 class PadConvFusion : public Pass {
  public:
   const PassInfo& info() const override {
-    static const PassInfo i{"PadConvFusionPass", "Folds a zero Pad into the following Conv's pads",
-                            true, true};
+    static const PassInfo i{"PadConvFusionPass",
+                            "Folds a zero Pad into the following Conv's pads",
+                            true,
+                            true,
+                            {"Pad", "Conv"}};
     return i;
   }
   void run(Graph& g, PassContext& ctx) override {
@@ -120,7 +123,9 @@ class PadPoolFusion : public Pass {
     static const PassInfo i{"PadPoolFusionPass",
                             "Folds a zero Pad into the following AveragePool's pads (counting "
                             "them), a -inf Pad into a MaxPool's",
-                            true, true};
+                            true,
+                            true,
+                            {"Pad", "AveragePool"}};
     return i;
   }
   void run(Graph& g, PassContext& ctx) override {
