@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "passes/fusions/fusions.h"
+#include "passes/fusions/rule.h"
 #include "pattern/rewriter.h"
 
 namespace nnfuse {
@@ -193,107 +194,78 @@ std::string guarded(F&& f) {
   }
 }
 
-class LayerNormFusion : public Pass {
- public:
-  const PassInfo& info() const override {
-    static const PassInfo i{
-        "LayerNormFusionPass",
-        "Fuses decomposed LayerNorm (ReduceMean, Sub, Pow, Sqrt, Div, Mul, Add) "
-        "into LayerNormalization",
-        true,
-        true,
-        {"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Add"}};
-    return i;
-  }
+Rule layer_norm() {
+  using namespace pattern;
+  Pat xin = norm_input();
+  Pat mean = op("ReduceMean", {xin}, false).named("mean");
+  // Older exporters compute x - mean twice: one Sub for the variance, one for the output.
+  Pat d1 = op("Sub", {xin, mean});
+  Pat d2 = op("Sub", {xin, mean});
+  Pat sq = any_of({pow(through(d1), 2.0f), op("Mul", {d1, d1})});
+  Pat var = op("ReduceMean", {sq}, false).named("var");
+  Pat norm = divide(d2, sqrt(op("Add", {var, any("eps")})));
+  return {.name = "LayerNormFusionPass",
+          .description =
+              "Fuses decomposed LayerNorm (ReduceMean, Sub, Pow, Sqrt, Div, Mul, Add) "
+              "into LayerNormalization",
+          .ops = {"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Add"},
+          .patterns = with_affine(norm, true),
+          .rewrite = [](const RuleMatch& rm) -> std::string {
+            const Match& m = rm.match;
+            std::vector<Node*> nodes = m.nodes();
+            Value *x, *y;
+            std::string why = trim_casts(m, nodes, &x, &y);
+            for (const char* r : {"mean", "var"}) {
+              if (why.empty()) why = last_axis_mean(m.node(r), m.value("xin"));
+            }
+            float eps = 0;
+            if (why.empty()) why = read_epsilon(m, &eps);
+            Value* gv = m.value("gamma");
+            Value* bv = m.value("beta");
+            const int64_t e = feature_count(x, {gv, bv});
+            if (why.empty() && gv) why = feature_reason(gv, e, x, "gamma");
+            if (why.empty() && bv) why = feature_reason(bv, e, x, "beta");
+            if (why.empty() && !gv && e < 0) why = "there is no gamma and the last dim is unknown";
+            // Constants are made only for a fusion that happens.
+            if (why.empty()) why = pattern::check_replaceable(rm.g, nodes, {y});
+            if (!why.empty()) return why;
+            std::vector<Value*> ins = {x, gv ? feature_vector(rm.g, gv, e)
+                                             : ones(rm.g, m.node("var")->name() + "_gamma", e)};
+            if (bv) ins.push_back(feature_vector(rm.g, bv, e));
+            return rm.fuse_nodes(nodes, "LayerNormalization", ins, {y},
+                                 {{"axis", attr_int(-1)}, {"epsilon", attr_float(eps)}},
+                                 rm.g.opset("") >= 17 ? "" : kFusedDomain);
+          }};
+}
 
-  void run(Graph& g, PassContext& ctx) override {
-    using namespace pattern;
-    Pat xin = norm_input();
-    Pat mean = op("ReduceMean", {xin}, false).named("mean");
-    // Older exporters compute x - mean twice: one Sub for the variance, one for the output.
-    Pat d1 = op("Sub", {xin, mean});
-    Pat d2 = op("Sub", {xin, mean});
-    Pat sq = any_of({pow(through(d1), 2.0f), op("Mul", {d1, d1})});
-    Pat var = op("ReduceMean", {sq}, false).named("var");
-    Pat norm = divide(d2, sqrt(op("Add", {var, any("eps")})));
-    const std::string pass = info().name;
-    rewrite_all(g, ctx, pass, with_affine(norm, true),
-                [&](const std::string&, const Match& m) -> std::string {
-                  return guarded([&] { return rewrite(g, ctx, pass, m); });
-                });
-  }
-
- private:
-  static std::string rewrite(Graph& g, PassContext& ctx, const std::string& pass, const Match& m) {
-    std::vector<Node*> nodes = m.nodes();
-    Value *x, *y;
-    std::string why = trim_casts(m, nodes, &x, &y);
-    for (const char* rm : {"mean", "var"}) {
-      if (why.empty()) why = last_axis_mean(m.node(rm), m.value("xin"));
-    }
-    float eps = 0;
-    if (why.empty()) why = read_epsilon(m, &eps);
-    Value* gv = m.value("gamma");
-    Value* bv = m.value("beta");
-    const int64_t e = feature_count(x, {gv, bv});
-    if (why.empty() && gv) why = feature_reason(gv, e, x, "gamma");
-    if (why.empty() && bv) why = feature_reason(bv, e, x, "beta");
-    if (why.empty() && !gv && e < 0) why = "there is no gamma and the last dim is unknown";
-    // Constants are made only for a fusion that happens.
-    if (why.empty()) why = pattern::check_replaceable(g, nodes, {y});
-    if (!why.empty()) return why;
-    std::vector<Value*> ins = {
-        x, gv ? feature_vector(g, gv, e) : ones(g, m.node("var")->name() + "_gamma", e)};
-    if (bv) ins.push_back(feature_vector(g, bv, e));
-    std::map<std::string, Attribute> attrs = {{"axis", attr_int(-1)}, {"epsilon", attr_float(eps)}};
-    const std::string domain = g.opset("") >= 17 ? "" : kFusedDomain;
-    return apply_fusion(g, ctx, pass, nodes, "LayerNormalization", domain, ins, {y}, attrs);
-  }
-};
-
-class RmsNormFusion : public Pass {
- public:
-  const PassInfo& info() const override {
-    static const PassInfo i{"RMSNormFusionPass",
-                            "Fuses x / sqrt(mean(x^2) + eps) * gamma into RMSNorm",
-                            true,
-                            true,
-                            {"Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Mul"}};
-    return i;
-  }
-
-  void run(Graph& g, PassContext& ctx) override {
-    using namespace pattern;
-    Pat xin = norm_input();
-    Pat sq = any_of({pow(xin, 2.0f), op("Mul", {xin, xin})});
-    Pat var = op("ReduceMean", {sq}, false).named("var");
-    Pat norm = divide(xin, sqrt(op("Add", {var, any("eps")})));
-    const std::string pass = info().name;
-    rewrite_all(g, ctx, pass, with_affine(norm, false),
-                [&](const std::string&, const Match& m) -> std::string {
-                  return guarded([&] { return rewrite(g, ctx, pass, m); });
-                });
-  }
-
- private:
-  static std::string rewrite(Graph& g, PassContext& ctx, const std::string& pass, const Match& m) {
-    std::vector<Node*> nodes = m.nodes();
-    Value *x, *y;
-    std::string why = trim_casts(m, nodes, &x, &y);
-    if (why.empty()) why = last_axis_mean(m.node("var"), m.value("xin"));
-    float eps = 0;
-    if (why.empty()) why = read_epsilon(m, &eps);
-    Value* gv = m.value("gamma");
-    const int64_t e = feature_count(x, {gv});
-    if (why.empty() && gv) why = feature_reason(gv, e, x, "gamma");
-    if (why.empty()) why = pattern::check_replaceable(g, nodes, {y});
-    if (!why.empty()) return why;
-    std::vector<Value*> ins = {x};
-    if (gv) ins.push_back(feature_vector(g, gv, e));
-    return apply_fusion(g, ctx, pass, nodes, "RMSNorm", kFusedDomain, ins, {y},
-                        {{"epsilon", attr_float(eps)}});
-  }
-};
+Rule rms_norm() {
+  using namespace pattern;
+  Pat xin = norm_input();
+  Pat sq = any_of({pow(xin, 2.0f), op("Mul", {xin, xin})});
+  Pat var = op("ReduceMean", {sq}, false).named("var");
+  Pat norm = divide(xin, sqrt(op("Add", {var, any("eps")})));
+  return {.name = "RMSNormFusionPass",
+          .description = "Fuses x / sqrt(mean(x^2) + eps) * gamma into RMSNorm",
+          .ops = {"Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Mul"},
+          .patterns = with_affine(norm, false),
+          .rewrite = [](const RuleMatch& rm) -> std::string {
+            const Match& m = rm.match;
+            std::vector<Node*> nodes = m.nodes();
+            Value *x, *y;
+            std::string why = trim_casts(m, nodes, &x, &y);
+            if (why.empty()) why = last_axis_mean(m.node("var"), m.value("xin"));
+            float eps = 0;
+            if (why.empty()) why = read_epsilon(m, &eps);
+            Value* gv = m.value("gamma");
+            const int64_t e = feature_count(x, {gv});
+            if (why.empty() && gv) why = feature_reason(gv, e, x, "gamma");
+            if (why.empty()) why = pattern::check_replaceable(rm.g, nodes, {y});
+            if (!why.empty()) return why;
+            std::vector<Value*> ins = {x};
+            if (gv) ins.push_back(feature_vector(rm.g, gv, e));
+            return rm.fuse_nodes(nodes, "RMSNorm", ins, {y}, {{"epsilon", attr_float(eps)}});
+          }};
+}
 
 bool is_plain_add(const Node* n) {
   return n && n->op_type() == "Add" && is_default_domain(n->domain()) && n->num_inputs() == 2 &&
@@ -431,8 +403,8 @@ class SkipLayerNormFusion : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_layer_norm_pass() { return std::make_unique<LayerNormFusion>(); }
-std::unique_ptr<Pass> make_rms_norm_pass() { return std::make_unique<RmsNormFusion>(); }
+std::unique_ptr<Pass> make_layer_norm_pass() { return make_rule_pass(layer_norm()); }
+std::unique_ptr<Pass> make_rms_norm_pass() { return make_rule_pass(rms_norm()); }
 std::unique_ptr<Pass> make_skip_layer_norm_pass() {
   return std::make_unique<SkipLayerNormFusion>();
 }

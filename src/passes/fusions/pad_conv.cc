@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "passes/fusions/fusions.h"
+#include "passes/fusions/rule.h"
 #include "pattern/rewriter.h"
 
 namespace nnfuse {
@@ -87,106 +88,86 @@ std::string add_pads(const Node& n, const std::vector<int64_t>& extra,
 bool is_zero(double v) { return v == 0.0; }
 bool is_minus_inf(double v) { return std::isinf(v) && v < 0; }
 
-class PadConvFusion : public Pass {
- public:
-  const PassInfo& info() const override {
-    static const PassInfo i{"PadConvFusionPass",
-                            "Folds a zero Pad into the following Conv's pads",
-                            true,
-                            true,
-                            {"Pad", "Conv"}};
-    return i;
-  }
-  void run(Graph& g, PassContext& ctx) override {
-    using namespace pattern;
-    Pat pad = op("Pad", {any("x"), constant("pads")}, false).named("pad");
-    Pat conv = op("Conv", {pad, constant("w")}, false).named("conv");
-    const std::string pass = info().name;
-    rewrite_all(g, ctx, pass, {{"", conv}}, [&](const std::string&, const Match& m) -> std::string {
-      Node* cn = m.node("conv");
-      std::string why;
-      std::vector<int64_t> p = spatial_pads(*m.node("pad"), m.value("pads"), is_zero, "0", &why);
-      if (!why.empty()) return why;
-      if (cn->attr_string("auto_pad", "NOTSET") != "NOTSET") return "the Conv uses auto_pad";
-      std::map<std::string, Attribute> attrs;
-      if (why = add_pads(*cn, p, &attrs); !why.empty()) return why;
-      std::vector<Value*> ins = {m.value("x"), m.value("w")};
-      if (cn->num_inputs() > 2 && cn->input(2)) ins.push_back(cn->input(2));
-      return apply_fusion(g, ctx, pass, m.nodes(), "Conv", "", ins, {cn->output(0)}, attrs);
-    });
-  }
-};
+Rule pad_conv() {
+  using namespace pattern;
+  Pat pad = op("Pad", {any("x"), constant("pads")}, false).named("pad");
+  return {.name = "PadConvFusionPass",
+          .description = "Folds a zero Pad into the following Conv's pads",
+          .ops = {"Pad", "Conv"},
+          .patterns = {{"", op("Conv", {pad, constant("w")}, false).named("conv")}},
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            const Node* cn = m.node("conv");
+            std::string why;
+            std::vector<int64_t> p = spatial_pads(*m.node("pad"), m["pads"], is_zero, "0", &why);
+            if (!why.empty()) return why;
+            if (cn->attr_string("auto_pad", "NOTSET") != "NOTSET") return "the Conv uses auto_pad";
+            std::map<std::string, Attribute> attrs;
+            if (why = add_pads(*cn, p, &attrs); !why.empty()) return why;
+            std::vector<Value*> ins = {m["x"], m["w"]};
+            if (cn->num_inputs() > 2 && cn->input(2)) ins.push_back(cn->input(2));
+            return m.fuse("Conv", ins, attrs, "");
+          }};
+}
 
-class PadPoolFusion : public Pass {
- public:
-  const PassInfo& info() const override {
-    static const PassInfo i{"PadPoolFusionPass",
-                            "Folds a zero Pad into the following AveragePool's pads (counting "
-                            "them), a -inf Pad into a MaxPool's",
-                            true,
-                            true,
-                            {"Pad", "AveragePool"}};
-    return i;
+// "" when the pool takes the Pad's pads as its own (no auto_pad or ceil_mode, uncounted pads of
+// its own, the sum narrower than the window; ONNX pools take no wider pads), with `attrs` its
+// attributes so padded.
+std::string pool_takes_pads(const Node& pn, bool is_avg, const std::vector<int64_t>& p,
+                            std::map<std::string, Attribute>* attrs) {
+  if (pn.attr_string("auto_pad", "NOTSET") != "NOTSET")
+    return "the " + pn.op_type() + " uses auto_pad";
+  if (pn.attr_int("ceil_mode", 0) != 0) return "the " + pn.op_type() + " uses ceil_mode";
+  if (pn.num_outputs() > 1 && pn.output(1)) return "the MaxPool's indices are used";
+  if (is_avg && pn.attr_int("count_include_pad", 0) == 0) {
+    for (int64_t v : pn.attr_ints("pads", {})) {
+      if (v != 0) return "the AveragePool has pads of its own that it does not count";
+    }
   }
-  void run(Graph& g, PassContext& ctx) override {
-    using namespace pattern;
-    Pat pad = op("Pad", {any("x"), constant("pads")}, false).named("pad");
-    Pat avg = op("AveragePool", {pad}, false).named("pool");
-    Pat max = op("MaxPool", {pad}, false).named("pool");
-    const std::string pass = info().name;
-    rewrite_all(
-        g, ctx, pass, {{"avg", avg}, {"max", max}},
-        [&](const std::string& which, const Match& m) -> std::string {
-          Node* pn = m.node("pool");
-          const bool is_avg = which == "avg";
-          std::string why;
-          std::vector<int64_t> p =
-              spatial_pads(*m.node("pad"), m.value("pads"), is_avg ? is_zero : is_minus_inf,
-                           is_avg ? "0" : "-inf", &why);
-          if (!why.empty()) return why;
-          if (pn->attr_string("auto_pad", "NOTSET") != "NOTSET") {
-            return "the " + pn->op_type() + " uses auto_pad";
-          }
-          if (pn->attr_int("ceil_mode", 0) != 0) {
-            return "the " + pn->op_type() + " uses ceil_mode";
-          }
-          if (pn->num_outputs() > 1 && pn->output(1)) {
-            return std::string("the MaxPool's indices are used");
-          }
-          std::map<std::string, Attribute> attrs;
-          if (is_avg && pn->attr_int("count_include_pad", 0) == 0) {
-            for (int64_t v : pn->attr_ints("pads", {})) {
-              if (v != 0) {
-                return std::string("the AveragePool has pads of its own that it does not count");
-              }
-            }
-          }
-          if (why = add_pads(*pn, p, &attrs); !why.empty()) return why;
-          // ONNX pools take pads narrower than the window only.
-          const std::vector<int64_t> k = pn->attr_ints("kernel_shape", {});
-          const size_t sp = p.size() / 2;
-          std::vector<int64_t> d = pn->attr_ints("dilations", std::vector<int64_t>(sp, 1));
-          if (k.size() != sp || d.size() != sp) {
-            return "the " + pn->op_type() + "'s kernel_shape does not match the Pad's rank";
-          }
-          const std::vector<int64_t>& np = attrs["pads"].ints;
-          for (size_t i = 0; i < sp; ++i) {
-            const int64_t span = (k[i] - 1) * d[i] + 1;
-            if (np[i] >= span || np[sp + i] >= span) {
-              return std::string("the pads would not be narrower than the window");
-            }
-          }
-          if (is_avg) attrs["count_include_pad"] = attr_int(1);
-          const std::string op_type = pn->op_type();  // pn goes with the fusion
-          return apply_fusion(g, ctx, pass, m.nodes(), op_type, "", {m.value("x")}, {pn->output(0)},
-                              attrs);
-        });
+  if (std::string why = add_pads(pn, p, attrs); !why.empty()) return why;
+  const std::vector<int64_t> k = pn.attr_ints("kernel_shape", {});
+  const size_t sp = p.size() / 2;
+  const std::vector<int64_t> d = pn.attr_ints("dilations", std::vector<int64_t>(sp, 1));
+  if (k.size() != sp || d.size() != sp) {
+    return "the " + pn.op_type() + "'s kernel_shape does not match the Pad's rank";
   }
-};
+  const std::vector<int64_t>& np = (*attrs)["pads"].ints;
+  for (size_t i = 0; i < sp; ++i) {
+    const int64_t span = (k[i] - 1) * d[i] + 1;
+    if (np[i] >= span || np[sp + i] >= span)
+      return "the pads would not be narrower than the window";
+  }
+  if (is_avg) (*attrs)["count_include_pad"] = attr_int(1);
+  return "";
+}
+
+Rule pad_pool() {
+  using namespace pattern;
+  Pat pad = op("Pad", {any("x"), constant("pads")}, false).named("pad");
+  return {.name = "PadPoolFusionPass",
+          .description =
+              "Folds a zero Pad into the following AveragePool's pads (counting "
+              "them), a -inf Pad into a MaxPool's",
+          .ops = {"Pad", "AveragePool"},
+          .patterns = {{"avg", op("AveragePool", {pad}, false).named("pool")},
+                       {"max", op("MaxPool", {pad}, false).named("pool")}},
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            const Node* pn = m.node("pool");
+            const bool is_avg = m.variant == "avg";
+            std::string why;
+            const std::vector<int64_t> p =
+                spatial_pads(*m.node("pad"), m["pads"], is_avg ? is_zero : is_minus_inf,
+                             is_avg ? "0" : "-inf", &why);
+            if (!why.empty()) return why;
+            std::map<std::string, Attribute> attrs;
+            if (why = pool_takes_pads(*pn, is_avg, p, &attrs); !why.empty()) return why;
+            const std::string op_type = pn->op_type();  // pn goes with the fusion
+            return m.fuse(op_type, {m["x"]}, attrs, "");
+          }};
+}
 
 }  // namespace
 
-std::unique_ptr<Pass> make_pad_conv_pass() { return std::make_unique<PadConvFusion>(); }
-std::unique_ptr<Pass> make_pad_pool_pass() { return std::make_unique<PadPoolFusion>(); }
+std::unique_ptr<Pass> make_pad_conv_pass() { return make_rule_pass(pad_conv()); }
+std::unique_ptr<Pass> make_pad_pool_pass() { return make_rule_pass(pad_pool()); }
 
 }  // namespace nnfuse

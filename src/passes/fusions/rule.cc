@@ -24,6 +24,13 @@ std::string RuleMatch::fuse(const std::string& op_type, std::vector<Value*> inpu
                       std::move(attrs));
 }
 
+std::string RuleMatch::fuse_nodes(const std::vector<Node*>& nodes, const std::string& op_type,
+                                  std::vector<Value*> inputs, std::vector<Value*> outputs,
+                                  std::map<std::string, Attribute> attrs,
+                                  const std::string& domain) const {
+  return apply_fusion(g, ctx, rule.name, nodes, op_type, domain, inputs, outputs, std::move(attrs));
+}
+
 std::vector<ActivationPattern> with_activations(const pattern::Pat& base, bool bare) {
   std::vector<ActivationPattern> p = activation_patterns(base);
   if (bare) p.push_back({"", base});

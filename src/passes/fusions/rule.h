@@ -58,6 +58,11 @@ class RuleMatch {
                    std::map<std::string, Attribute> attrs = {},
                    const std::string& domain = kFusedDomain,
                    std::vector<Value*> outputs = {}) const;
+  // The same for `nodes` instead of the matched ones (a rewrite that leaves some out).
+  std::string fuse_nodes(const std::vector<Node*>& nodes, const std::string& op_type,
+                         std::vector<Value*> inputs, std::vector<Value*> outputs,
+                         std::map<std::string, Attribute> attrs,
+                         const std::string& domain = kFusedDomain) const;
 };
 
 struct Rule {
