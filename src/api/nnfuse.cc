@@ -6,7 +6,7 @@
 #include "api/profile.h"
 #include "api/verify.h"
 #include "onnx/exporter.h"
-#include "passes/report.h"
+#include "report/report.h"
 #include "runtime/plan_cache.h"
 #include "runtime/session.h"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "passes/pass.h"
+#include "report/report.h"
 
 namespace nnfuse {
 

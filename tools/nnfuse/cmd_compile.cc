@@ -9,7 +9,7 @@
 #include "ir/error.h"
 #include "onnx/exporter.h"
 #include "passes/pipeline.h"
-#include "passes/report.h"
+#include "report/report.h"
 #include "tools/nnfuse/commands.h"
 
 namespace nnfuse::cli {

@@ -5,6 +5,8 @@
 #include <string>
 #include <unordered_set>
 
+#include "cost/cost.h"
+
 namespace nnfuse {
 
 namespace {
@@ -52,7 +54,7 @@ RegionCost region_cost(const Region& r) {
     c.recomputed += domain - k;
     c.recomputed_cost += (domain - k) * (expensive(*n) ? 16 : 1);
   }
-  c.kernels_saved = r.nodes.empty() ? 0 : static_cast<int>(r.nodes.size()) - 1;
+  c.kernels_saved = cost::kernels_saved(r.nodes.size());
   std::unordered_set<const Node*> in(r.nodes.begin(), r.nodes.end());
   for (const Node* n : r.nodes) {
     for (const Value* v : n->outputs()) {
@@ -61,14 +63,12 @@ RegionCost region_cost(const Region& r) {
                                       [&](const Use& u) { return in.count(u.node) != 0; });
       if (!inside) continue;
       ++c.intermediates;
-      const int64_t elem = static_cast<int64_t>(dtype_size(v->dtype()));
-      if (!v->shape().fully_known() || elem == 0) {
+      const int64_t bytes = cost::value_bytes(*v);
+      if (bytes < 0) {
         ++c.unknown_intermediates;
         continue;
       }
-      int64_t numel = 1;
-      for (int64_t d : v->shape().static_dims()) numel *= d;
-      c.bytes_saved += 2 * numel * elem;
+      c.bytes_saved += 2 * bytes;  // written once and read back, as cost::intermediate_bytes
     }
   }
   return c;

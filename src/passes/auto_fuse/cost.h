@@ -1,5 +1,6 @@
 // Cost model for automatic fusion: what running a region as one kernel saves, and what it
-// costs. Kept simple and exact where it can be.
+// costs. Kept simple and exact where it can be; the bytes and kernels are cost/cost.h's
+// measures, the ones every fusion's benefit is reported in.
 //
 // Intermediates are the values produced by a member and used by a member. Unfused, each is
 // written to memory by its producer and read back by its consumers; fused, it stays in

@@ -7,8 +7,8 @@
 #include <set>
 #include <unordered_set>
 
+#include "cost/cost.h"
 #include "ir/error.h"
-#include "passes/report.h"
 #include "pattern/rewriter.h"
 
 namespace nnfuse {
@@ -66,23 +66,13 @@ std::string apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
   std::vector<std::string> names = original_names(nodes);
   std::string why = pattern::check_replaceable(g, nodes, outputs);
   if (!why.empty()) return why;
-  // Benefit: every value produced inside the set that is not an output stops being written
-  // to memory and read back.
-  std::vector<const Value*> intermediates;
-  for (const Node* n : nodes) {
-    for (const Value* o : n->outputs()) {
-      if (o && std::find(outputs.begin(), outputs.end(), o) == outputs.end()) {
-        intermediates.push_back(o);
-      }
-    }
-  }
-  int64_t bytes = intermediate_bytes(intermediates);
+  const cost::Benefit benefit = cost::fusion_benefit(nodes, outputs);
   std::vector<std::string> absorbed;
   for (const Node* n : nodes) absorbed.push_back(n->name());
   Node* fused = pattern::replace_with(g, nodes, op_type, domain, inputs, outputs, attrs, pass);
   fused->set_provenance(names, pass);
   ctx.applied(pass);
-  FusionBenefit b{fused->name(), pass, names, bytes, static_cast<int>(nodes.size()) - 1};
+  FusionBenefit b{fused->name(), pass, names, benefit.bytes_saved, benefit.kernels_saved};
   // Fold in the benefits of fused nodes this one absorbed.
   auto& list = ctx.report.fused;
   for (auto it = list.begin(); it != list.end();) {

@@ -1,7 +1,6 @@
-#include "passes/report.h"
+#include "report/report.h"
 
 #include <fstream>
-#include <set>
 
 #include "ir/error.h"
 
@@ -61,19 +60,6 @@ void write_fusion_report(const FusionReport& report, const std::string& path) {
       << "\n";
   out.close();
   if (!out) fail(ErrorKind::kInvalidArgument, path, ": error writing the fusion report");
-}
-
-int64_t intermediate_bytes(const std::vector<const Value*>& values) {
-  std::set<const Value*> seen;
-  int64_t total = 0;
-  for (const Value* v : values) {
-    if (!v || !seen.insert(v).second) continue;
-    size_t elem = dtype_size(v->dtype());
-    if (elem == 0 || !v->shape().fully_known()) continue;
-    Dims dims = v->shape().static_dims();
-    total += checked_numel(dims, elem) * static_cast<int64_t>(elem);
-  }
-  return 2 * total;
 }
 
 }  // namespace nnfuse

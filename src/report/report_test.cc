@@ -1,5 +1,4 @@
-// Tests of src/passes/report.cc (built into config_tests until src/passes has its own tests).
-#include "passes/report.h"
+#include "report/report.h"
 
 #include <gtest/gtest.h>
 
@@ -14,13 +13,13 @@ namespace {
 
 FusionReport sample_report() {
   FusionReport r;
-  PassContext ctx{r};
-  ctx.matched("ConvBatchnormFusionPass");
-  ctx.applied("ConvBatchnormFusionPass");
-  ctx.matched("ConvBatchnormFusionPass");
-  ctx.rejected("ConvBatchnormFusionPass", {"conv2", "bn2"}, "bn2's input has another consumer");
-  ctx.matched("GeluFusionPass");
-  ctx.applied("GeluFusionPass");
+  PassRecord& bn = r.record("ConvBatchnormFusionPass");
+  bn.match_times = 2;
+  bn.effect_times = 1;
+  bn.rejected.push_back({{"conv2", "bn2"}, "bn2's input has another consumer"});
+  PassRecord& gelu = r.record("GeluFusionPass");
+  gelu.match_times = 1;
+  gelu.effect_times = 1;
   r.fused.push_back({"conv1_bn1", "ConvBatchnormFusionPass", {"conv1", "bn1"}, 4096, 1});
   r.fused.push_back({"gelu_0", "GeluFusionPass", {"div", "erf", "add", "mul", "mul2"}, 800, 4});
   return r;
@@ -90,22 +89,6 @@ TEST(Report, WriteRoundTripsAndNamesBadPath) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
   }
-}
-
-TEST(Report, IntermediateBytesCountsStaticSizesTwice) {
-  Graph g;
-  Value* a = g.add_value("a", DType::kFloat32, Shape::of({2, 3}));     // 24 bytes
-  Value* b = g.add_value("b", DType::kInt64, Shape::of({4}));          // 32 bytes
-  Value* c = g.add_value("c", DType::kFloat16, Shape::of({1, 8, 1}));  // 16 bytes
-  Value* unknown = g.add_value("u", DType::kFloat32);                  // no shape: 0
-  Shape sym = Shape::of({1, 3});
-  sym.dims[0] = Dim{-1, "batch"};
-  Value* symbolic = g.add_value("s", DType::kFloat32, sym);              // symbolic dim: 0
-  Value* untyped = g.add_value("t", DType::kUndefined, Shape::of({5}));  // no dtype: 0
-  EXPECT_EQ(intermediate_bytes({a, b, c}), 2 * (24 + 32 + 16));
-  EXPECT_EQ(intermediate_bytes({a, unknown, symbolic, untyped, nullptr}), 48);
-  EXPECT_EQ(intermediate_bytes({a, a}), 48);  // one value is written once
-  EXPECT_EQ(intermediate_bytes({}), 0);
 }
 
 }  // namespace

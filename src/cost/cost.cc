@@ -1,0 +1,76 @@
+#include "cost/cost.h"
+
+#include <algorithm>
+#include <set>
+
+namespace nnfuse::cost {
+
+int64_t value_bytes(const Value& v) {
+  const size_t elem = dtype_size(v.dtype());
+  if (elem == 0 || !v.shape().fully_known()) return -1;
+  return checked_numel(v.shape().static_dims(), elem) * static_cast<int64_t>(elem);
+}
+
+int64_t intermediate_bytes(const std::vector<const Value*>& values) {
+  std::set<const Value*> seen;
+  int64_t total = 0;
+  for (const Value* v : values) {
+    if (!v || !seen.insert(v).second) continue;
+    total += std::max<int64_t>(0, value_bytes(*v));
+  }
+  return 2 * total;
+}
+
+std::vector<const Value*> intermediates(const std::vector<Node*>& nodes,
+                                        const std::vector<Value*>& outputs) {
+  std::vector<const Value*> r;
+  for (const Node* n : nodes) {
+    for (const Value* o : n->outputs()) {
+      if (o && std::find(outputs.begin(), outputs.end(), o) == outputs.end()) r.push_back(o);
+    }
+  }
+  return r;
+}
+
+namespace {
+
+std::optional<Dims> dims_of(const Value* v) {
+  if (!v || !v->shape().fully_known()) return std::nullopt;
+  return v->shape().static_dims();
+}
+
+}  // namespace
+
+int64_t flops(const Node& n) {
+  const std::string& op = n.op_type();
+  const auto y = dims_of(n.output(0));
+  if (!y) return -1;
+  const int64_t out = checked_numel(*y);
+  if (op == "Conv" || op == "ConvTranspose" || op == "FusedConv" || op == "FusedConvPool" ||
+      op == "ScaledConv") {
+    const size_t w_at = op == "ScaledConv" ? 2 : 1;
+    const auto w = dims_of(n.input(w_at));
+    const auto x = dims_of(n.input(0));
+    if (!w || !x || w->size() < 3) return -1;
+    // Each output element of a (grouped) conv sums C/groups * kernel products.
+    int64_t per = checked_numel(*w) / (*w)[0];
+    if (op == "ConvTranspose") per = checked_numel(*w) / (*w)[1] * n.attr_int("group", 1);
+    const int64_t conv_out = op == "FusedConvPool" ? -1 : out;
+    if (conv_out < 0) return -1;  // the pool's input size is not a value of the graph
+    return 2 * conv_out * per;
+  }
+  if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm" || op == "FusedGemm") {
+    const auto a = dims_of(n.input(0));
+    if (!a || a->empty()) return -1;
+    const bool trans_a = n.attr_int("transA", 0) != 0;
+    const int64_t k = a->size() == 1 ? (*a)[0] : trans_a ? (*a)[a->size() - 2] : a->back();
+    return 2 * out * k;
+  }
+  return out;
+}
+
+Benefit fusion_benefit(const std::vector<Node*>& nodes, const std::vector<Value*>& outputs) {
+  return {intermediate_bytes(intermediates(nodes, outputs)), kernels_saved(nodes.size())};
+}
+
+}  // namespace nnfuse::cost

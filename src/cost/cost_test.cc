@@ -1,0 +1,48 @@
+#include "cost/cost.h"
+
+#include <gtest/gtest.h>
+
+namespace nnfuse {
+namespace {
+
+TEST(Cost, IntermediateBytesCountsStaticSizesTwice) {
+  Graph g;
+  Value* a = g.add_value("a", DType::kFloat32, Shape::of({2, 3}));     // 24 bytes
+  Value* b = g.add_value("b", DType::kInt64, Shape::of({4}));          // 32 bytes
+  Value* c = g.add_value("c", DType::kFloat16, Shape::of({1, 8, 1}));  // 16 bytes
+  Value* unknown = g.add_value("u", DType::kFloat32);                  // no shape: 0
+  Shape sym = Shape::of({1, 3});
+  sym.dims[0] = Dim{-1, "batch"};
+  Value* symbolic = g.add_value("s", DType::kFloat32, sym);              // symbolic dim: 0
+  Value* untyped = g.add_value("t", DType::kUndefined, Shape::of({5}));  // no dtype: 0
+  EXPECT_EQ(cost::intermediate_bytes({a, b, c}), 2 * (24 + 32 + 16));
+  EXPECT_EQ(cost::intermediate_bytes({a, unknown, symbolic, untyped, nullptr}), 48);
+  EXPECT_EQ(cost::intermediate_bytes({a, a}), 48);  // one value is written once
+  EXPECT_EQ(cost::intermediate_bytes({}), 0);
+}
+
+TEST(Cost, FusionBenefitAndFlops) {
+  Graph g;
+  Value* x = g.add_value("x", DType::kFloat32, Shape::of({1, 3, 8, 8}));
+  Value* w = g.add_value("w", DType::kFloat32, Shape::of({4, 3, 3, 3}));
+  Value* c = g.add_value("c", DType::kFloat32, Shape::of({1, 4, 8, 8}));
+  Value* y = g.add_value("y", DType::kFloat32, Shape::of({1, 4, 8, 8}));
+  Node* conv = g.add_node("Conv", "conv", {x, w}, {c});
+  Node* relu = g.add_node("Relu", "relu", {c}, {y});
+  // The conv's output stays inside: 256 floats not written and read back; one launch saved.
+  const cost::Benefit b = cost::fusion_benefit({conv, relu}, {y});
+  EXPECT_EQ(b.bytes_saved, 2 * 256 * 4);
+  EXPECT_EQ(b.kernels_saved, 1);
+  // 256 outputs, each 3 * 3 * 3 multiply-adds.
+  EXPECT_EQ(cost::flops(*conv), 2 * 256 * 27);
+  EXPECT_EQ(cost::flops(*relu), 256);
+  Value* a = g.add_value("a", DType::kFloat32, Shape::of({5, 6}));
+  Value* bm = g.add_value("b", DType::kFloat32, Shape::of({6, 7}));
+  Value* m = g.add_value("m", DType::kFloat32, Shape::of({5, 7}));
+  EXPECT_EQ(cost::flops(*g.add_node("MatMul", "mm", {a, bm}, {m})), 2 * 35 * 6);
+  Value* u = g.add_value("u", DType::kFloat32);
+  EXPECT_EQ(cost::flops(*g.add_node("Relu", "r2", {a}, {u})), -1);  // unknown output shape
+}
+
+}  // namespace
+}  // namespace nnfuse
