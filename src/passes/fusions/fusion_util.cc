@@ -15,32 +15,6 @@ namespace nnfuse {
 
 using pattern::Pat;
 
-Attribute attr_string(std::string s) {
-  Attribute a;
-  a.kind = Attribute::Kind::kString;
-  a.s = std::move(s);
-  return a;
-}
-Attribute attr_float(float f) {
-  Attribute a;
-  a.kind = Attribute::Kind::kFloat;
-  a.f = f;
-  return a;
-}
-Attribute attr_int(int64_t i) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInt;
-  a.i = i;
-  return a;
-}
-
-Attribute attr_ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-
 bool is_layer_norm(const Node& n) {
   return n.op_type() == "LayerNormalization" &&
          (is_default_domain(n.domain()) || n.domain() == kFusedDomain);

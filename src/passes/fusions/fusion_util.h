@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/builder.h"
 #include "ir/graph.h"
 #include "passes/pass.h"
 #include "pattern/pattern.h"
@@ -64,12 +65,6 @@ std::optional<Activation> activation_from_match(const std::string& name, const p
                                                 std::string* why);
 // Sets activation, activation_alpha and activation_beta on a fused node's attributes.
 void set_activation_attrs(std::map<std::string, Attribute>& attrs, const Activation& a);
-
-// Small helpers for attributes.
-Attribute attr_string(std::string s);
-Attribute attr_float(float f);
-Attribute attr_int(int64_t i);
-Attribute attr_ints(std::vector<int64_t> v);
 
 // For passes that find their candidates by hand: scans the graph (restarting after every
 // change) for nodes `select` picks, given as the nodes the candidate involves (empty: not a

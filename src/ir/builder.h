@@ -1,0 +1,26 @@
+// Small builders and queries every graph-rewriting module uses: attribute factories, a shape as
+// an int64 tensor, a value's static shape, a value's producer of a given op.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace nnfuse {
+
+Attribute attr_string(std::string s);
+Attribute attr_float(float f);
+Attribute attr_int(int64_t i);
+Attribute attr_ints(std::vector<int64_t> v);
+
+// `d` as a 1-D int64 tensor (a Reshape's shape input).
+Tensor shape_tensor(const Dims& d);
+// v's shape when fully known.
+std::optional<Dims> static_shape(const Value* v);
+// The producer of v when it is a default-domain `op`, else nullptr.
+Node* producer_of(const Value* v, const char* op);
+
+}  // namespace nnfuse

@@ -1,0 +1,272 @@
+#include "passes/fusions/attention_parts.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ir/builder.h"
+#include "pattern/pattern.h"
+
+namespace nnfuse::attn {
+
+using pattern::constant_value;
+
+bool has_perm(const Node* t, const std::vector<int64_t>& perm) {
+  return t && t->has_attr("perm") && t->attr_ints("perm") == perm;
+}
+
+// A scalar constant's value.
+std::optional<double> scalar_value(const Value* v) {
+  const Tensor* t = constant_value(v);
+  if (!t || t->numel() != 1 || !dtype_is_float(t->dtype())) return std::nullopt;
+  return t->double_at(0);
+}
+
+// v's static shape, or for a Slice output of unknown shape, the one its constant bounds give.
+std::optional<Dims> known_shape(const Value* v) {
+  if (std::optional<Dims> d = static_shape(v)) return d;
+  std::optional<pattern::SliceRange> r = pattern::slice_range(v ? v->producer() : nullptr);
+  if (!r) return std::nullopt;
+  Dims d = *static_shape(r->src);
+  d[static_cast<size_t>(r->axis)] = std::max<int64_t>(0, r->end - r->start);
+  return d;
+}
+
+// Walks back from `v` through Transposes to the Reshape; their composition must give Q or V
+// as [B, H, S, D] (or [B*H, S, D]), K (`key`) as [B, H, D, S] (or [B*H, D, S]). Collects the
+// nodes.
+std::optional<HeadSplit> split_heads(Value* v, bool key, std::vector<Node*>& nodes,
+                                     std::string& why) {
+  std::vector<int64_t> perm;  // v's dims as dims of the reshape output
+  std::vector<Node*> seen;
+  while (Node* t = producer_of(v, "Transpose")) {
+    const std::vector<int64_t> p = t->attr_ints("perm");
+    if (perm.empty()) {
+      for (int64_t i = 0; i < static_cast<int64_t>(p.size()); ++i) perm.push_back(i);
+    }
+    if (p.size() != perm.size() || std::any_of(p.begin(), p.end(), [&](int64_t x) {
+          return x < 0 || x >= static_cast<int64_t>(p.size());
+        })) {
+      break;
+    }
+    // v dim i is t's input dim p[i]: compose from the output side.
+    std::vector<int64_t> next(p.size());
+    for (size_t i = 0; i < p.size(); ++i) next[i] = p[static_cast<size_t>(perm[i])];
+    perm = next;
+    seen.push_back(t);
+    v = t->input(0);
+  }
+  const std::vector<int64_t> want4 =
+      key ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3};
+  const std::vector<int64_t> want3 =
+      key ? std::vector<int64_t>{1, 2, 0} : std::vector<int64_t>{1, 0, 2};
+  Node* r = producer_of(v, "Reshape");
+  if (!r || (perm != want4 && perm != want3)) {
+    why = "a head split is not Reshape [B, S, H, D] then Transpose";
+    return std::nullopt;
+  }
+  std::optional<Dims> in = known_shape(r->input(0)), out = static_shape(r->output(0));
+  HeadSplit h{r->input(0)};
+  if (perm == want4) {
+    if (!in || !out || in->size() != 3 || out->size() != 4 || (*out)[0] != (*in)[0] ||
+        (*out)[1] != (*in)[1] || (*out)[2] * (*out)[3] != (*in)[2]) {
+      why = "a head split's Reshape is not [B, S, H*D] -> [B, S, H, D] with static shapes";
+      return std::nullopt;
+    }
+    h.batch = (*out)[0], h.seq = (*out)[1], h.heads = (*out)[2], h.dim = (*out)[3];
+  } else {
+    if (!in || !out || in->size() != 3 || out->size() != 3 || (*out)[0] != (*in)[0] ||
+        (*in)[1] <= 0 || (*out)[1] % (*in)[1] != 0 ||
+        (*out)[1] / (*in)[1] * (*out)[2] != (*in)[2]) {
+      why = "a head split's Reshape is not [S, B, H*D] -> [S, B*H, D] with static shapes";
+      return std::nullopt;
+    }
+    h.batch = (*in)[1], h.seq = (*in)[0], h.heads = (*out)[1] / (*in)[1], h.dim = (*out)[2];
+    h.seq_first = true;
+  }
+  seen.push_back(r);
+  nodes.insert(nodes.end(), seen.begin(), seen.end());
+  return h;
+}
+
+// Q, K, V as the three equal parts of one tensor along its last axis: the outputs of one
+// Split, or three Slices (chunk()). The tensor, and the nodes to absorb; nullopt otherwise.
+std::optional<std::pair<Value*, std::vector<Node*>>> packed_source(Value* q, Value* k, Value* v,
+                                                                   int64_t e) {
+  Node* split = q->producer();
+  if (!split) return std::nullopt;
+  if (split->op_type() == "Split" && split->num_outputs() == 3 && split->output(0) == q &&
+      split->output(1) == k && split->output(2) == v) {
+    std::optional<Dims> whole = static_shape(split->input(0));
+    const int64_t ax = split->attr_int("axis", 0);
+    if (whole && whole->size() == 3 && (ax == 2 || ax == -1) && (*whole)[2] == 3 * e) {
+      return std::make_pair(split->input(0), std::vector<Node*>{split});
+    }
+    return std::nullopt;
+  }
+  std::vector<Node*> slices;
+  Value* whole = nullptr;
+  int64_t at = 0;
+  for (Value* part : {q, k, v}) {
+    Node* n = part->producer();
+    std::optional<pattern::SliceRange> r = pattern::slice_range(n);
+    if (!r || (whole && r->src != whole) || r->start != at || r->end != at + e) {
+      return std::nullopt;
+    }
+    whole = r->src;
+    std::optional<Dims> d = static_shape(whole);
+    if (d->size() != 3 || r->axis != 2 || (*d)[2] != 3 * e) return std::nullopt;
+    slices.push_back(n);
+    at += e;
+  }
+  return std::make_pair(whole, slices);
+}
+
+// A constant bool [.., Sq, Sk] mask that keeps exactly key j <= i + (Sk - Sq) (`keep` true)
+// or masks exactly those keys' complement (`keep` false).
+bool is_causal(const Tensor& m, bool keep) {
+  if (m.dtype() != DType::kBool || m.rank() < 2) return false;
+  const int64_t sq = m.dim(m.rank() - 2), sk = m.dim(m.rank() - 1);
+  if (m.numel() != sq * sk) return false;  // leading dims must be 1
+  const auto* p = static_cast<const uint8_t*>(m.raw());
+  for (int64_t i = 0; i < sq; ++i) {
+    for (int64_t j = 0; j < sk; ++j) {
+      const bool kept = j <= i + (sk - sq);
+      if ((p[i * sk + j] != 0) != (keep ? kept : !kept)) return false;
+    }
+  }
+  return true;
+}
+
+// A constant float [.., Sq, Sk] bias (leading dims 1) that is 0 for key j <= i + (Sk - Sq) and
+// large negative (-inf or <= -1e4) for every other key.
+bool is_causal_bias(const Tensor& m) {
+  if (!dtype_is_float(m.dtype()) || m.rank() < 2) return false;
+  const int64_t sq = m.dim(m.rank() - 2), sk = m.dim(m.rank() - 1);
+  if (m.numel() != sq * sk) return false;
+  for (int64_t i = 0; i < sq; ++i) {
+    for (int64_t j = 0; j < sk; ++j) {
+      const double x = m.double_at(i * sk + j);
+      if (j <= i + (sk - sq) ? x != 0.0 : !(x <= -1e4)) return false;
+    }
+  }
+  return true;
+}
+
+// Peels scale (Div/Mul by a scalar), additive mask (Add) and causal (Where) ops from the
+// softmax input down to the Q K^T MatMul.
+std::optional<Scores> walk_scores(Value* s, std::vector<Node*>& nodes, std::string& why) {
+  Scores r;
+  for (int guard = 0; guard < 8; ++guard) {
+    Node* n = s->producer();
+    if (!n || !is_default_domain(n->domain())) break;
+    const std::string& op = n->op_type();
+    if (op == "MatMul") {
+      r.qk = n;
+      nodes.push_back(n);
+      r.q = n->input(0);
+      r.k = n->input(1);
+      // Scale applied to Q and to K before the product (scaled_dot_product_attention).
+      // nn.MultiheadAttention divides Q alone.
+      for (Value** side : {&r.q, &r.k}) {
+        if (Node* d = producer_of(*side, "Div")) {
+          auto c = scalar_value(d->input(1));
+          if (c && *c != 0) {
+            r.scale /= *c;
+            r.scaled = true;
+            *side = d->input(0);
+            nodes.push_back(d);
+          }
+          continue;
+        }
+        Node* m = producer_of(*side, "Mul");
+        if (!m) continue;
+        for (int c = 0; c < 2; ++c) {
+          if (auto v = scalar_value(m->input(static_cast<size_t>(c)))) {
+            r.scale *= *v;
+            r.scaled = true;
+            *side = m->input(static_cast<size_t>(1 - c));
+            nodes.push_back(m);
+            break;
+          }
+        }
+      }
+      return r;
+    }
+    if (op == "Div") {
+      auto c = scalar_value(n->input(1));
+      if (!c || *c == 0) break;
+      r.scale /= *c;
+      r.scaled = true;
+    } else if (op == "Mul") {
+      auto c0 = scalar_value(n->input(0)), c1 = scalar_value(n->input(1));
+      if (!c0 && !c1) break;
+      r.scale *= c1 ? *c1 : *c0;
+      r.scaled = true;
+      s = c1 ? n->input(0) : n->input(1);
+      nodes.push_back(n);
+      continue;
+    } else if (op == "Add") {
+      if (r.mask) break;
+      // The scores side leads to a MatMul; the other operand is the mask.
+      auto leads_to_matmul = [](Value* v) {
+        for (int i = 0; i < 8 && v && v->producer(); ++i) {
+          Node* p = v->producer();
+          if (p->op_type() == "MatMul") return true;
+          if (p->op_type() != "Div" && p->op_type() != "Mul" && p->op_type() != "Where") break;
+          // Follow the operand that is not a constant (Where: either branch).
+          const size_t k = p->op_type() == "Where" ? 1 : 0;
+          Value* in = p->input(k);
+          if (constant_value(in) || !in->producer()) in = p->input(k + 1);
+          v = in;
+        }
+        return false;
+      };
+      const int side = leads_to_matmul(n->input(0)) ? 0 : leads_to_matmul(n->input(1)) ? 1 : -1;
+      if (side < 0) break;
+      r.mask = n->input(static_cast<size_t>(1 - side));
+      // A constant 0 / -big lower-triangular bias is the causal mask (torch 2's SDPA).
+      if (const Tensor* c = constant_value(r.mask); c && !r.causal && is_causal_bias(*c)) {
+        r.mask = nullptr;
+        r.causal = true;
+      }
+      nodes.push_back(n);
+      s = n->input(static_cast<size_t>(side));
+      continue;
+    } else if (op == "Where") {
+      const Tensor* cond = constant_value(n->input(0));
+      auto fill1 = scalar_value(n->input(1)), fill2 = scalar_value(n->input(2));
+      if (!cond || r.causal) break;
+      // Where(keep, s, -big) or Where(masked, -big, s).
+      if (fill2 && *fill2 <= -1e4 && is_causal(*cond, true)) {
+        s = n->input(1);
+      } else if (fill1 && *fill1 <= -1e4 && is_causal(*cond, false)) {
+        s = n->input(2);
+      } else {
+        why = "a Where on the scores is not a causal mask filled with a large negative value";
+        return std::nullopt;
+      }
+      r.causal = true;
+      nodes.push_back(n);
+      continue;
+    } else {
+      break;
+    }
+    nodes.push_back(n);
+    s = n->input(0);
+  }
+  why = "the softmax input is not Q K^T, scaled and masked";
+  return std::nullopt;
+}
+
+// Broadcastable to [B, H, Sq, Sk] without growing it, float32, static shape.
+bool mask_fits(const Value* mask, const Dims& scores) {
+  std::optional<Dims> m = static_shape(mask);
+  if (!m || mask->dtype() != DType::kFloat32 || m->size() > 4) return false;
+  for (size_t i = 0; i < m->size(); ++i) {
+    const int64_t d = (*m)[m->size() - 1 - i], want = scores[3 - i];
+    if (d != 1 && d != want) return false;
+  }
+  return true;
+}
+
+}  // namespace nnfuse::attn

@@ -1,0 +1,70 @@
+// The pieces of an exported attention block the attention fusion (attention.cc) reads: Q, K and
+// V split into heads, their packed source, the scores' scale, mask and causal Where, and the
+// shapes they must have.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace nnfuse::attn {
+
+// Whether `t` is a Transpose with that perm.
+bool has_perm(const Node* t, const std::vector<int64_t>& perm);
+
+// A scalar constant's value.
+std::optional<double> scalar_value(const Value* v);
+
+// v's static shape, or for a Slice output of unknown shape, the one its constant bounds give.
+std::optional<Dims> known_shape(const Value* v);
+
+// One of Q, K, V split into heads: src [B, S, H*D] -> Reshape [B, S, H, D] -> Transpose(s);
+// or, as nn.MultiheadAttention writes it, sequence-first src [S, B, H*D] -> Reshape
+// [S, B*H, D] -> Transpose(s) (`seq_first`).
+struct HeadSplit {
+  Value* src = nullptr;
+  int64_t batch = 0, seq = 0, heads = 0, dim = 0;
+  bool seq_first = false;
+};
+
+// Walks back from `v` through Transposes to the Reshape; their composition must give Q or V
+// as [B, H, S, D] (or [B*H, S, D]), K (`key`) as [B, H, D, S] (or [B*H, D, S]). Collects the
+// nodes.
+std::optional<HeadSplit> split_heads(Value* v, bool key, std::vector<Node*>& nodes,
+                                     std::string& why);
+
+// Q, K, V as the three equal parts of one tensor along its last axis: the outputs of one
+// Split, or three Slices (chunk()). The tensor, and the nodes to absorb; nullopt otherwise.
+std::optional<std::pair<Value*, std::vector<Node*>>> packed_source(Value* q, Value* k, Value* v,
+                                                                   int64_t e);
+
+// A constant bool [.., Sq, Sk] mask that keeps exactly key j <= i + (Sk - Sq) (`keep` true)
+// or masks exactly those keys' complement (`keep` false).
+bool is_causal(const Tensor& m, bool keep);
+
+// A constant float [.., Sq, Sk] bias (leading dims 1) that is 0 for key j <= i + (Sk - Sq) and
+// large negative (-inf or <= -1e4) for every other key.
+bool is_causal_bias(const Tensor& m);
+
+struct Scores {
+  Node* qk = nullptr;  // MatMul(q side, k side)
+  Value* q = nullptr;  // below any scaling
+  Value* k = nullptr;
+  double scale = 1.0;
+  bool scaled = false;
+  Value* mask = nullptr;
+  bool causal = false;
+};
+
+// Peels scale (Div/Mul by a scalar), additive mask (Add) and causal (Where) ops from the
+// softmax input down to the Q K^T MatMul.
+std::optional<Scores> walk_scores(Value* s, std::vector<Node*>& nodes, std::string& why);
+
+// Broadcastable to [B, H, Sq, Sk] without growing it, float32, static shape.
+bool mask_fits(const Value* mask, const Dims& scores);
+
+}  // namespace nnfuse::attn

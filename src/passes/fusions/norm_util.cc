@@ -1,0 +1,60 @@
+#include "passes/fusions/norm_util.h"
+
+#include <algorithm>
+
+#include "pattern/pattern.h"
+#include "pattern/rewriter.h"
+
+namespace nnfuse::norm {
+
+namespace {
+
+constexpr DType kF32 = DType::kFloat32;
+
+}  // namespace
+
+int64_t feature_count(const Value* x, const std::vector<const Value*>& params) {
+  const Shape& s = x->shape();
+  if (s.has_rank && !s.dims.empty() && s.dims.back().known()) return s.dims.back().value;
+  for (const Value* p : params) {
+    const Tensor* t = p ? pattern::constant_value(p) : nullptr;
+    if (t && t->numel() > 1) return t->numel();
+  }
+  return -1;
+}
+
+std::string feature_reason(const Value* v, int64_t e, const Value* x, const char* what) {
+  const Tensor* t = pattern::constant_value(v);
+  if (!t) return std::string(what) + " " + quoted(v->name()) + " is not a constant";
+  if (!is_float_type(t->dtype())) {
+    return std::string(what) + " " + quoted(v->name()) + " is " + dtype_name(t->dtype());
+  }
+  bool leading_ones = true;
+  for (int64_t i = 0; i + 1 < t->rank(); ++i) leading_ones &= t->dim(i) == 1;
+  const bool rank_ok =
+      x->shape().has_rank && t->rank() <= static_cast<int64_t>(x->shape().dims.size());
+  if (e < 0 || !leading_ones || !rank_ok || (t->numel() != e && t->numel() != 1)) {
+    return std::string(what) + " " + quoted(v->name()) + " of shape " + dims_str(t->shape()) +
+           " is not one value per feature of the last axis (" +
+           (e < 0 ? std::string("?") : std::to_string(e)) + ")";
+  }
+  return "";
+}
+
+Value* feature_vector(Graph& g, Value* v, int64_t e) {
+  const Tensor* t = pattern::constant_value(v);
+  if (t->dtype() == kF32 && t->numel() == e && t->rank() == 1) return v;
+  Tensor f(kF32, {e});
+  for (int64_t i = 0; i < e; ++i) {
+    f.data<float>()[i] = static_cast<float>(t->double_at(i % t->numel()));
+  }
+  return pattern::add_constant(g, v->name() + "_f32", std::move(f));
+}
+
+Value* ones(Graph& g, const std::string& stem, int64_t e) {
+  Tensor t(kF32, {e});
+  std::fill(t.data<float>(), t.data<float>() + e, 1.0f);
+  return pattern::add_constant(g, stem + "_ones", std::move(t));
+}
+
+}  // namespace nnfuse::norm

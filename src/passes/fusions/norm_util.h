@@ -1,0 +1,29 @@
+// Shared by the normalization fusions (layer_norm.cc, skip_layer_norm.cc): reading the
+// per-feature parameters (gamma, beta, bias) of a normalization over the last axis.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace nnfuse::norm {
+
+inline bool is_float_type(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
+inline std::string quoted(const std::string& s) { return std::string("'") + s + "'"; }
+
+// The length E of the normalized last axis: x's last dim, else the length of a per-feature
+// parameter; -1 when neither tells.
+int64_t feature_count(const Value* x, const std::vector<const Value*>& params);
+// "" when `v` is a per-feature parameter (gamma, beta, bias) of x's last axis: a float
+// constant with E elements (or one, repeated) whose dims before the last are 1, of rank at
+// most x's (so multiplying or adding it does not grow x's shape); else why.
+std::string feature_reason(const Value* v, int64_t e, const Value* x, const char* what);
+// A parameter accepted by feature_reason as a float32 [E] value: `v` itself when it is one
+// already, else a new constant.
+Value* feature_vector(Graph& g, Value* v, int64_t e);
+// A float32 [E] constant of ones.
+Value* ones(Graph& g, const std::string& stem, int64_t e);
+
+}  // namespace nnfuse::norm
