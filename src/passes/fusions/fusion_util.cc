@@ -142,6 +142,16 @@ Pat swish_pattern(const Pat& x) {
   return x * sigmoid(x * constant("swish_alpha"));
 }
 
+// HardSwish written out, as models that predate the op spell it: x * Relu6(x + 3) / 6, with
+// Relu6 as Clip(v, 0, 6) or Min(Max(v, 0), 6) and the division by 6 anywhere in the product.
+Pat hard_swish_written_out(const Pat& x) {
+  using namespace pattern;
+  Pat v = x + 3.0f;
+  Pat relu6 = any_of({op("Clip", {v, scalar(0.0f), scalar(6.0f)}),
+                      op("Min", {op("Max", {v, scalar(0.0f)}), scalar(6.0f)})});
+  return any_of({(x * relu6) / 6.0f, x * (relu6 / 6.0f), product_of({x, relu6, scalar(1.0f / 6)})});
+}
+
 std::vector<ActivationPattern> activation_patterns(const Pat& x) {
   using namespace pattern;
   return {
@@ -154,6 +164,7 @@ std::vector<ActivationPattern> activation_patterns(const Pat& x) {
       {"Sigmoid", sigmoid(x)},
       {"HardSwish", op("HardSwish", {x})},
       {"HardSwish", x * op("HardSigmoid", {x}).named("act")},
+      {"HardSwish", hard_swish_written_out(x)},
       {"HardSigmoid", op("HardSigmoid", {x}).named("act")},
       {"Gelu", gelu_erf_pattern(x)},
       {"GeluTanh", gelu_tanh_pattern(x)},

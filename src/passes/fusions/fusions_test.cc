@@ -113,6 +113,26 @@ std::vector<ActCase> activations() {
                          {{"alpha", attr_float(1.0f / 6)}, {"beta", attr_float(0.5f)}});
          return b.n("Mul", {hs, v}, d);
        }},
+      // HardSwish written out: x * Relu6(x + 3) / 6 (docs/writing-a-fusion-rule.md's example),
+      // Relu6 as Clip, and as Min(Max) with the / 6 as * (1 / 6).
+      {"HardSwish",
+       [](B& b, Value* v) {
+         Dims d = v->shape().static_dims();
+         Value* r6 = b.n("Clip",
+                         {b.n("Add", {v, b.c(Tensor::scalar<float>(3))}, d),
+                          b.c(Tensor::scalar<float>(0)), b.c(Tensor::scalar<float>(6))},
+                         d);
+         return b.n("Div", {b.n("Mul", {v, r6}, d), b.c(Tensor::scalar<float>(6))}, d);
+       }},
+      {"HardSwish",
+       [](B& b, Value* v) {
+         Dims d = v->shape().static_dims();
+         Value* lo = b.n(
+             "Max",
+             {b.n("Add", {v, b.c(Tensor::scalar<float>(3))}, d), b.c(Tensor::scalar<float>(0))}, d);
+         Value* r6 = b.n("Min", {lo, b.c(Tensor::scalar<float>(6))}, d);
+         return b.n("Mul", {b.n("Mul", {r6, b.c(Tensor::scalar<float>(1.0f / 6))}, d), v}, d);
+       }},
       {"Gelu",
        [](B& b, Value* v) {
          Dims d = v->shape().static_dims();
