@@ -16,6 +16,32 @@ namespace {
 using pattern::Match;
 using pattern::Pat;
 
+// "" when g is one value per channel of the product [.., n] after the Transpose `perm`: [n] on
+// the axis the channels land on, right-aligned, 1 elsewhere.
+std::string scale_fits(const std::vector<int64_t>& perm, const Dims& ys, const Tensor& g,
+                       int64_t n) {
+  if (perm.size() != ys.size() || ys.back() != n) {
+    return "the Transpose's perm does not match the product";
+  }
+  size_t axis = perm.size();
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] == static_cast<int64_t>(ys.size()) - 1) axis = i;
+  }
+  const Dims& gs = g.shape();
+  bool fits = gs.size() <= perm.size() && g.numel() == n;
+  for (size_t i = 0; fits && i < gs.size(); ++i) {
+    fits = gs[i] == (perm.size() - gs.size() + i == axis ? n : 1);
+  }
+  return fits ? "" : "the scale is not one value per output channel";
+}
+
+// t (whose last dim has n elements) with column j multiplied by g[j].
+Tensor scaled_columns(const Tensor& t, const float* g, int64_t n) {
+  Tensor r(DType::kFloat32, t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i) r.data<float>()[i] = t.data<float>()[i] * g[i % n];
+  return r;
+}
+
 Rule layer_scale() {
   using namespace pattern;
   Pat mm = op_in(kFusedDomain, "FusedMatMul", {any("x"), constant("w")}, false).named("mm");
@@ -26,75 +52,43 @@ Rule layer_scale() {
               "Transpose) into its weights",
           .ops = {"MatMul", "Add", "Transpose", "Mul"},
           .patterns = {{"", op("Mul", {tr, constant("g")}).named("mul")}},
-          .rewrite = [](const RuleMatch& rm) -> std::string {
-            const Match& m = rm.match;
-            Graph& g = rm.g;
-            Node* mn = m.node("mm");
-            Node* tn = m.node("tr");
-            if (!mn->attr_string("activation", "").empty()) {
-              return std::string("the dense layer has an activation");
-            }
-            const Tensor* w = constant_value(m.value("w"));
-            const Tensor* gv = constant_value(m.value("g"));
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            Node *mn = m.node("mm"), *tn = m.node("tr");
+            if (!mn->attr_string("activation", "").empty())
+              return "the dense layer has an activation";
+            const Tensor *w = m.constant("w"), *gv = m.constant("g");
             const Value* y = mn->output(0);
             if (w->dtype() != DType::kFloat32 || gv->dtype() != DType::kFloat32 || w->rank() != 2 ||
                 !y->shape().fully_known()) {
-              return std::string("not a float32 2-D weight of a static product");
+              return "not a float32 2-D weight of a static product";
             }
             const int64_t n = w->dim(1);
-            const Dims ys = y->shape().static_dims();
-            const std::vector<int64_t> perm = tn->attr_ints("perm", {});
-            if (perm.size() != ys.size() || ys.back() != n) {
-              return std::string("the Transpose's perm does not match the product");
-            }
-            // The output axis the product's channels (its last dim) land on.
-            size_t axis = perm.size();
-            for (size_t i = 0; i < perm.size(); ++i) {
-              if (perm[i] == static_cast<int64_t>(ys.size()) - 1) axis = i;
-            }
-            // g right-aligned to the output's rank: [n] at `axis`, 1 elsewhere.
-            const Dims gs = gv->shape();
-            const size_t r = perm.size();
-            if (gs.size() > r || gv->numel() != n) {
-              return std::string("the scale is not one value per output channel");
-            }
-            for (size_t i = 0; i < gs.size(); ++i) {
-              const size_t at = r - gs.size() + i;
-              if (gs[i] != (at == axis ? n : 1)) {
-                return std::string("the scale is not one value per output channel");
-              }
-            }
-            if (std::string why = pattern::check_replaceable(g, m.nodes(), {m.root()->output(0)});
+            if (std::string why =
+                    scale_fits(tn->attr_ints("perm", {}), y->shape().static_dims(), *gv, n);
                 !why.empty()) {
               return why;
             }
-            Tensor w2(DType::kFloat32, w->shape());
-            const float* pg = gv->data<float>();
-            for (int64_t k = 0; k < w->dim(0); ++k) {
-              for (int64_t j = 0; j < n; ++j)
-                w2.data<float>()[k * n + j] = w->data<float>()[k * n + j] * pg[j];
+            const Value* bias = mn->num_inputs() > 2 ? mn->input(2) : nullptr;
+            const Tensor* b = bias ? constant_value(bias) : nullptr;
+            if (bias && (!b || b->dtype() != DType::kFloat32 || b->numel() != n)) {
+              return "the bias is not a constant of the output channels";
             }
-            const Tensor* b =
-                mn->num_inputs() > 2 && mn->input(2) ? constant_value(mn->input(2)) : nullptr;
-            if (mn->num_inputs() > 2 && mn->input(2) &&
-                (!b || b->dtype() != DType::kFloat32 || b->numel() != n)) {
-              return std::string("the bias is not a constant of the output channels");
+            if (std::string why =
+                    pattern::check_replaceable(m.g, m.match.nodes(), {m.root()->output(0)});
+                !why.empty()) {
+              return why;
             }
-            std::vector<Value*> ins = {m.value("x"),
-                                       add_constant(g, mn->name() + "_scaled_w", std::move(w2))};
-            if (b) {
-              Tensor b2(DType::kFloat32, b->shape());
-              for (int64_t j = 0; j < n; ++j) b2.data<float>()[j] = b->data<float>()[j] * pg[j];
-              ins.push_back(add_constant(g, mn->name() + "_scaled_b", std::move(b2)));
-            }
-            // The scaled product, then the same Transpose, as two nodes in place of the three.
-            Value* scaled =
-                g.add_value(g.unique_node_name(mn->name() + "_scaled"), y->dtype(), y->shape());
-            Node* nm = g.add_node("FusedMatMul", g.unique_node_name(mn->name() + "_scaled"), ins,
-                                  {scaled}, kFusedDomain);
+            // The scaled product, then the same Transpose: two nodes in place of the three.
+            const float* g = gv->data<float>();
+            std::vector<Value*> ins = {
+                m["x"], add_constant(m.g, mn->name() + "_scaled_w", scaled_columns(*w, g, n))};
+            if (b)
+              ins.push_back(add_constant(m.g, mn->name() + "_scaled_b", scaled_columns(*b, g, n)));
+            const std::string name = m.g.unique_node_name(mn->name() + "_scaled");
+            Value* scaled = m.g.add_value(name, y->dtype(), y->shape());
+            Node* nm = m.g.add_node("FusedMatMul", name, ins, {scaled}, kFusedDomain);
             for (const auto& [k, a] : mn->attrs()) nm->set_attr(k, a);
-            std::map<std::string, Attribute> tattrs = tn->attrs();
-            return rm.fuse("Transpose", {scaled}, tattrs, "");
+            return m.fuse("Transpose", {scaled}, tn->attrs(), "");
           }};
 }
 
