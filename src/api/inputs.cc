@@ -50,7 +50,7 @@ std::map<std::string, Tensor> complete_inputs(const Graph& g, std::map<std::stri
     if (given.count(v->name())) continue;
     if (!v->shape().fully_known()) {
       fail(ErrorKind::kInvalidArgument, "input '", v->name(), "' has shape ", v->shape().str(),
-           "; give it with --input NAME=FILE");
+           "; give its data (the CLI's --input NAME=FILE)");
     }
     Tensor t(v->dtype(), v->shape().static_dims());
     int64_t n = t.numel();
@@ -74,7 +74,7 @@ std::map<std::string, Tensor> complete_inputs(const Graph& g, std::map<std::stri
       for (int64_t i = 0; i < n; ++i) t.data<bool>()[i] = next() & 1;
     } else {
       fail(ErrorKind::kInvalidArgument, "cannot generate input '", v->name(), "' of type ",
-           dtype_name(v->dtype()), "; give it with --input NAME=FILE");
+           dtype_name(v->dtype()), "; give its data (the CLI's --input NAME=FILE)");
     }
     given[v->name()] = std::move(t);
   }
