@@ -5,6 +5,7 @@
 // (ai.nnfuse), one multiply-add per element with the statistics folded at compile time.
 #include <cmath>
 #include <optional>
+#include <utility>
 
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
@@ -56,6 +57,21 @@ pattern::Pat bn_of(const pattern::Pat& x) {
       .named("bn");
 }
 
+// The conv's weights and bias with the BatchNormalization folded in, per output channel c:
+// W'[c] = W[c] * s[c], B'[c] = (B[c] - mean[c]) * s[c] + shift[c] (B 0 when absent).
+std::pair<Tensor, Tensor> fold_into_conv(const Tensor& w, const Tensor* b, const Folded& f) {
+  const int64_t cout = w.dim(0), per = w.numel() / cout;
+  Tensor w2 = w.clone();
+  Tensor b2(DType::kFloat32, {cout});
+  for (int64_t c = 0; c < cout; ++c) {
+    float* wc = w2.data<float>() + c * per;
+    for (int64_t i = 0; i < per; ++i) wc[i] = static_cast<float>(wc[i] * f.s[c]);
+    b2.data<float>()[c] =
+        static_cast<float>(((b ? b->data<float>()[c] : 0.0) - f.mean[c]) * f.s[c] + f.shift[c]);
+  }
+  return {std::move(w2), std::move(b2)};
+}
+
 Rule conv_bn() {
   using namespace pattern;
   return {.name = "ConvBatchnormFusionPass",
@@ -69,25 +85,15 @@ Rule conv_bn() {
             const Value* bias = cn->num_inputs() > 2 ? cn->input(2) : nullptr;
             const Tensor* b = bias ? pattern::constant_value(bias) : nullptr;
             if (bias && !b) return "the Conv bias is not a constant";
-            if (w->dtype() != DType::kFloat32 || w->rank() < 3) {
+            if (w->dtype() != DType::kFloat32 || w->rank() < 3)
               return "Conv weights are not float32";
-            }
-            const int64_t cout = w->dim(0), per = w->numel() / cout;
-            const auto f = fold_bn(m, cout);
+            const auto f = fold_bn(m, w->dim(0));
             if (!f)
               return "BatchNormalization parameters do not have one float32 per output channel";
-            if (b && (b->dtype() != DType::kFloat32 || b->numel() != cout)) {
+            if (b && (b->dtype() != DType::kFloat32 || b->numel() != w->dim(0))) {
               return "the Conv bias does not have one float32 per output channel";
             }
-            // W'[c] = W[c] * s, B'[c] = (B[c] - mean[c]) * s + shift[c].
-            Tensor w2 = w->clone();
-            Tensor b2(DType::kFloat32, {cout});
-            for (int64_t c = 0; c < cout; ++c) {
-              float* wc = w2.data<float>() + c * per;
-              for (int64_t i = 0; i < per; ++i) wc[i] = static_cast<float>(wc[i] * f->s[c]);
-              b2.data<float>()[c] = static_cast<float>(
-                  ((b ? b->data<float>()[c] : 0.0) - f->mean[c]) * f->s[c] + f->shift[c]);
-            }
+            auto [w2, b2] = fold_into_conv(*w, b, *f);
             Value* wv = pattern::add_constant(m.g, m["w"]->name() + "_bn", std::move(w2));
             Value* bv = pattern::add_constant(m.g, m.node("bn")->name() + "_bias", std::move(b2));
             return m.fuse("Conv", {m["x"], wv, bv}, cn->attrs(), "");

@@ -12,40 +12,48 @@ namespace {
 
 using pattern::Pat;
 
+// "" when `bias` is one float32 value per column of the MatMul's output (shape [N] or
+// [1, ..., N], of rank at most the output's), else why not.
+std::string row_bias_reason(const Value& out, const Tensor& bias) {
+  if (out.dtype() != DType::kFloat32 || bias.dtype() != DType::kFloat32) {
+    return "the MatMul is not float32";
+  }
+  const Shape& s = out.shape();
+  if (!s.has_rank || s.dims.empty() || !s.dims.back().known()) {
+    return "the MatMul's last dim is not known";
+  }
+  const int64_t n = s.dims.back().value;
+  for (size_t i = 0; i + 1 < bias.shape().size(); ++i) {
+    if (bias.dim(static_cast<int64_t>(i)) != 1) {
+      return "the bias " + dims_str(bias.shape()) + " is not a row vector";
+    }
+  }
+  if (bias.numel() != n || bias.rank() > static_cast<int64_t>(s.dims.size())) {
+    return "the bias " + dims_str(bias.shape()) + " does not broadcast as [" + std::to_string(n) +
+           "]";
+  }
+  return "";
+}
+
 Rule matmul_add_act() {
   using namespace pattern;
   Pat mm = op("MatMul", {any("a"), any("b")}).named("mm");
   Pat add = op("Add", {mm, constant("bias")}).named("add");
-  return {
-      .name = "MatMulBiasAddFusionPass",
-      .description = "Fuses a bias Add (and an activation after it) into the MatMul",
-      .ops = {"MatMul", "Add"},
-      .patterns = with_activations(add, true),
-      .rewrite = [](const RuleMatch& m) -> std::string {
-        const Value* out = m.node("mm")->output(0);
-        const Tensor* bias = m.constant("bias");
-        if (out->dtype() != DType::kFloat32 || bias->dtype() != DType::kFloat32) {
-          return std::string("the MatMul is not float32");
-        }
-        if (!out->shape().has_rank || out->shape().dims.empty() ||
-            !out->shape().dims.back().known()) {
-          return std::string("the MatMul's last dim is not known");
-        }
-        const int64_t n = out->shape().dims.back().value;
-        for (size_t i = 0; i + 1 < bias->shape().size(); ++i) {
-          if (bias->dim(static_cast<int64_t>(i)) != 1) {
-            return "the bias " + dims_str(bias->shape()) + " is not a row vector";
-          }
-        }
-        if (bias->numel() != n || bias->rank() > static_cast<int64_t>(out->shape().dims.size())) {
-          return "the bias " + dims_str(bias->shape()) + " does not broadcast as [" +
-                 std::to_string(n) + "]";
-        }
-        std::map<std::string, Attribute> attrs;
-        if (std::string why = m.activation(attrs); !why.empty()) return why;
-        Value* b = add_constant(m.g, m["bias"]->name() + "_row", bias->reshaped({n}));
-        return m.fuse("FusedMatMul", {m["a"], m["b"], b}, attrs);
-      }};
+  return {.name = "MatMulBiasAddFusionPass",
+          .description = "Fuses a bias Add (and an activation after it) into the MatMul",
+          .ops = {"MatMul", "Add"},
+          .patterns = with_activations(add, true),
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            const Tensor* bias = m.constant("bias");
+            if (std::string why = row_bias_reason(*m.node("mm")->output(0), *bias); !why.empty()) {
+              return why;
+            }
+            std::map<std::string, Attribute> attrs;
+            if (std::string why = m.activation(attrs); !why.empty()) return why;
+            Value* b =
+                add_constant(m.g, m["bias"]->name() + "_row", bias->reshaped({bias->numel()}));
+            return m.fuse("FusedMatMul", {m["a"], m["b"], b}, attrs);
+          }};
 }
 
 Rule gemm_act() {
