@@ -42,44 +42,50 @@ std::string conv_takes_scale(const Node& cn, const Tensor& w, const Dims& xs) {
   return "";
 }
 
+// The Mul's operands as X (of the conv's input shape) and S (one value per channel, [N or 1, C,
+// 1, 1], computed at run time); "" or why they are not that.
+std::string split_channel_scale(const RuleMatch& m, Value** x, Value** s) {
+  Value *a = m["a"], *b = m["b"];
+  if (!a->shape().fully_known() || !b->shape().fully_known())
+    return "the Mul's shapes are not static";
+  const Shape& prod = m.node("mul")->output(0)->shape();
+  *x = prod.fully_known() && a->shape().static_dims() == prod.static_dims() ? a : b;
+  *s = *x == a ? b : a;
+  const Dims xs = (*x)->shape().static_dims(), ss = (*s)->shape().static_dims();
+  if (xs.size() != 4 || ss.size() != 4 || ss[1] != xs[1] || ss[2] != 1 || ss[3] != 1 ||
+      (ss[0] != 1 && ss[0] != xs[0]) || xs == ss) {
+    return "the Mul is not X times one value per channel";
+  }
+  if (pattern::constant_value(*s)) return "the scale is a constant (it belongs in the weights)";
+  if ((*x)->dtype() != DType::kFloat32 || (*s)->dtype() != DType::kFloat32) return "not float32";
+  return "";
+}
+
 Rule scaled_conv() {
   using namespace pattern;
   Pat mul = op("Mul", {any("a"), any("b")}).named("mul");
   Pat conv = any_of({op_in(kFusedDomain, "FusedConv", {mul, constant("w")}, false),
                      op("Conv", {mul, constant("w")}, false)})
                  .named("conv");
-  return {.name = "ScaledConvFusionPass",
-          .description =
-              "Folds a per-channel scale (squeeze-and-excitation) into the 1x1 Conv "
-              "that reads it",
-          .ops = {"Mul", "Conv"},
-          .patterns = {{"", conv}},
-          .rewrite = [](const RuleMatch& m) -> std::string {
-            Node* cn = m.root();
-            Value *a = m["a"], *b = m["b"];
-            if (!a->shape().fully_known() || !b->shape().fully_known()) {
-              return "the Mul's shapes are not static";
-            }
-            // X is the operand of the conv's input shape, S the per-channel one.
-            const Shape& prod = m.node("mul")->output(0)->shape();
-            Value* x = prod.fully_known() && a->shape().static_dims() == prod.static_dims() ? a : b;
-            Value* s = x == a ? b : a;
-            const Dims xs = x->shape().static_dims(), ss = s->shape().static_dims();
-            if (xs.size() != 4 || ss.size() != 4 || ss[1] != xs[1] || ss[2] != 1 || ss[3] != 1 ||
-                (ss[0] != 1 && ss[0] != xs[0]) || xs == ss) {
-              return "the Mul is not X times one value per channel";
-            }
-            if (pattern::constant_value(s))
-              return "the scale is a constant (it belongs in the weights)";
-            if (x->dtype() != DType::kFloat32 || s->dtype() != DType::kFloat32)
-              return "not float32";
-            if (std::string why = conv_takes_scale(*cn, *m.constant("w"), xs); !why.empty()) {
-              return why;
-            }
-            std::vector<Value*> ins = {x, s, m["w"], cn->num_inputs() > 2 ? cn->input(2) : nullptr};
-            if (cn->num_inputs() > 3 && cn->input(3)) ins.push_back(cn->input(3));  // the Sum
-            return m.fuse("ScaledConv", ins, cn->attrs());
-          }};
+  return {
+      .name = "ScaledConvFusionPass",
+      .description =
+          "Folds a per-channel scale (squeeze-and-excitation) into the 1x1 Conv "
+          "that reads it",
+      .ops = {"Mul", "Conv"},
+      .patterns = {{"", conv}},
+      .rewrite = [](const RuleMatch& m) -> std::string {
+        Node* cn = m.root();
+        Value *x = nullptr, *sc = nullptr;
+        if (std::string why = split_channel_scale(m, &x, &sc); !why.empty()) return why;
+        const Dims xs = x->shape().static_dims();
+        if (std::string why = conv_takes_scale(*cn, *m.constant("w"), xs); !why.empty()) {
+          return why;
+        }
+        std::vector<Value*> ins = {x, sc, m["w"], cn->num_inputs() > 2 ? cn->input(2) : nullptr};
+        if (cn->num_inputs() > 3 && cn->input(3)) ins.push_back(cn->input(3));  // the Sum
+        return m.fuse("ScaledConv", ins, cn->attrs());
+      }};
 }
 
 }  // namespace
