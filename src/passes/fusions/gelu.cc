@@ -43,6 +43,14 @@ std::string keeps_shape(const Value& x, const Value& y, const Match& m) {
   return "";
 }
 
+// "" when the activation is float32 or float64 and keeps its input's type.
+std::string float_type_reason(const Value& in, const Value& out) {
+  const DType t = out.dtype();
+  if ((t == DType::kFloat32 || t == DType::kFloat64) && in.dtype() == t) return "";
+  return std::string("the activation is ") + dtype_name(t) + ", not float32 or float64 (input " +
+         dtype_name(in.dtype()) + ")";
+}
+
 Rule gelu() {
   using namespace pattern;
   Pat x = any("x");
@@ -58,11 +66,7 @@ Rule gelu() {
           .rewrite = [](const RuleMatch& m) -> std::string {
             Value* in = m["x"];
             const Value* out = m.root()->output(0);
-            const DType t = out->dtype();
-            if ((t != DType::kFloat32 && t != DType::kFloat64) || in->dtype() != t) {
-              return std::string("the activation is ") + dtype_name(t) +
-                     ", not float32 or float64 (input " + dtype_name(in->dtype()) + ")";
-            }
+            if (std::string why = float_type_reason(*in, *out); !why.empty()) return why;
             if (std::string why = keeps_shape(*in, *out, m.match); !why.empty()) return why;
             std::string why;
             const auto a = activation_from_match(m.variant, m.match, &why);
