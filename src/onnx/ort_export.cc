@@ -107,6 +107,14 @@ std::vector<float> activation_params(const ref::Activation& a) {
   }
 }
 
+// FusedConv's activation and activation_params (ORT checks their count for the activation).
+void set_conv_activation(onnx::NodeProto* p, const std::string& name, const ref::Activation& a) {
+  ProtoWriter::set_string(p, "activation", name);
+  if (auto params = activation_params(a); !params.empty()) {
+    ProtoWriter::set_floats(p, "activation_params", params);
+  }
+}
+
 std::string name_of(const Value* v) { return v ? v->name() : ""; }
 
 std::optional<Dims> static_dims(const Value* v) {
@@ -248,10 +256,7 @@ void OrtLowering::write_conv(const Node& n, const std::string& x, size_t first_w
     if (const Attribute* at = n.find_attr(k)) ProtoWriter::set_attr(p, k, *at);
   }
   if (a.kind != ActivationKind::kNone && act_inside) {
-    ProtoWriter::set_string(p, "activation", n.attr_string("activation", ""));
-    if (auto params = activation_params(a); !params.empty()) {
-      ProtoWriter::set_floats(p, "activation_params", params);
-    }
+    set_conv_activation(p, n.attr_string("activation", ""), a);
   }
   if (last) return;
   std::string cur = conv_out;
@@ -418,10 +423,7 @@ void OrtLowering::lower_scale_shift(const Node& n) {
         {out}, kOrtDomain, n.name());
     ProtoWriter::set_int(p, "group", (*c)[0]);
     ProtoWriter::set_ints(p, "kernel_shape", Dims(xd->size() - 2, 1));
-    ProtoWriter::set_string(p, "activation", n.attr_string("activation", ""));
-    if (auto params = activation_params(a); !params.empty()) {
-      ProtoWriter::set_floats(p, "activation_params", params);
-    }
+    set_conv_activation(p, n.attr_string("activation", ""), a);
     return;
   }
   // x * scale[c] + shift[c] is an inference BatchNormalization with mean 0, variance 1 and

@@ -98,11 +98,12 @@ class OrtLowering {
   void write_dense(const Node& n, const std::string& a, const std::string& b,
                    const std::string& bias, const std::string& out, const std::string& name,
                    bool as_gemm = false);
-  // The node's epilogue activation applied to `in`, written to `out` (nothing to apply: an
-  // Identity is not written; returns false and the caller names `in` the output instead).
+  // The node's epilogue activation applied to `in`, written to `out` (an Identity when it has
+  // none).
   void write_activation(const Node& n, const std::string& in, const std::string& out,
                         const std::string& name);
-  std::string expanded_mask(const Value* mask, int64_t heads, int64_t sq, int64_t sk);
+  // The additive mask as ORT's attention_bias [B or 1, H or 1, Sq, Sk], widened once per value.
+  std::string expanded_mask(const Value* mask, int64_t sq, int64_t sk);
 
   const Graph& g_;
   ProtoWriter w_;

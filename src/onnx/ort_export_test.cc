@@ -11,6 +11,7 @@
 #include <cmath>
 #include <map>
 
+#include "ir/builder.h"
 #include "onnx/exporter.h"
 #include "onnx/importer.h"
 #include "passes/pipeline.h"
@@ -53,27 +54,6 @@ struct Builder {
     return node(op, std::move(ins), out)->output(0);
   }
 };
-
-Attribute str(const std::string& s) {
-  Attribute a;
-  a.kind = Attribute::Kind::kString;
-  a.s = s;
-  return a;
-}
-
-Attribute flt(float f) {
-  Attribute a;
-  a.kind = Attribute::Kind::kFloat;
-  a.f = f;
-  return a;
-}
-
-Attribute ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
-}
 
 onnx::ModelProto export_ort(const Graph& g) {
   onnx::ModelProto m;
@@ -141,14 +121,14 @@ TEST(OrtExport, GeneratedRegionsAreTheirOnnxOpsAgain) {
   Value* x = b.in("x", {4, 16});
   Value* y = b.n("Softplus", {x}, {4, 16});
   Node* lr = b.node("LeakyRelu", {y}, {4, 16});
-  lr->set_attr("alpha", flt(0.2f));
+  lr->set_attr("alpha", attr_float(0.2f));
   y = b.n("HardSwish", {lr->output(0)}, {4, 16});
   Node* hs = b.node("HardSigmoid", {y}, {4, 16});
-  hs->set_attr("alpha", flt(0.3f));
+  hs->set_attr("alpha", attr_float(0.3f));
   y = b.n("Clip", {hs->output(0), b.c(Tensor::scalar(0.1f)), b.c(Tensor::scalar(0.8f))}, {4, 16});
   y = b.n("Mul", {y, x}, {4, 16});
   Node* mx = b.node("ReduceMax", {y}, {4, 1});
-  mx->set_attr("axes", ints({-1}));
+  mx->set_attr("axes", attr_ints({-1}));
   Value* e = b.n("Exp", {b.n("Sub", {y, mx->output(0)}, {4, 16})}, {4, 16});
   Node* sum = b.node("ReduceSum", {e, b.c(Tensor::from_vector<int64_t>({1}, {-1}))}, {4, 1});
   b.g->add_output(b.n("Div", {e, sum->output(0)}, {4, 16}));
@@ -174,10 +154,10 @@ TEST(OrtExport, ConvActivationsOrtHasAreInsideTheOthersAfter) {
     Value* x = b.in("x", {1, 3, 8, 8});
     Node* conv = b.node("FusedConv", {x, b.c(random({4, 3, 3, 3}, 2)), b.c(random({4}, 3))},
                         {1, 4, 8, 8}, kFusedDomain);
-    conv->set_attr("pads", ints({1, 1, 1, 1}));
-    conv->set_attr("kernel_shape", ints({3, 3}));
-    conv->set_attr("activation", str(act));
-    if (std::string(act) == "LeakyRelu") conv->set_attr("activation_alpha", flt(0.1f));
+    conv->set_attr("pads", attr_ints({1, 1, 1, 1}));
+    conv->set_attr("kernel_shape", attr_ints({3, 3}));
+    conv->set_attr("activation", attr_string(act));
+    if (std::string(act) == "LeakyRelu") conv->set_attr("activation_alpha", attr_float(0.1f));
     b.g->add_output(conv->output(0));
     const onnx::ModelProto m = export_ort(*b.g);
     const onnx::NodeProto* fc = find(m, "FusedConv");
@@ -227,10 +207,10 @@ TEST(OrtExport, DenseLayers) {
     out.back() = 6;
     Node* mm =
         b.node("FusedMatMul", {x, b.c(random({8, 6}, 4)), b.c(random({6}, 5))}, out, kFusedDomain);
-    if (*c.act) mm->set_attr("activation", str(c.act));
+    if (*c.act) mm->set_attr("activation", attr_string(c.act));
     if (std::string(c.act) == "Clip") {
-      mm->set_attr("activation_alpha", flt(0.0f));
-      mm->set_attr("activation_beta", flt(6.0f));
+      mm->set_attr("activation_alpha", attr_float(0.0f));
+      mm->set_attr("activation_beta", attr_float(6.0f));
     }
     b.g->add_output(mm->output(0));
     const onnx::ModelProto m = export_ort(*b.g);
@@ -252,7 +232,7 @@ TEST(OrtExport, ScaleShift) {
     Value* x = b.in("x", {2, 3, 4, 4});
     Node* ss = b.node("ScaleShift", {x, b.c(random({3}, 12)), b.c(random({3}, 13))}, {2, 3, 4, 4},
                       kFusedDomain);
-    if (relu) ss->set_attr("activation", str("Relu"));
+    if (relu) ss->set_attr("activation", attr_string("Relu"));
     b.g->add_output(ss->output(0));
     const onnx::ModelProto m = export_ort(*b.g);
     ASSERT_EQ(m.graph().node_size(), 1);
@@ -320,7 +300,7 @@ TEST(OrtExport, PeepholesWriteOrtsForms) {
   Value* p = slice(0, 3);
   Value* q = slice(3, 6);
   Node* t = b.node("Transpose", {q}, {2, 4, 3});
-  t->set_attr("perm", ints({0, 2, 1}));
+  t->set_attr("perm", attr_ints({0, 2, 1}));
   Value* mm = b.n("MatMul", {p, t->output(0)}, {2, 3, 3});
   b.g->add_output(b.n("Mul", {mm, b.c(Tensor::scalar(0.5f))}, {2, 3, 3}));
   const onnx::ModelProto m = export_ort(*b.g);
@@ -353,7 +333,7 @@ TEST(OrtExport, AUserPatternIsRefusedNamingIt) {
   Builder b;
   Value* x = b.in("x", {2, 2});
   Node* u = b.node("UserPattern", {x}, {2, 2}, kFusedDomain);
-  u->set_attr("pattern", str("Mish"));
+  u->set_attr("pattern", attr_string("Mish"));
   b.g->add_output(u->output(0));
   onnx::ModelProto m;
   try {

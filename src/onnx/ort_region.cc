@@ -17,53 +17,6 @@ namespace {
 
 using codegen::OpKind;
 
-const char* onnx_op(OpKind k) {
-  switch (k) {
-    case OpKind::kRelu:
-      return "Relu";
-    case OpKind::kNeg:
-      return "Neg";
-    case OpKind::kAbs:
-      return "Abs";
-    case OpKind::kExp:
-      return "Exp";
-    case OpKind::kLog:
-      return "Log";
-    case OpKind::kSqrt:
-      return "Sqrt";
-    case OpKind::kTanh:
-      return "Tanh";
-    case OpKind::kSigmoid:
-      return "Sigmoid";
-    case OpKind::kErf:
-      return "Erf";
-    case OpKind::kAdd:
-      return "Add";
-    case OpKind::kSub:
-      return "Sub";
-    case OpKind::kMul:
-      return "Mul";
-    case OpKind::kDiv:
-      return "Div";
-    case OpKind::kMax:
-      return "Max";
-    case OpKind::kMin:
-      return "Min";
-    case OpKind::kPow:
-      return "Pow";
-    case OpKind::kReduceSum:
-      return "ReduceSum";
-    case OpKind::kReduceMean:
-      return "ReduceMean";
-    case OpKind::kReduceMax:
-      return "ReduceMax";
-    case OpKind::kReduceMin:
-      return "ReduceMin";
-    default:
-      return nullptr;
-  }
-}
-
 // numpy broadcasting of two static shapes (valid regions only broadcast compatibly).
 std::vector<int64_t> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
   std::vector<int64_t> r(std::max(a.size(), b.size()), 1);
@@ -300,9 +253,8 @@ void OrtLowering::lower_region(const Node& n) {
     }
     const bool last = static_cast<int>(i) == r.output && !expand && !reshape;
     name[i] = last ? out : w_.fresh(out + "_r");
-    const char* onnx = onnx_op(op.kind);
-    NNFUSE_CHECK(onnx, n.describe(), ": region op ", codegen::op_name(op.kind),
-                 " has no ONNX form");
+    // Every region op but inputs and constants is the ONNX op of its name.
+    const char* onnx = codegen::op_name(op.kind);
     if (idiom[i]) {
       const Idiom& m = *idiom[i];
       std::vector<std::string> ins = {name[static_cast<size_t>(m.x)]};

@@ -189,10 +189,9 @@ void OrtLowering::lower_embed(const Node& n) {
                    name_of(n.output(0)), epsilon_of(n), n.name());
 }
 
-std::string OrtLowering::expanded_mask(const Value* mask, int64_t heads, int64_t sq, int64_t sk) {
+std::string OrtLowering::expanded_mask(const Value* mask, int64_t sq, int64_t sk) {
   // ORT's attention_bias is [B or 1, H or 1, Sq, Sk]; an additive mask broadcast along Sq (a
   // key padding mask [B, 1, 1, Sk]) is widened once, shared by every attention reading it.
-  (void)heads;
   const auto md = static_dims(mask);
   NNFUSE_CHECK(md && md->size() <= 4, mask->name(), ": the attention mask needs a static shape");
   Dims m4(4 - md->size(), 1);
@@ -242,7 +241,7 @@ void OrtLowering::lower_attention(const Node& n) {
                ": attention needs static [B, S, E] inputs and num_heads");
   const int64_t sq = (*qd)[1];
   const int64_t sk = packed ? sq : static_dims(n.input(1)).value_or(Dims{0, 0, 0})[1];
-  const std::string bias = n.input(3) ? expanded_mask(n.input(3), heads, sq, sk) : "";
+  const std::string bias = n.input(3) ? expanded_mask(n.input(3), sq, sk) : "";
   auto set_common = [&](onnx::NodeProto* p) {
     ProtoWriter::set_int(p, "num_heads", heads);
     if (const Attribute* s = n.find_attr("scale")) ProtoWriter::set_float(p, "scale", s->f);
