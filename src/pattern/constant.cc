@@ -6,6 +6,7 @@
 #include <mutex>
 #include <vector>
 
+#include "kernels/kernel_math.h"
 #include "pattern/pattern.h"
 #include "pattern/pattern_internal.h"
 
@@ -85,8 +86,8 @@ std::optional<SliceRange> slice_range(const Node* n) {
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) return std::nullopt;
   const int64_t d = in[static_cast<size_t>(axis)];
-  auto clamp = [d](int64_t v) { return std::clamp(v < 0 ? v + d : v, int64_t{0}, d); };
-  return SliceRange{n->input(0), axis, clamp(st->int_at(0)), clamp(en->int_at(0))};
+  const SliceAxis a = slice_axis(d, st->int_at(0), en->int_at(0), 1);
+  return SliceRange{n->input(0), axis, a.start, a.start + a.len};
 }
 
 }  // namespace nnfuse::pattern

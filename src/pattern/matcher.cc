@@ -159,7 +159,9 @@ class Matcher {
     std::map<const PatNode*, Node*> producers;
     std::map<std::string, Value*> by_name;
     std::map<std::string, const PatNode*> names;
-    std::vector<Node*> nodes;  // op and pass-through nodes, in match order
+    std::map<const PatNode*, NativeResult> natives;
+    std::map<const PatNode*, std::vector<Match>> repeats;
+    std::vector<Node*> nodes;  // op, pass-through, native and tree nodes, in match order
     int steps = 0;             // progress, to pick the deepest failure
   };
 
@@ -177,6 +179,8 @@ class Matcher {
     m.values_ = st_.values;
     m.producers_ = st_.producers;
     m.names_ = st_.names;
+    m.natives_ = st_.natives;
+    m.repeats_ = st_.repeats;
     m.root_ = root;
     if (order) {
       std::vector<Node*> nodes = st_.nodes;
@@ -301,6 +305,13 @@ class Matcher {
       case PatNode::Kind::kThrough:
         if (!checks(p, v, v->producer(), s) || !bind(p, v, nullptr, s)) return false;
         return walk(p, v, s, k);
+      case PatNode::Kind::kNative:
+        return match_native(p, v, s, k);
+      case PatNode::Kind::kTree: {
+        if (!checks(p, v, v->producer(), s) || !bind(p, v, nullptr, s)) return false;
+        std::vector<Match> leaves;
+        return match_tree(p, v, s, leaves) && (st_.repeats[p->identity()] = std::move(leaves), k());
+      }
     }
     return false;
   }
@@ -380,10 +391,56 @@ class Matcher {
     return match(p->inputs[i].get(), n->input(idx), site, next);
   }
 
+  bool match_native(const PatNode* p, Value* v, const Site& s, Cont k) {
+    NativeResult r;
+    std::string why;
+    try {
+      why = p->native(v, r);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (!why.empty()) return reject([&] { return place(s, v) + ": " + why; });
+    if (!checks(p, v, v->producer(), s) || !bind(p, v, v->producer(), s)) return false;
+    st_.nodes.insert(st_.nodes.end(), r.nodes.begin(), r.nodes.end());
+    st_.natives[p->identity()] = std::move(r);
+    return k();
+  }
+
+  // The tree of p->op_type nodes above `v`; each leaf matched by p's leaf pattern on its own.
+  bool match_tree(const PatNode* p, Value* v, const Site& s, std::vector<Match>& leaves) {
+    Node* n = v->producer();
+    if (n && n->op_type() == p->op_type && is_default_domain(n->domain()) && n->num_inputs() == 2 &&
+        n->input(0) && n->input(1) && n->output(0) == v) {
+      st_.nodes.push_back(n);
+      ++st_.steps;
+      return match_tree(p, n->input(0), Site{n, 0, nullptr}, leaves) &&
+             match_tree(p, n->input(1), Site{n, 1, nullptr}, leaves);
+    }
+    Matcher leaf(want_why_);
+    auto done = [] { return true; };
+    if (!leaf.match(p->inputs[0].get(), v, s, done)) {
+      return reject([&] { return leaf.why(); });
+    }
+    Match m;
+    m.values_ = leaf.st_.values;
+    m.producers_ = leaf.st_.producers;
+    m.names_ = leaf.st_.names;
+    m.natives_ = leaf.st_.natives;
+    m.repeats_ = leaf.st_.repeats;
+    m.nodes_ = leaf.st_.nodes;
+    m.root_ = v->producer();
+    st_.nodes.insert(st_.nodes.end(), m.nodes_.begin(), m.nodes_.end());
+    leaves.push_back(std::move(m));
+    return true;
+  }
+
   // Whether `n` (producing `v`) may be skipped by a through() pattern.
   static bool passes(const PatNode* p, const Node* n, const Value* v) {
     if (!n || !p->pass_ops.count(n->op_type()) || !is_default_domain(n->domain())) return false;
-    if (n->output(0) != v || used_inputs(n) != 1 || !n->input(0)) return false;
+    if (n->output(0) != v || used_inputs(n) < 1 || !n->input(0)) return false;
+    for (size_t i = 1; i < n->num_inputs(); ++i) {
+      if (n->input(i) && !constant_value(n->input(i))) return false;  // a data input
+    }
     if (n->op_type() == "Cast") {
       const Attribute* to = n->find_attr("to");
       if (!to || to->kind != Attribute::Kind::kInt) return false;

@@ -138,6 +138,25 @@ Pat through(Pat p, std::set<std::string> ops) {
   return make(std::move(n));
 }
 
+Pat native(std::string name, std::function<std::string(Value*, NativeResult&)> fn) {
+  if (!fn) fail(ErrorKind::kInternal, "pattern: native without a function");
+  PatNode n;
+  n.kind = PatNode::Kind::kNative;
+  n.name = std::move(name);
+  n.native = std::move(fn);
+  return make(std::move(n));
+}
+
+Pat tree(std::string name, const std::string& op_type, Pat leaf) {
+  check_valid({leaf}, "tree");
+  PatNode n;
+  n.kind = PatNode::Kind::kTree;
+  n.name = std::move(name);
+  n.op_type = op_type;
+  n.inputs = {std::move(leaf)};
+  return make(std::move(n));
+}
+
 Pat operator+(Pat a, Pat b) { return op("Add", {std::move(a), std::move(b)}); }
 Pat operator-(Pat a, Pat b) { return op("Sub", {std::move(a), std::move(b)}); }
 Pat operator*(Pat a, Pat b) { return op("Mul", {std::move(a), std::move(b)}); }
@@ -182,6 +201,21 @@ Node* Match::node(const std::string& name) const {
   if (it == names_.end()) return nullptr;
   auto n = producers_.find(it->second);
   return n == producers_.end() ? nullptr : n->second;
+}
+
+const NativeResult* Match::native(const std::string& name) const {
+  auto it = names_.find(name);
+  if (it == names_.end()) return nullptr;
+  auto r = natives_.find(it->second);
+  return r == natives_.end() ? nullptr : &r->second;
+}
+
+const std::vector<Match>& Match::repeats(const std::string& name) const {
+  static const std::vector<Match> none;
+  auto it = names_.find(name);
+  if (it == names_.end()) return none;
+  auto r = repeats_.find(it->second);
+  return r == repeats_.end() ? none : r->second;
 }
 
 std::vector<std::string> Match::node_names() const {

@@ -9,6 +9,7 @@
 // bound to every use of `x` (a DAG, not a tree).
 #pragma once
 
+#include <any>
 #include <functional>
 #include <map>
 #include <memory>
@@ -65,9 +66,23 @@ Pat op_in(const std::string& domain, const std::string& op_type, std::vector<Pat
           bool exact_inputs = true, int output = 0);
 // The first alternative that matches wins.
 Pat any_of(std::vector<Pat> alternatives);
-// `p`, possibly behind a chain of pass-through single-input ops (default: Cast, Identity).
-// A Cast only passes when it keeps the element type (a float->float Cast).
+// `p`, possibly behind a chain of pass-through ops (default: Cast, Identity): "the same value
+// through any of these". An op passes on its first input when its other inputs are constants
+// (a Reshape to a constant shape, an Unsqueeze of constant axes); a Cast only when it keeps the
+// element type (a float->float Cast).
 Pat through(Pat p, std::set<std::string> ops = {"Cast", "Identity"});
+// A pattern node matched by C++ code (a native constraint): `fn` looks at the value and, when
+// it matches, returns "" with `out` filled (the nodes it covers, which join the match's nodes,
+// and whatever the rewrite reads back with Match::native), else the reason it does not match.
+struct NativeResult {
+  std::vector<Node*> nodes;
+  std::any data;
+};
+Pat native(std::string name, std::function<std::string(Value*, NativeResult&)> fn);
+// A repeated sub-pattern: a tree of `op_type` nodes (default domain, two inputs each, any shape
+// of tree) whose every leaf matches `leaf` on its own (each leaf binds its own names). The
+// leaves' matches, left to right, are Match::repeats(name); the tree's nodes join the match.
+Pat tree(std::string name, const std::string& op_type, Pat leaf);
 
 // Arithmetic builds op() patterns; floats become scalar() constants.
 Pat operator+(Pat a, Pat b);
@@ -106,12 +121,18 @@ class Match {
   const std::vector<Node*>& nodes() const { return nodes_; }
   // Names of the matched nodes, in the same order (for provenance).
   std::vector<std::string> node_names() const;
+  // What native(name) found, or nullptr when it was not part of the taken path.
+  const NativeResult* native(const std::string& name) const;
+  // The leaves' matches of tree(name), left to right (empty when not part of the taken path).
+  const std::vector<Match>& repeats(const std::string& name) const;
 
  private:
   friend class Matcher;
   std::map<const PatNode*, Value*> values_;
   std::map<const PatNode*, Node*> producers_;
   std::map<std::string, const PatNode*> names_;
+  std::map<const PatNode*, NativeResult> natives_;
+  std::map<const PatNode*, std::vector<Match>> repeats_;
   std::vector<Node*> nodes_;
   Node* root_ = nullptr;
 };

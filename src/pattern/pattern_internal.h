@@ -24,20 +24,22 @@ struct NodeCheck {
 };
 
 struct PatNode {
-  enum class Kind { kAny, kConstant, kScalar, kOp, kAnyOf, kThrough };
+  enum class Kind { kAny, kConstant, kScalar, kOp, kAnyOf, kThrough, kNative, kTree };
   Kind kind = Kind::kAny;
   std::string name;
 
   float value = 0;  // kScalar
   float tol = 0;
 
-  std::string op_type;      // kOp
+  std::string op_type;      // kOp, kTree
   std::string domain;       // kOp: "" is the default ONNX domain
-  std::vector<Pat> inputs;  // kOp: inputs; kAnyOf: alternatives; kThrough: the inner pattern
+  std::vector<Pat> inputs;  // kOp: inputs; kAnyOf: alternatives; kThrough, kTree: the inner one
   bool exact_inputs = true;
   int output = 0;
 
   std::set<std::string> pass_ops;  // kThrough
+
+  std::function<std::string(Value*, NativeResult&)> native;  // kNative
 
   std::vector<ValueCheck> value_checks;
   std::vector<NodeCheck> node_checks;

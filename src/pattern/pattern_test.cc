@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/builder.h"
 #include "ir/error.h"
 
 namespace nnfuse::pattern {
@@ -509,6 +510,80 @@ TEST(PatternDomain, OpInMatchesOnlyItsDomain) {
   EXPECT_TRUE(match_at(b.g, op_in("", "Relu", {any()}), relu_node, &why)) << why;
   EXPECT_TRUE(match_at(b.g, relu(op_in("ai.nnfuse", "FusedConv", {any(), any()})), relu_node, &why))
       << why;
+}
+
+TEST(PatternTree, RepeatedLeavesBindOnTheirOwn) {
+  // ((Gather(t0, i0) + Gather(t1, i1)) + c) + Gather(t2, i2): every leaf a Gather or a constant.
+  Builder b;
+  Value* ids = b.input("ids", Shape::of({4}), DType::kInt64);
+  std::vector<Value*> g;
+  for (int i = 0; i < 3; ++i) {
+    Tensor t(DType::kFloat32, {5, 2});
+    g.push_back(b.op("Gather", "g" + std::to_string(i), {b.cst("t" + std::to_string(i), t), ids}));
+  }
+  Value* s = b.op("Add", "a0", {g[0], g[1]});
+  s = b.op("Add", "a1", {s, b.cst("c", 1.0f)});
+  s = b.op("Add", "a2", {s, g[2]});
+  Pat leaf =
+      any_of({op("Gather", {constant("table"), any("ids")}).named("gather"), constant("addend")});
+  Pat sum = tree("sum", "Add", leaf);
+  auto m = match_at(b.g, sum, b.find("a2"));
+  ASSERT_TRUE(m);
+  const std::vector<Match>& leaves = m->repeats("sum");
+  ASSERT_EQ(leaves.size(), 4u);
+  EXPECT_EQ(leaves[0].node("gather")->name(), "g0");
+  EXPECT_EQ(leaves[1].node("gather")->name(), "g1");
+  EXPECT_EQ(leaves[2].value("addend")->name(), "c");
+  EXPECT_EQ(leaves[2].node("gather"), nullptr);
+  EXPECT_EQ(leaves[3].node("gather")->name(), "g2");
+  EXPECT_EQ(m->nodes().size(), 6u);  // three Adds, three Gathers
+  // A leaf that is neither: no match, and the reason names it.
+  Value* x = b.input("x", Shape::of({4, 2}));
+  b.op("Add", "a3", {s, x});
+  std::string why;
+  EXPECT_FALSE(match_at(b.g, sum, b.find("a3"), &why));
+  EXPECT_NE(why.find("'x'"), std::string::npos) << why;
+}
+
+TEST(PatternNative, CodeMatchesAndHandsBackData) {
+  Builder b;
+  Value* x = b.input("x");
+  Value* r = b.op("Relu", "r", {x});
+  Value* y = b.op("Neg", "n", {r});
+  Pat relu_in = native("relu", [](Value* v, NativeResult& out) -> std::string {
+    Node* p = v->producer();
+    if (!p || p->op_type() != "Relu") return "not a Relu";
+    out.nodes.push_back(p);
+    out.data = p->input(0);
+    return "";
+  });
+  Pat neg = op("Neg", {relu_in});
+  auto m = match_at(b.g, neg, y->producer());
+  ASSERT_TRUE(m);
+  ASSERT_NE(m->native("relu"), nullptr);
+  EXPECT_EQ(std::any_cast<Value*>(m->native("relu")->data), x);
+  EXPECT_EQ(m->nodes().size(), 2u);
+  std::string why;
+  EXPECT_FALSE(match_at(b.g, neg, r->producer(), &why));
+  Value* z = b.op("Neg", "n2", {x});
+  EXPECT_FALSE(match_at(b.g, neg, z->producer(), &why));
+  EXPECT_NE(why.find("not a Relu"), std::string::npos) << why;
+}
+
+TEST(PatternThrough, ReshapeToAConstantShapePasses) {
+  Builder b;
+  Value* x = b.input("x");
+  Value* e = b.op("Exp", "e", {x});
+  Value* r = b.op("Reshape", "r", {e, b.cst("shape", shape_tensor({3, 2}))});
+  Value* t = b.op("Transpose", "t", {r});
+  Pat p = through(op("Exp", {any("x")}).named("exp"), {"Reshape", "Transpose"});
+  auto m = match_at(b.g, p, t->producer());
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->nodes().size(), 3u);
+  // A Reshape to a computed shape is not a pass-through.
+  Value* s = b.op("Shape", "s", {x});
+  Value* r2 = b.op("Reshape", "r2", {e, s});
+  EXPECT_FALSE(match_at(b.g, p, r2->producer()));
 }
 
 }  // namespace

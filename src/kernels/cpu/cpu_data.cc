@@ -7,6 +7,7 @@
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/cpu_util.h"
 #include "kernels/cpu/layout.h"
+#include "kernels/kernel_math.h"
 
 namespace nnfuse::cpu {
 namespace {
@@ -116,28 +117,11 @@ class SliceKernel : public Kernel {
       const size_t ax = static_cast<size_t>(checked_axis(axes[i], x.rank(), who_));
       if (used[ax]) fail(ErrorKind::kRuntime, who_, ": axis ", axes[i], " is repeated");
       used[ax] = true;
-      const int64_t d = out[ax], st = steps[i];
-      int64_t s = starts[i], e = ends[i];
-      if (st == 0) fail(ErrorKind::kRuntime, who_, ": step 0 on axis ", ax);
-      // Clamp first: starts/ends may be +-INT64_MAX.
-      s = s < 0 ? std::max<int64_t>(s, -d) + d : s;
-      e = e < 0 ? std::max<int64_t>(e, -d - 1) + d : e;
-      int64_t len = 0;
-      if (d == 0) {
-        s = 0;
-      } else if (st > 0) {
-        s = std::clamp<int64_t>(s, 0, d);
-        e = std::clamp<int64_t>(e, 0, d);
-        len = e > s ? (e - s - 1) / st + 1 : 0;
-      } else {
-        s = std::clamp<int64_t>(s, 0, d - 1);
-        e = std::clamp<int64_t>(e, -1, d - 1);
-        const uint64_t mag = uint64_t{0} - static_cast<uint64_t>(st);
-        len = s > e ? static_cast<int64_t>(static_cast<uint64_t>(s - e - 1) / mag) + 1 : 0;
-      }
-      out[ax] = len;
-      start[ax] = s;
-      step[ax] = len > 1 ? st : 1;  // |step| < dim when two or more elements are taken
+      if (steps[i] == 0) fail(ErrorKind::kRuntime, who_, ": step 0 on axis ", ax);
+      const SliceAxis sa = slice_axis(out[ax], starts[i], ends[i], steps[i]);
+      out[ax] = sa.len;
+      start[ax] = sa.start;
+      step[ax] = sa.step;
     }
     // Channels-last: the same slice over the stored dims [N, H, W, C]. Each logical axis's
     // stride is its stored position's.

@@ -291,7 +291,7 @@ class CastKernel : public Kernel {
         const From* src = x.data<From>();
         To* dst = y.data<To>();
         parallel_range(x.numel(), kParallelGrain, [&](int64_t lo, int64_t hi) {
-          for (int64_t i = lo; i < hi; ++i) dst[i] = ref::convert_value<To, From>(src[i]);
+          for (int64_t i = lo; i < hi; ++i) dst[i] = convert_value<To, From>(src[i]);
         });
       });
     });

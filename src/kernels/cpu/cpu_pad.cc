@@ -377,7 +377,7 @@ std::optional<Plan> make_plan(const NodeInfo& info, std::string* why) {
         p.dtype, n.describe(),
         [&](auto z) {
           using T = decltype(z);
-          const T c = ref::convert_value<T, float>(v);
+          const T c = convert_value<T, float>(v);
           p.fill = Fill::of(&c, sizeof(T));
         },
         /*with_bool=*/true);

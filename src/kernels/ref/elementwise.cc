@@ -129,23 +129,6 @@ T min_nan(T a, T b) {
   return b < a ? b : a;
 }
 
-// double -> T: rounds toward zero and saturates for integer T (NaN gives 0).
-template <typename T>
-T saturate_cast(double d) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return static_cast<T>(d);
-  } else {
-    if (std::isnan(d)) return 0;
-    if (d <= static_cast<double>(std::numeric_limits<T>::lowest())) {
-      return std::numeric_limits<T>::lowest();
-    }
-    if (d >= static_cast<double>(std::numeric_limits<T>::max())) {
-      return std::numeric_limits<T>::max();
-    }
-    return static_cast<T>(d);
-  }
-}
-
 // ---------------------------------------------------------------------------------------
 // Unary ops: one table row each. `f` computes float types in double (a, b are the op's two
 // float attributes, when it has them); `s` and `u` handle signed / unsigned integers, or are

@@ -130,7 +130,7 @@ Tensor cast_to(const Tensor& x, DType to, const Node& node) {
               using To = decltype(b);
               const From* src = x.data<From>();
               To* dst = y.data<To>();
-              for (int64_t i = 0; i < x.numel(); ++i) dst[i] = ref::convert_value<To, From>(src[i]);
+              for (int64_t i = 0; i < x.numel(); ++i) dst[i] = convert_value<To, From>(src[i]);
             },
             /*with_bool=*/true);
       },
@@ -190,7 +190,7 @@ void run_pad(KernelContext& ctx) {
         x.dtype(), node.describe(),
         [&](auto z) {
           using T = decltype(z);
-          value.data<T>()[0] = ref::convert_value<T, float>(v);
+          value.data<T>()[0] = convert_value<T, float>(v);
         },
         /*with_bool=*/true);
   }

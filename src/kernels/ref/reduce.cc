@@ -89,23 +89,6 @@ std::vector<bool> single_axis(int64_t axis, int64_t rank) {
   return m;
 }
 
-// double -> T: rounds toward zero and saturates for integer T (NaN gives 0).
-template <typename T>
-T saturate_cast(double d) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return static_cast<T>(d);
-  } else {
-    if (std::isnan(d)) return 0;
-    if (d <= static_cast<double>(std::numeric_limits<T>::lowest())) {
-      return std::numeric_limits<T>::lowest();
-    }
-    if (d >= static_cast<double>(std::numeric_limits<T>::max())) {
-      return std::numeric_limits<T>::max();
-    }
-    return static_cast<T>(d);
-  }
-}
-
 // ---------------------------------------------------------------------------------------
 // Reduce*.
 

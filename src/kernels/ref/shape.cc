@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "kernels/kernel_math.h"
 #include "kernels/ref/shape_internal.h"
 
 namespace nnfuse {
@@ -257,32 +258,17 @@ void run_slice(KernelContext& ctx) {
   Dims out = x.shape(), start(out.size(), 0), step(out.size(), 1);
   for (size_t i = 0; i < n; ++i) {
     size_t ax = static_cast<size_t>(axes[i]);
-    int64_t d = out[ax], st = steps[i], s = starts[i], e = ends[i];
-    NNFUSE_CHECK(st != 0, node.describe(), ": step 0 on axis ", ax);
-    if (s < 0) s += d;
-    if (e < 0) e += d;
-    int64_t len = 0;
-    if (d == 0) {
-      s = 0;
-    } else if (st > 0) {
-      s = std::clamp<int64_t>(s, 0, d);
-      e = std::clamp<int64_t>(e, 0, d);
-      len = e > s ? (e - s - 1) / st + 1 : 0;
-    } else {
-      s = std::clamp<int64_t>(s, 0, d - 1);
-      e = std::clamp<int64_t>(e, -1, d - 1);
-      uint64_t mag = uint64_t{0} - static_cast<uint64_t>(st);
-      len = s > e ? static_cast<int64_t>(static_cast<uint64_t>(s - e - 1) / mag) + 1 : 0;
-    }
-    out[ax] = len;
-    start[ax] = s;
-    step[ax] = st;
+    NNFUSE_CHECK(steps[i] != 0, node.describe(), ": step 0 on axis ", ax);
+    const SliceAxis a = slice_axis(out[ax], starts[i], ends[i], steps[i]);
+    out[ax] = a.len;
+    start[ax] = a.start;
+    step[ax] = a.step;
   }
   Dims in_strides = contiguous_strides(x.shape()), strides(out.size(), 0);
   int64_t base = 0;
   for (size_t a = 0; a < out.size(); ++a) {
     base += start[a] * in_strides[a];
-    if (out[a] > 1) strides[a] = step[a] * in_strides[a];  // |step| < dim here: no overflow
+    strides[a] = step[a] * in_strides[a];  // |step| < dim or step 1: no overflow
   }
   Tensor y(x.dtype(), out);
   for (ref::BroadcastIter it(out, {strides}); !it.done(); it.next()) {

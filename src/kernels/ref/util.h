@@ -13,6 +13,7 @@
 #include "ir/error.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
+#include "kernels/kernel_math.h"
 #include "kernels/ref/ref_kernels.h"
 
 namespace nnfuse::ref {
@@ -101,29 +102,6 @@ class BroadcastIter {
 // Common support checks: "" or a reason.
 std::string require_input_types(const Node& node, const std::vector<DType>& allowed,
                                 size_t first = 0, size_t count = SIZE_MAX);
-
-// Converts one value as Cast does (the reference and the fast kernels alike): float to integer
-// truncates toward zero, NaN becomes 0 and values out of the target's range saturate (C++
-// leaves both undefined); anything to bool is "!= 0"; integer narrowing wraps (defined since
-// C++20).
-template <typename To, typename From>
-To convert_value(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
-    if (std::isnan(v)) return To(0);
-    const From t = std::trunc(v);
-    if (t <= static_cast<From>(std::numeric_limits<To>::min())) {
-      return std::numeric_limits<To>::min();
-    }
-    if (t >= static_cast<From>(std::numeric_limits<To>::max())) {
-      return std::numeric_limits<To>::max();
-    }
-    return static_cast<To>(t);
-  } else {
-    return static_cast<To>(v);
-  }
-}
 
 // Pad's modes, and the source index along a dim of length d for padded position `src` (already
 // shifted by the leading pad), or -1 for the constant: shared by the reference and fast kernels.

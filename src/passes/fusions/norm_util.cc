@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ir/builder.h"
 #include "pattern/pattern.h"
 #include "pattern/rewriter.h"
 
@@ -49,6 +50,32 @@ Value* feature_vector(Graph& g, Value* v, int64_t e) {
     f.data<float>()[i] = static_cast<float>(t->double_at(i % t->numel()));
   }
   return pattern::add_constant(g, v->name() + "_f32", std::move(f));
+}
+
+std::string layer_norm_reason(const Node& ln, int64_t rank) {
+  for (size_t k = 1; k < ln.num_outputs(); ++k) {
+    const Value* o = ln.output(k);
+    if (o && (!o->uses().empty() || o->is_graph_output())) {
+      return ln.describe() + "'s Mean or InvStdDev output " + quoted(o->name()) + " is used";
+    }
+  }
+  if (ln.attr_int("stash_type", 1) != 1) return ln.describe() + " has stash_type != 1";
+  const int64_t axis = ln.attr_int("axis", -1);
+  if (axis != -1 && !(rank > 0 && axis == rank - 1)) {
+    return ln.describe() + " normalizes from axis " + std::to_string(axis) +
+           ", not over the last axis only";
+  }
+  return "";
+}
+
+std::optional<Tensor> feature_tensor(const Value* v, int64_t n) {
+  const Tensor* t = v ? pattern::constant_value(v) : nullptr;
+  if (!t || t->dtype() != kF32 || t->numel() != n || t->rank() < 1) return std::nullopt;
+  return t->reshaped({n});
+}
+
+std::map<std::string, Attribute> epsilon_of(const Node& ln) {
+  return {{"epsilon", attr_float(ln.attr_float("epsilon", 1e-5f))}};
 }
 
 Value* ones(Graph& g, const std::string& stem, int64_t e) {

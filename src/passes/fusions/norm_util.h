@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,14 @@ std::string feature_reason(const Value* v, int64_t e, const Value* x, const char
 // A parameter accepted by feature_reason as a float32 [E] value: `v` itself when it is one
 // already, else a new constant.
 Value* feature_vector(Graph& g, Value* v, int64_t e);
+// "" when a LayerNormalization can run inside a fused kernel: over the last axis of its rank-
+// `rank` input (-1: unknown, then only axis -1 is), stash_type 1, its Mean and InvStdDev
+// outputs unused; else why.
+std::string layer_norm_reason(const Node& ln, int64_t rank);
+// A constant per-feature vector of n float32 values ([n] or [1, ..., n]) as a [n] tensor.
+std::optional<Tensor> feature_tensor(const Value* v, int64_t n);
+// The LayerNorm's epsilon as a fused node's attribute.
+std::map<std::string, Attribute> epsilon_of(const Node& ln);
 // A float32 [E] constant of ones.
 Value* ones(Graph& g, const std::string& stem, int64_t e);
 

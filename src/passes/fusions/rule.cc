@@ -41,30 +41,40 @@ namespace {
 
 class RulePass : public Pass {
  public:
-  explicit RulePass(Rule rule)
-      : rule_(std::move(rule)),
-        info_{rule_.name, rule_.description, true, rule_.default_on, rule_.ops} {}
+  explicit RulePass(std::vector<Rule> stages) : stages_(std::move(stages)) {
+    const Rule& r = stages_.at(0);
+    info_ = {r.name, r.description, true, r.default_on, r.ops};
+  }
   const PassInfo& info() const override { return info_; }
   void run(Graph& g, PassContext& ctx) override {
-    rewrite_all(g, ctx, rule_.name, rule_.patterns,
-                [&](const std::string& variant, const pattern::Match& m) -> std::string {
-                  try {
-                    return rule_.rewrite(RuleMatch(g, ctx, rule_, variant, m));
-                  } catch (const Error& e) {
-                    return e.what();  // a guard that threw: the match is declined with it
-                  }
-                });
+    for (const Rule& rule : stages_) {
+      rewrite_all(g, ctx, info_.name, rule.patterns,
+                  [&](const std::string& variant, const pattern::Match& m) -> std::string {
+                    try {
+                      return rule.rewrite(RuleMatch(g, ctx, rule, variant, m));
+                    } catch (const Error& e) {
+                      return e.what();  // a guard that threw: the match is declined with it
+                    }
+                  });
+    }
   }
 
  private:
-  Rule rule_;
+  std::vector<Rule> stages_;
   PassInfo info_;
 };
 
 }  // namespace
 
 std::unique_ptr<Pass> make_rule_pass(Rule rule) {
-  return std::make_unique<RulePass>(std::move(rule));
+  std::vector<Rule> stages;
+  stages.push_back(std::move(rule));
+  return make_rule_pass(std::move(stages));
+}
+
+std::unique_ptr<Pass> make_rule_pass(std::vector<Rule> stages) {
+  if (stages.empty()) fail(ErrorKind::kInternal, "a rule pass without rules");
+  return std::make_unique<RulePass>(std::move(stages));
 }
 
 }  // namespace nnfuse

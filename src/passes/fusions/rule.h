@@ -67,8 +67,8 @@ class RuleMatch {
 
 struct Rule {
   std::string name;
-  std::string description;
-  std::vector<std::string> ops;  // for the switch file's rules format and list-passes
+  std::string description = {};
+  std::vector<std::string> ops = {};  // for the switch file's rules format and list-passes
   std::vector<ActivationPattern> patterns;
   std::function<std::string(const RuleMatch&)> rewrite;
   bool default_on = true;
@@ -80,5 +80,8 @@ std::vector<ActivationPattern> with_activations(const pattern::Pat& base, bool b
 
 // The pass that runs `rule` on the driver.
 std::unique_ptr<Pass> make_rule_pass(Rule rule);
+// One pass of several stages, each rule run to its fixed point in turn (a rule that rewrites
+// what the one before made); named, described and listed by the first.
+std::unique_ptr<Pass> make_rule_pass(std::vector<Rule> stages);
 
 }  // namespace nnfuse
