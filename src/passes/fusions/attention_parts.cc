@@ -269,4 +269,63 @@ bool mask_fits(const Value* mask, const Dims& scores) {
   return true;
 }
 
+pattern::Pat scores_pattern(const std::string& name) {
+  return pattern::native(name, [](Value* s, pattern::NativeResult& out) -> std::string {
+    std::string why;
+    std::optional<Scores> sc = walk_scores(s, out.nodes, why);
+    if (!sc) return why.empty() ? "not the scores of an attention" : why;
+    out.data = *sc;
+    return "";
+  });
+}
+
+std::optional<std::pair<Node*, Node*>> merge_heads(Value* o, const HeadSplit& q, std::string& why) {
+  const bool seq_first = q.seq_first;
+  const int64_t e = q.heads * q.dim;
+  Node* t = o->uses().size() == 1 ? o->uses()[0].node : nullptr;
+  const std::vector<int64_t> perm =
+      seq_first ? std::vector<int64_t>{1, 0, 2} : std::vector<int64_t>{0, 2, 1, 3};
+  if (!has_perm(t, perm) || t->output(0)->uses().size() != 1) {
+    why = seq_first ? "the attention output is not merged back by Transpose<1,0,2>"
+                    : "the attention output is not merged back by Transpose<0,2,1,3>";
+    return std::nullopt;
+  }
+  Node* r = t->output(0)->uses()[0].node;
+  std::optional<Dims> out = static_shape(r->output(0));
+  const bool merged =
+      r->op_type() == "Reshape" && out &&
+      (seq_first ? (*out == Dims{q.seq, q.batch, e} || *out == Dims{q.seq * q.batch, e})
+                 : *out == Dims{q.batch, q.seq, e});
+  if (!merged) {
+    why = seq_first ? "the merged heads are not reshaped to [Sq, B, H*D] or [Sq*B, H*D]"
+                    : "the merged heads are not reshaped to [B, Sq, H*D]";
+    return std::nullopt;
+  }
+  return std::make_pair(t, r);
+}
+
+std::string mask_reason(const Value* mask, const HeadSplit& q, const Dims& scores, Dims& heads) {
+  if (!mask) return "";
+  if (q.seq_first) {
+    const std::optional<Dims> m = static_shape(mask);
+    if (!m || m->size() > 3 || mask->dtype() != DType::kFloat32) {
+      return "a sequence-first attention's mask is not a float32 tensor of rank <= 3";
+    }
+    Dims m3(3 - m->size(), 1);
+    m3.insert(m3.end(), m->begin(), m->end());
+    if (m3[0] == q.batch * q.heads && m3[0] != 1) {
+      heads = {q.batch, q.heads, m3[1], m3[2]};
+      return "";
+    }
+    if (m3[0] != 1) {
+      return "a sequence-first attention's mask " + dims_str(*m) +
+             " is not one per (batch, head) of its [B*H, Sq, Sk] scores";
+    }
+  }
+  if (!mask_fits(mask, scores)) {
+    return "the mask is not a float32 tensor broadcasting to [B, H, Sq, Sk] " + dims_str(scores);
+  }
+  return "";
+}
+
 }  // namespace nnfuse::attn

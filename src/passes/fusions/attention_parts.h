@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "pattern/pattern.h"
 
 namespace nnfuse::attn {
 
@@ -63,6 +64,21 @@ struct Scores {
 // Peels scale (Div/Mul by a scalar), additive mask (Add) and causal (Where) ops from the
 // softmax input down to the Q K^T MatMul.
 std::optional<Scores> walk_scores(Value* s, std::vector<Node*>& nodes, std::string& why);
+
+// The scores below a Softmax, as a pattern node (native): matches where walk_scores does, with
+// the Scores as its data and the peeled nodes as its nodes.
+pattern::Pat scores_pattern(const std::string& name);
+
+// The merge of the attention output `o` back from heads: Transpose<0,2,1,3> then Reshape
+// [B, Sq, H*D]; sequence-first, Transpose<1,0,2> then Reshape [Sq, B, H*D] or [Sq*B, H*D].
+// The two nodes, or why not.
+std::optional<std::pair<Node*, Node*>> merge_heads(Value* o, const HeadSplit& q, std::string& why);
+
+// The mask as MultiHeadAttention takes it: "" with `heads` left empty when it broadcasts to the
+// [B, H, Sq, Sk] scores; for a sequence-first attention, whose [B*H, Sq, Sk] scores are
+// batch-major, `heads` the [B, H, Sq, Sk] it is reshaped to when it is one per (batch, head);
+// else why.
+std::string mask_reason(const Value* mask, const HeadSplit& q, const Dims& scores, Dims& heads);
 
 // Broadcastable to [B, H, Sq, Sk] without growing it, float32, static shape.
 bool mask_fits(const Value* mask, const Dims& scores);

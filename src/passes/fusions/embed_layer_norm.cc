@@ -13,36 +13,15 @@
 #include <set>
 
 #include "passes/fusions/fusions.h"
+#include "passes/fusions/norm_util.h"
+#include "passes/fusions/rule.h"
 #include "pattern/rewriter.h"
 
 namespace nnfuse {
 
 namespace {
 
-// The Add tree under the LayerNorm: its Add nodes and its leaves, left to right.
-struct Tree {
-  std::vector<Node*> adds;
-  std::vector<Node*> gathers;  // leaves produced by Gather
-  std::vector<Value*> constants;
-  bool other_leaf = false;  // a leaf that is neither (not an embedding block)
-};
-
-void collect(Value* v, Tree& t) {
-  Node* p = v->producer();
-  if (p && is_default_domain(p->domain()) && p->op_type() == "Add" && p->num_inputs() == 2 &&
-      p->input(0) && p->input(1)) {
-    t.adds.push_back(p);
-    collect(p->input(0), t);
-    collect(p->input(1), t);
-  } else if (p && is_default_domain(p->domain()) && p->op_type() == "Gather" &&
-             p->num_inputs() == 2 && p->input(0) && p->input(1)) {
-    t.gathers.push_back(p);
-  } else if (pattern::constant_value(v)) {
-    t.constants.push_back(v);
-  } else {
-    t.other_leaf = true;
-  }
-}
+using pattern::Match;
 
 // True when two ids shapes are surely equal: every dim known and equal, or the same symbol.
 bool same_ids_shape(const Value& a, const Value& b) {
@@ -94,142 +73,111 @@ Value* row_param(Graph& g, Value* v, int64_t e, std::string* why, const char* wh
   return v;
 }
 
-class EmbedLayerNormFusion : public Pass {
- public:
-  const PassInfo& info() const override {
-    static const PassInfo i{"EmbedLayerNormFusionPass",
-                            "Fuses embedding lookups (Gathers), their sum and the LayerNorm after "
-                            "them into one kernel",
-                            true,
-                            true,
-                            {"Gather", "Add", "LayerNormalization"}};
-    return i;
+// The lookups' (table, ids) pairs, left to right, and the width E of the tables; else why.
+std::string lookups(const std::vector<const Node*>& gathers, std::vector<Value*>& pairs,
+                    int64_t& e) {
+  const Value* ids0 = nullptr;
+  for (const Node* gather : gathers) {
+    const Tensor* table = pattern::constant_value(gather->input(0));
+    Value* ids = gather->input(1);
+    const std::string who = "Gather '" + gather->name() + "'";
+    if (!table) return "the table of " + who + " is not a constant";
+    if (table->rank() != 2 || table->dtype() != DType::kFloat32) {
+      return "the table of " + who + " is " + dtype_name(table->dtype()) +
+             dims_str(table->shape()) + ", not a float32 matrix";
+    }
+    const int64_t axis = gather->attr_int("axis", 0);
+    if (axis != 0 && axis != -2) return who + " is along axis " + std::to_string(axis) + ", not 0";
+    if (ids->dtype() != DType::kInt64 && ids->dtype() != DType::kInt32) {
+      return "the ids of " + who + " are not int64 or int32";
+    }
+    if (e >= 0 && table->dim(1) != e) {
+      return "the tables have different widths (" + std::to_string(e) + " and " +
+             std::to_string(table->dim(1)) + ")";
+    }
+    e = table->dim(1);
+    if (ids0 && !same_ids_shape(*ids0, *ids)) {
+      return "the ids of " + who + " " + ids->shape().str() +
+             " may differ in shape from the first ids " + ids0->shape().str();
+    }
+    if (!ids0) ids0 = ids;
+    pairs.push_back(gather->input(0));
+    pairs.push_back(ids);
   }
+  return "";
+}
 
-  void run(Graph& g, PassContext& ctx) override {
-    std::set<std::string> declined;
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (Node* ln : g.nodes()) {
-        if (!is_layer_norm(*ln) || declined.count(ln->name()) || !ln->input(0)) continue;
-        Tree t;
-        collect(ln->input(0), t);
-        if (t.other_leaf || t.gathers.empty()) continue;  // not an embedding block
-        ctx.matched(pass_);
-        std::vector<Node*> nodes = t.adds;
-        nodes.insert(nodes.end(), t.gathers.begin(), t.gathers.end());
-        nodes.push_back(ln);
-        std::sort(nodes.begin(), nodes.end());
-        nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-        std::string why = fuse(g, ctx, ln, t, nodes);
-        if (why.empty()) {
-          changed = true;
-          break;
+Rule embed_layer_norm() {
+  using namespace pattern;
+  // Any tree of Adds whose leaves are Gathers or constants.
+  Pat leaf = any_of({op("Gather", {any("table"), any("ids")}).named("gather"), constant("addend")});
+  Pat sum = tree("sum", "Add", leaf);
+  return {
+      .name = "EmbedLayerNormFusionPass",
+      .description =
+          "Fuses embedding lookups (Gathers), their sum and the LayerNorm after them "
+          "into one kernel",
+      .ops = {"Gather", "Add", "LayerNormalization"},
+      .patterns = {{"",
+                    any_of({op("LayerNormalization", {sum}, false).named("ln"),
+                            op_in(kFusedDomain, "LayerNormalization", {sum}, false).named("ln")})}},
+      .rewrite = [](const RuleMatch& m) -> std::string {
+        Node* ln = m.node("ln");
+        std::vector<const Node*> gathers;
+        std::vector<Value*> constants;
+        for (const Match& l : m.match.repeats("sum")) {
+          if (l.node("gather")) gathers.push_back(l.node("gather"));
+          if (l.value("addend")) constants.push_back(l.value("addend"));
         }
-        ctx.rejected(pass_, original_names(nodes), why);
-        declined.insert(ln->name());
-      }
-    }
-  }
-
- private:
-  const std::string pass_ = "EmbedLayerNormFusionPass";
-
-  std::string fuse(Graph& g, PassContext& ctx, Node* ln, const Tree& t, std::vector<Node*> nodes) {
-    // The LayerNorm: last axis, default stash type, statistics outputs unused.
-    Value* y = ln->output(0);
-    Value* x = ln->input(0);
-    if (!y || y->dtype() != DType::kFloat32) return "the LayerNorm is not float32";
-    for (size_t k = 1; k < ln->num_outputs(); ++k) {
-      const Value* o = ln->output(k);
-      if (o && (!o->uses().empty() || o->is_graph_output())) {
-        return "the LayerNorm's statistics output '" + o->name() + "' is used";
-      }
-    }
-    if (ln->attr_int("stash_type", 1) != 1) return "the LayerNorm's stash_type is not 1";
-    if (ln->num_inputs() < 2 || !ln->input(1)) return "the LayerNorm has no scale";
-    // The lookups.
-    std::vector<Value*> pairs;
-    int64_t e = -1;
-    const Value* ids0 = nullptr;
-    for (Node* gather : t.gathers) {
-      const Tensor* table = pattern::constant_value(gather->input(0));
-      Value* ids = gather->input(1);
-      if (!table) return "the table of Gather '" + gather->name() + "' is not a constant";
-      if (table->rank() != 2 || table->dtype() != DType::kFloat32) {
-        return "the table of Gather '" + gather->name() + "' is " + dtype_name(table->dtype()) +
-               dims_str(table->shape()) + ", not a float32 matrix";
-      }
-      const int64_t axis = gather->attr_int("axis", 0);
-      if (axis != 0 && axis != -2) {
-        return "Gather '" + gather->name() + "' is along axis " + std::to_string(axis) + ", not 0";
-      }
-      if (!ids || (ids->dtype() != DType::kInt64 && ids->dtype() != DType::kInt32)) {
-        return "the ids of Gather '" + gather->name() + "' are not int64 or int32";
-      }
-      if (e >= 0 && table->dim(1) != e) {
-        return "the tables have different widths (" + std::to_string(e) + " and " +
-               std::to_string(table->dim(1)) + ")";
-      }
-      e = table->dim(1);
-      if (ids0 && !same_ids_shape(*ids0, *ids)) {
-        return "the ids of Gather '" + gather->name() + "' " + ids->shape().str() +
-               " may differ in shape from the first ids " + ids0->shape().str();
-      }
-      if (!ids0) ids0 = ids;
-      pairs.push_back(gather->input(0));
-      pairs.push_back(ids);
-    }
-    Shape out = ids0->shape();
-    if (!out.has_rank) return "the ids' rank is unknown";
-    out.dims.push_back(Dim{e, ""});
-    const int64_t axis = ln->attr_int("axis", -1);
-    const int64_t rank = static_cast<int64_t>(out.dims.size());
-    if (axis != -1 && axis != rank - 1) {
-      return "the LayerNorm is along axis " + std::to_string(axis) + ", not the last";
-    }
-    // The constant addend.
-    Value* addend = nullptr;
-    if (t.constants.size() > 1) return "the sum has more than one constant term";
-    if (!t.constants.empty()) {
-      addend = t.constants[0];
-      const Tensor* a = pattern::constant_value(addend);
-      if (a->dtype() != DType::kFloat32) return "the constant addend is not float32";
-      std::string why = broadcasts_to(a->shape(), out);
-      if (!why.empty()) return "the constant addend " + dims_str(a->shape()) + " " + why;
-    }
-    std::vector<Value*> outputs = {y};
-    bool sum_escapes = x->is_graph_output();
-    for (const Use& u : x->uses()) sum_escapes |= u.node != ln;
-    if (sum_escapes) outputs.push_back(x);
-    // Checked before any constant is added for gamma and beta.
-    std::string why = pattern::check_replaceable(g, nodes, outputs);
-    if (!why.empty()) return why;
-    Value* beta = ln->num_inputs() > 2 ? ln->input(2) : nullptr;
-    if (!row_param(g, ln->input(1), e, &why, "scale", true) ||
-        (beta && !row_param(g, beta, e, &why, "bias", true))) {
-      return why;
-    }
-    Value* gamma = row_param(g, ln->input(1), e, &why, "scale", false);
-    if (beta) beta = row_param(g, beta, e, &why, "bias", false);
-    std::vector<Value*> inputs = {gamma, beta, addend};
-    inputs.insert(inputs.end(), pairs.begin(), pairs.end());
-    std::map<std::string, Attribute> attrs;
-    attrs["epsilon"] = attr_float(ln->attr_float("epsilon", 1e-5f));
-    // Provenance in graph order.
-    std::map<const Node*, size_t> pos;
-    for (const Node* n : g.nodes()) pos.emplace(n, pos.size());
-    std::sort(nodes.begin(), nodes.end(),
-              [&](const Node* a, const Node* b) { return pos[a] < pos[b]; });
-    return apply_fusion(g, ctx, pass_, nodes, "EmbedLayerNorm", kFusedDomain, inputs, outputs,
-                        attrs);
-  }
-};
+        Value* y = ln->output(0);
+        if (y->dtype() != DType::kFloat32) return "the LayerNorm is not float32";
+        if (ln->num_inputs() < 2 || !ln->input(1)) return "the LayerNorm has no scale";
+        std::vector<Value*> pairs;
+        int64_t e = -1;
+        if (std::string why = lookups(gathers, pairs, e); !why.empty()) return why;
+        Shape out = gathers[0]->input(1)->shape();
+        if (!out.has_rank) return "the ids' rank is unknown";
+        out.dims.push_back(Dim{e, ""});
+        if (std::string why = norm::layer_norm_reason(*ln, out.dims.size()); !why.empty())
+          return why;
+        if (constants.size() > 1) return "the sum has more than one constant term";
+        Value* addend = constants.empty() ? nullptr : constants[0];
+        if (addend) {
+          const Tensor* a = pattern::constant_value(addend);
+          if (a->dtype() != DType::kFloat32) return "the constant addend is not float32";
+          std::string why = broadcasts_to(a->shape(), out);
+          if (!why.empty()) return "the constant addend " + dims_str(a->shape()) + " " + why;
+        }
+        Value* x = ln->input(0);
+        std::vector<Value*> outputs = {y};
+        bool sum_escapes = x->is_graph_output();
+        for (const Use& u : x->uses()) sum_escapes |= u.node != ln;
+        if (sum_escapes) outputs.push_back(x);
+        // Checked before any constant is added for gamma and beta.
+        std::string why = pattern::check_replaceable(m.g, m.match.nodes(), outputs);
+        if (!why.empty()) return why;
+        Value* beta = ln->num_inputs() > 2 ? ln->input(2) : nullptr;
+        if (!row_param(m.g, ln->input(1), e, &why, "scale", true) ||
+            (beta && !row_param(m.g, beta, e, &why, "bias", true))) {
+          return why;
+        }
+        Value* gamma = row_param(m.g, ln->input(1), e, &why, "scale", false);
+        if (beta) beta = row_param(m.g, beta, e, &why, "bias", false);
+        std::vector<Value*> inputs = {gamma, beta, addend};
+        inputs.insert(inputs.end(), pairs.begin(), pairs.end());
+        return m.fuse("EmbedLayerNorm", inputs, norm::epsilon_of(*ln), kFusedDomain, outputs);
+      },
+      .applies =
+          [](const Match& m) {
+            for (const Match& l : m.repeats("sum")) {
+              if (l.node("gather")) return true;
+            }
+            return false;  // no lookup: not an embedding block
+          }};
+}
 
 }  // namespace
 
-std::unique_ptr<Pass> make_embed_layer_norm_pass() {
-  return std::make_unique<EmbedLayerNormFusion>();
-}
+std::unique_ptr<Pass> make_embed_layer_norm_pass() { return make_rule_pass(embed_layer_norm()); }
 
 }  // namespace nnfuse

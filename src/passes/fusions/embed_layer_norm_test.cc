@@ -199,7 +199,7 @@ TEST(EmbedLayerNormFusion, GuardsRejectWithReasons) {
   cases.push_back({"ids of another shape", o, "differ in shape"});
   o = {};
   o.ln_axis = 1;
-  cases.push_back({"LayerNorm over two axes", o, "not the last"});
+  cases.push_back({"LayerNorm over two axes", o, "not over the last axis only"});
   o = {};
   o.inner_escapes = true;
   cases.push_back({"inner Add escapes", o, "add0_out"});

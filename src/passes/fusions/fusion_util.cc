@@ -272,6 +272,7 @@ void rewrite_to_fixed_point(Graph& g, const std::function<bool(Node*)>& try_at) 
 void rewrite_all(
     Graph& g, PassContext& ctx, const std::string& pass,
     const std::vector<ActivationPattern>& patterns,
+    const std::function<bool(const pattern::Match&)>& applies,
     const std::function<std::string(const std::string&, const pattern::Match&)>& rewrite) {
   std::set<std::string> declined;
   // Latest nodes first: the largest pattern is found from its last node before a smaller
@@ -280,7 +281,7 @@ void rewrite_all(
     if (declined.count(n->name())) return false;
     for (const ActivationPattern& p : patterns) {
       auto m = pattern::match_at(g, p.match, n);
-      if (!m) continue;
+      if (!m || (applies && !applies(*m))) continue;
       ctx.matched(pass);
       std::vector<std::string> names = original_names(m->nodes());
       std::string why = rewrite(p.name, *m);

@@ -89,9 +89,11 @@ namespace nnfuse {
 // match (of the first pattern that matches at a node) is counted for `pass` and handed to
 // `rewrite`, which returns "" when it changed the graph (the scan then restarts, since nodes
 // were removed) or the reason it declined, which is recorded (the node is not tried again).
+// A match `applies` refuses (when given) is not one: it is neither counted nor handed on.
 void rewrite_all(
     Graph& g, PassContext& ctx, const std::string& pass,
     const std::vector<ActivationPattern>& patterns,
+    const std::function<bool(const pattern::Match&)>& applies,
     const std::function<std::string(const std::string& variant, const pattern::Match& m)>& rewrite);
 
 }  // namespace nnfuse

@@ -3,6 +3,7 @@
 // biases) concatenated, feeding the attention (AttentionFusionPass, attention.cc) in packed
 // form: MultiHeadAttention(qkv; qkv_packed = 1).
 #include "passes/fusions/fusions.h"
+#include "passes/fusions/rule.h"
 #include "pattern/rewriter.h"
 
 namespace nnfuse {
@@ -11,27 +12,29 @@ namespace {
 
 using pattern::constant_value;
 
-struct Projection {
-  Node* node = nullptr;
-  const Tensor* w = nullptr;
-  const Tensor* b = nullptr;  // nullptr: no bias
-};
-
-std::optional<Projection> projection(Value* v, Value* input) {
-  Node* n = v ? v->producer() : nullptr;
-  if (!n || v->uses().size() != 1 || v->is_graph_output()) return std::nullopt;
-  const bool fused = n->op_type() == "FusedMatMul" && n->domain() == kFusedDomain;
-  const bool plain = n->op_type() == "MatMul" && n->domain().empty();
-  if (!fused && !plain) return std::nullopt;
-  if (n->input(0) != input) return std::nullopt;
-  if (fused && !n->attr_string("activation", "").empty()) return std::nullopt;
-  Projection p{n, constant_value(n->input(1)), nullptr};
-  if (!p.w || p.w->rank() != 2 || p.w->dtype() != DType::kFloat32) return std::nullopt;
-  if (fused && n->num_inputs() > 2 && n->input(2)) {
-    p.b = constant_value(n->input(2));
-    if (!p.b || p.b->rank() != 1 || p.b->dim(0) != p.w->dim(1)) return std::nullopt;
-  }
-  return p;
+// A projection of x for one of Q, K, V: MatMul(x, w) or an activation-free FusedMatMul(x, w[, b])
+// with w a float32 [K, N] constant and b a [N] constant, its output read by the attention only.
+pattern::Pat projection(const pattern::Pat& x, const std::string& i) {
+  using namespace pattern;
+  Pat w = constant("w" + i).where(
+      [](const Value& v) {
+        const Tensor* t = constant_value(&v);
+        return t->rank() == 2 && t->dtype() == DType::kFloat32;
+      },
+      "a float32 matrix");
+  auto bias_ok = [](const Node& n) {
+    if (!n.attr_string("activation", "").empty()) return false;
+    if (n.num_inputs() < 3 || !n.input(2)) return true;
+    const Tensor* w = constant_value(n.input(1));
+    const Tensor* b = constant_value(n.input(2));
+    return w && w->rank() == 2 && b && b->rank() == 1 && b->dim(0) == w->dim(1);
+  };
+  Pat fused = op_in(kFusedDomain, "FusedMatMul", {x, w}, false)
+                  .where_node(bias_ok, "no activation, a constant [N] bias")
+                  .named("p" + i);
+  return any_of({fused, op("MatMul", {x, w}).named("p" + i)})
+      .where([](const Value& v) { return v.uses().size() == 1 && !v.is_graph_output(); },
+             "read by the attention only");
 }
 
 Tensor concat_columns(const std::vector<const Tensor*>& parts) {
@@ -52,79 +55,70 @@ Tensor concat_columns(const std::vector<const Tensor*>& parts) {
   return r;
 }
 
-Tensor concat_bias(const std::vector<Projection>& ps) {
+// The biases side by side ([N] zeros for a projection without one).
+Tensor concat_bias(const std::vector<Node*>& ps) {
+  std::vector<const Tensor*> parts;
   int64_t n = 0;
-  for (const Projection& p : ps) n += p.w->dim(1);
+  for (const Node* p : ps) {
+    n += constant_value(p->input(1))->dim(1);
+    parts.push_back(p->num_inputs() > 2 && p->input(2) ? constant_value(p->input(2)) : nullptr);
+  }
   Tensor r(DType::kFloat32, {n});
   float* d = r.data<float>();
-  for (const Projection& p : ps) {
-    const int64_t c = p.w->dim(1);
-    for (int64_t j = 0; j < c; ++j) *d++ = p.b ? p.b->data<float>()[j] : 0.0f;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const int64_t c = constant_value(ps[i]->input(1))->dim(1);
+    for (int64_t j = 0; j < c; ++j) *d++ = parts[i] ? parts[i]->data<float>()[j] : 0.0f;
   }
   return r;
 }
 
-class QKVProjectionFusion : public Pass {
- public:
-  const PassInfo& info() const override {
-    static const PassInfo i{"QKVProjectionFusionPass",
-                            "Fuses an attention's Q, K and V projections of one input into one "
-                            "MatMul with concatenated weights",
-                            true,
-                            true,
-                            {"MatMul", "MatMul", "MatMul"}};
-    return i;
-  }
-
-  void run(Graph& g, PassContext& ctx) override {
-    const std::string pass = info().name;
-    for (Node* mha : g.nodes()) {
-      if (mha->op_type() != "MultiHeadAttention" || mha->domain() != kFusedDomain ||
-          mha->attr_int("qkv_packed", 0) != 0 || mha->num_inputs() < 3) {
-        continue;
-      }
-      Node* qn = mha->input(0)->producer();
-      if (!qn) continue;
-      Value* x = qn->input(0);
-      std::vector<Projection> ps;
-      for (size_t i = 0; i < 3; ++i) {
-        auto p = projection(mha->input(i), x);
-        if (p) ps.push_back(*p);
-      }
-      if (ps.size() != 3) continue;  // not three projections of one input: no match
-      ctx.matched(pass);
-      std::vector<Node*> proj = {ps[0].node, ps[1].node, ps[2].node};
-      if (ps[0].w->dim(0) != ps[1].w->dim(0) || ps[0].w->dim(0) != ps[2].w->dim(0) ||
-          mha->input(0) == mha->input(1) || mha->input(1) == mha->input(2)) {
-        ctx.rejected(pass, original_names(proj), "the projections do not share their shape");
-        continue;
-      }
-      const Tensor w = concat_columns({ps[0].w, ps[1].w, ps[2].w});
-      const Tensor b = concat_bias(ps);
-      Value* wv = pattern::add_constant(g, ps[0].node->input(1)->name() + "_qkv", w);
-      Value* bv = pattern::add_constant(g, ps[0].node->name() + "_qkv_bias", b);
-      Shape shape = mha->input(0)->shape();
-      if (shape.has_rank && !shape.dims.empty()) {
-        shape.dims.back() = Dim{w.dim(1), ""};
-      }
-      Value* qkv =
-          g.add_value(g.unique_value_name(ps[0].node->name() + "_qkv"), DType::kFloat32, shape);
-      Node* fused = g.add_node("FusedMatMul", g.unique_node_name(ps[0].node->name() + "_qkv"),
-                               {x, wv, bv}, {qkv}, kFusedDomain);
-      fused->set_provenance(original_names(proj), pass);
-      for (size_t i = 0; i < 3; ++i) mha->set_input(i, i == 0 ? qkv : nullptr);
-      mha->set_attr("qkv_packed", attr_int(1));
-      for (Node* n : proj) g.remove_node(n);
-      g.remove_dead_values();
-      g.topological_sort();
-      ctx.applied(pass);
-      ctx.report.fused.push_back({fused->name(), pass, fused->fused_from(), 0, 2});
-    }
-  }
-};
+Rule qkv_projection() {
+  using namespace pattern;
+  Pat x = any("x");
+  Pat mha = op_in(kFusedDomain, "MultiHeadAttention",
+                  {projection(x, "0"), projection(x, "1"), projection(x, "2")}, false)
+                .where_node([](const Node& n) { return n.attr_int("qkv_packed", 0) == 0; },
+                            "Q, K and V given apart");
+  return {
+      .name = "QKVProjectionFusionPass",
+      .description =
+          "Fuses an attention's Q, K and V projections of one input into one MatMul "
+          "with concatenated weights",
+      .ops = {"MatMul", "MatMul", "MatMul"},
+      .patterns = {{"", mha}},
+      .rewrite = [](const RuleMatch& m) -> std::string {
+        Node* mha = m.root();
+        const std::vector<Node*> proj = {m.node("p0"), m.node("p1"), m.node("p2")};
+        const std::vector<const Tensor*> w = {m.constant("w0"), m.constant("w1"), m.constant("w2")};
+        if (w[0]->dim(0) != w[1]->dim(0) || w[0]->dim(0) != w[2]->dim(0) ||
+            mha->input(0) == mha->input(1) || mha->input(1) == mha->input(2)) {
+          return "the projections do not share their shape";
+        }
+        // The packed projection: one node in place of three, its output the attention's packed
+        // input (the nodes' outputs are not replaced, so apply_fusion does not apply).
+        const Tensor wt = concat_columns(w);
+        const std::string stem = proj[0]->name() + "_qkv";
+        Value* wv = pattern::add_constant(m.g, proj[0]->input(1)->name() + "_qkv", wt);
+        Value* bv = pattern::add_constant(m.g, proj[0]->name() + "_qkv_bias", concat_bias(proj));
+        Shape shape = mha->input(0)->shape();
+        if (shape.has_rank && !shape.dims.empty()) shape.dims.back() = Dim{wt.dim(1), ""};
+        Value* qkv = m.g.add_value(m.g.unique_value_name(stem), DType::kFloat32, shape);
+        Node* fused = m.g.add_node("FusedMatMul", m.g.unique_node_name(stem), {m["x"], wv, bv},
+                                   {qkv}, kFusedDomain);
+        fused->set_provenance(original_names(proj), m.rule.name);
+        for (size_t i = 0; i < 3; ++i) mha->set_input(i, i == 0 ? qkv : nullptr);
+        mha->set_attr("qkv_packed", attr_int(1));
+        for (Node* n : proj) m.g.remove_node(n);
+        m.g.remove_dead_values();
+        m.g.topological_sort();
+        m.ctx.applied(m.rule.name);
+        m.ctx.report.fused.push_back({fused->name(), m.rule.name, fused->fused_from(), 0, 2});
+        return "";
+      }};
+}
 
 }  // namespace
 
-std::unique_ptr<Pass> make_qkv_projection_pass() { return std::make_unique<QKVProjectionFusion>(); }
+std::unique_ptr<Pass> make_qkv_projection_pass() { return make_rule_pass(qkv_projection()); }
 
 }  // namespace nnfuse

@@ -48,7 +48,7 @@ class RulePass : public Pass {
   const PassInfo& info() const override { return info_; }
   void run(Graph& g, PassContext& ctx) override {
     for (const Rule& rule : stages_) {
-      rewrite_all(g, ctx, info_.name, rule.patterns,
+      rewrite_all(g, ctx, info_.name, rule.patterns, rule.applies,
                   [&](const std::string& variant, const pattern::Match& m) -> std::string {
                     try {
                       return rule.rewrite(RuleMatch(g, ctx, rule, variant, m));

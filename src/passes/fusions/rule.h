@@ -71,6 +71,9 @@ struct Rule {
   std::vector<std::string> ops = {};  // for the switch file's rules format and list-passes
   std::vector<ActivationPattern> patterns;
   std::function<std::string(const RuleMatch&)> rewrite;
+  // A structural condition the patterns cannot state (say, "some leaf is a Gather"): a match
+  // it refuses is not one of this rule's, so it is neither counted nor declined.
+  std::function<bool(const pattern::Match&)> applies = {};
   bool default_on = true;
 };
 
