@@ -20,6 +20,14 @@ Attribute attr_ints(std::vector<int64_t> v);
 Tensor shape_tensor(const Dims& d);
 // v's shape when fully known.
 std::optional<Dims> static_shape(const Value* v);
+// Input i of n, or nullptr when it is omitted or n has fewer inputs.
+inline Value* optional_input(const Node* n, size_t i) {
+  return i < n->num_inputs() ? n->input(i) : nullptr;
+}
+// Output i of n, or nullptr when it is omitted or n has fewer outputs.
+inline Value* optional_output(const Node* n, size_t i) {
+  return i < n->num_outputs() ? n->output(i) : nullptr;
+}
 // The producer of v when it is a default-domain `op`, else nullptr.
 Node* producer_of(const Value* v, const char* op);
 

@@ -266,6 +266,7 @@ class Matcher {
 
   bool match(const PatNode* p, Value* v, const Site& s, Cont k) {
     if (!p) fail(ErrorKind::kInternal, "pattern: empty pattern node");
+    if (p->kind == PatNode::Kind::kOptional) return v ? match(p->inputs[0].get(), v, s, k) : k();
     if (!v) return reject([&] { return place(s, v) + " is omitted"; });
     auto bound = st_.values.find(p->identity());
     if (bound != st_.values.end()) {
@@ -307,6 +308,8 @@ class Matcher {
         return walk(p, v, s, k);
       case PatNode::Kind::kNative:
         return match_native(p, v, s, k);
+      case PatNode::Kind::kOptional:
+        return false;  // handled above
       case PatNode::Kind::kTree: {
         if (!checks(p, v, v->producer(), s) || !bind(p, v, nullptr, s)) return false;
         std::vector<Match> leaves;
@@ -365,8 +368,9 @@ class Matcher {
       });
     }
     const size_t have = used_inputs(n);
-    const size_t want = p->inputs.size();
-    if (p->exact_inputs ? have != want : have < want) {
+    size_t want = p->inputs.size();  // trailing optional inputs may be missing
+    while (want > 0 && p->inputs[want - 1].get()->kind == PatNode::Kind::kOptional) --want;
+    if (p->exact_inputs ? have < want || have > p->inputs.size() : have < want) {
       return reject([&] {
         return node_label(n) + " has " + std::to_string(have) + " inputs, the pattern expects " +
                (p->exact_inputs ? "" : "at least ") + std::to_string(want);
@@ -388,7 +392,7 @@ class Matcher {
     const size_t idx = swap && i < 2 ? 1 - i : i;
     Site site{n, idx, nullptr};
     auto next = [&] { return match_inputs(p, n, swap, i + 1, k); };
-    return match(p->inputs[i].get(), n->input(idx), site, next);
+    return match(p->inputs[i].get(), idx < n->num_inputs() ? n->input(idx) : nullptr, site, next);
   }
 
   bool match_native(const PatNode* p, Value* v, const Site& s, Cont k) {

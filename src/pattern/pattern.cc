@@ -138,6 +138,14 @@ Pat through(Pat p, std::set<std::string> ops) {
   return make(std::move(n));
 }
 
+Pat optional(Pat p) {
+  check_valid({p}, "optional");
+  PatNode n;
+  n.kind = PatNode::Kind::kOptional;
+  n.inputs = {std::move(p)};
+  return make(std::move(n));
+}
+
 Pat native(std::string name, std::function<std::string(Value*, NativeResult&)> fn) {
   if (!fn) fail(ErrorKind::kInternal, "pattern: native without a function");
   PatNode n;

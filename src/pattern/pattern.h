@@ -71,6 +71,10 @@ Pat any_of(std::vector<Pat> alternatives);
 // (a Reshape to a constant shape, an Unsqueeze of constant axes); a Cast only when it keeps the
 // element type (a float->float Cast).
 Pat through(Pat p, std::set<std::string> ops = {"Cast", "Identity"});
+// An optional input of an op pattern: matches an omitted input (binding nothing: Match
+// returns nullptr for its names) or one that matches `p`. Trailing optional inputs may be
+// missing from the node altogether.
+Pat optional(Pat p);
 // A pattern node matched by C++ code (a native constraint): `fn` looks at the value and, when
 // it matches, returns "" with `out` filled (the nodes it covers, which join the match's nodes,
 // and whatever the rewrite reads back with Match::native), else the reason it does not match.

@@ -24,7 +24,7 @@ struct NodeCheck {
 };
 
 struct PatNode {
-  enum class Kind { kAny, kConstant, kScalar, kOp, kAnyOf, kThrough, kNative, kTree };
+  enum class Kind { kAny, kConstant, kScalar, kOp, kAnyOf, kThrough, kNative, kTree, kOptional };
   Kind kind = Kind::kAny;
   std::string name;
 

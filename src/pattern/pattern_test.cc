@@ -518,8 +518,10 @@ TEST(PatternTree, RepeatedLeavesBindOnTheirOwn) {
   Value* ids = b.input("ids", Shape::of({4}), DType::kInt64);
   std::vector<Value*> g;
   for (int i = 0; i < 3; ++i) {
+    const std::string k = std::to_string(i);
     Tensor t(DType::kFloat32, {5, 2});
-    g.push_back(b.op("Gather", "g" + std::to_string(i), {b.cst("t" + std::to_string(i), t), ids}));
+    g.push_back(
+        b.op("Gather", std::string("g").append(k), {b.cst(std::string("t").append(k), t), ids}));
   }
   Value* s = b.op("Add", "a0", {g[0], g[1]});
   s = b.op("Add", "a1", {s, b.cst("c", 1.0f)});
@@ -584,6 +586,31 @@ TEST(PatternThrough, ReshapeToAConstantShapePasses) {
   Value* s = b.op("Shape", "s", {x});
   Value* r2 = b.op("Reshape", "r2", {e, s});
   EXPECT_FALSE(match_at(b.g, p, r2->producer()));
+}
+
+TEST(PatternOptional, OmittedOrMissingInputsBindNothing) {
+  Builder b;
+  Value* x = b.input("x");
+  Value* g = b.cst("g", 1.0f);
+  Value* with = b.op("LayerNormalization", "with", {x, g, b.cst("beta", 0.0f)});
+  Value* without = b.op("LayerNormalization", "without", {x, g});
+  Node* omitted = b.node("LayerNormalization", "omitted", {x, g, nullptr});
+  Pat ln = op("LayerNormalization", {any("x"), constant("gamma"), optional(constant("beta"))});
+  auto m = match_at(b.g, ln, with->producer());
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->value("beta")->name(), "beta");
+  for (Node* n : {without->producer(), omitted}) {
+    m = match_at(b.g, ln, n);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->value("beta"), nullptr);
+    EXPECT_EQ(m->value("gamma"), g);
+  }
+  // Present but not matching the optional pattern: no match.
+  Value* y = b.op("LayerNormalization", "computed", {x, g, b.op("Exp", "e", {x})});
+  EXPECT_FALSE(match_at(b.g, ln, y->producer()));
+  // A required input is still required.
+  Value* z = b.op("LayerNormalization", "short", {x});
+  EXPECT_FALSE(match_at(b.g, ln, z->producer()));
 }
 
 }  // namespace

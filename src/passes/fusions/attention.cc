@@ -103,25 +103,15 @@ Rule attention() {
             std::vector<Node*> nodes = {sm, m.root()};
             nodes.insert(nodes.end(), found->nodes.begin(), found->nodes.end());
             const std::optional<Dims> ps = static_shape(sm->output(0));
-            const int64_t rank = ps ? static_cast<int64_t>(ps->size()) : 0;
-            const int64_t axis = sm->attr_int("axis", -1);
+            const int64_t rank = ps ? static_cast<int64_t>(ps->size()) : 0,
+                          axis = sm->attr_int("axis", -1);
             if ((rank != 4 && rank != 3) || (axis != -1 && axis != rank - 1)) {
               return "the Softmax is not over the last axis of [B, H, Sq, Sk] (or [B*H, Sq, Sk])";
             }
             std::string why;
-            std::optional<HeadSplit> q, k, v;
-            if (!(q = split_heads(sc.q, false, nodes, why)) ||
-                !(k = split_heads(sc.k, true, nodes, why)) ||
-                !(v = split_heads(m["v"], false, nodes, why))) {
-              return why;
-            }
-            const bool seq_first = q->seq_first;
-            if (q->heads != k->heads || q->heads != v->heads || q->dim != k->dim ||
-                q->dim != v->dim || q->batch != k->batch || q->batch != v->batch ||
-                k->seq != v->seq || seq_first != k->seq_first || seq_first != v->seq_first ||
-                rank != (seq_first ? 3 : 4)) {
-              return "Q, K and V do not split into the same heads";
-            }
+            const std::optional<Heads> h = split_qkv(sc, m["v"], rank, nodes, why);
+            if (!h) return why;
+            const HeadSplit *q = &h->q, *k = &h->k;
             const auto merge = merge_heads(m.root()->output(0), *q, why);
             if (!merge) return why;
             nodes.push_back(merge->first);
@@ -134,16 +124,16 @@ Rule attention() {
                 {"num_heads", attr_int(q->heads)},
                 {"scale", attr_float(static_cast<float>(sc.scaled ? sc.scale : 1.0))}};
             if (sc.causal) attrs["causal"] = attr_int(1);
-            std::vector<Value*> ins = {q->src, k->src, v->src, sc.mask};
+            std::vector<Value*> ins = {q->src, k->src, h->v.src, sc.mask};
             // Q, K, V as the three parts of one tensor along the last axis: the packed form.
-            if (auto packed = packed_source(q->src, k->src, v->src, q->heads * q->dim)) {
+            if (auto packed = packed_source(q->src, k->src, h->v.src, q->heads * q->dim)) {
               nodes.insert(nodes.end(), packed->second.begin(), packed->second.end());
               ins = {packed->first, nullptr, nullptr, sc.mask};
               attrs["qkv_packed"] = attr_int(1);
             }
             if (!sc.mask) ins.pop_back();
             Value* out = merge->second->output(0);
-            if (!seq_first) return m.fuse_nodes(nodes, "MultiHeadAttention", ins, {out}, attrs);
+            if (!q->seq_first) return m.fuse_nodes(nodes, "MultiHeadAttention", ins, {out}, attrs);
             why = pattern::check_replaceable(m.g, nodes, {out});
             if (why.empty()) {
               fuse_seq_first(m.g, m.ctx, nodes, ins, out, attrs,

@@ -269,6 +269,23 @@ bool mask_fits(const Value* mask, const Dims& scores) {
   return true;
 }
 
+std::optional<Heads> split_qkv(const Scores& sc, Value* v, int64_t rank, std::vector<Node*>& nodes,
+                               std::string& why) {
+  std::optional<HeadSplit> q, k, vs;
+  if (!(q = split_heads(sc.q, false, nodes, why)) || !(k = split_heads(sc.k, true, nodes, why)) ||
+      !(vs = split_heads(v, false, nodes, why))) {
+    return std::nullopt;
+  }
+  const bool seq_first = q->seq_first;
+  if (q->heads != k->heads || q->heads != vs->heads || q->dim != k->dim || q->dim != vs->dim ||
+      q->batch != k->batch || q->batch != vs->batch || k->seq != vs->seq ||
+      seq_first != k->seq_first || seq_first != vs->seq_first || rank != (seq_first ? 3 : 4)) {
+    why = "Q, K and V do not split into the same heads";
+    return std::nullopt;
+  }
+  return Heads{*q, *k, *vs};
+}
+
 pattern::Pat scores_pattern(const std::string& name) {
   return pattern::native(name, [](Value* s, pattern::NativeResult& out) -> std::string {
     std::string why;

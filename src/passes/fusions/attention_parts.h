@@ -65,6 +65,14 @@ struct Scores {
 // softmax input down to the Q K^T MatMul.
 std::optional<Scores> walk_scores(Value* s, std::vector<Node*>& nodes, std::string& why);
 
+// Q, K (from the scores) and V split into the same heads, for scores of rank `rank` (4, or 3
+// sequence-first); the nodes collected; nullopt with `why` otherwise.
+struct Heads {
+  HeadSplit q, k, v;
+};
+std::optional<Heads> split_qkv(const Scores& sc, Value* v, int64_t rank, std::vector<Node*>& nodes,
+                               std::string& why);
+
 // The scores below a Softmax, as a pattern node (native): matches where walk_scores does, with
 // the Scores as its data and the peeled nodes as its nodes.
 pattern::Pat scores_pattern(const std::string& name);

@@ -77,29 +77,19 @@ Rule sliced_gather() {
         Node* gn = m.node("gather");
         Node* sn = m.node("slice");
         const Tensor* idx = m.constant("idx");
-        const std::optional<Dims> gy = static_shape(gn->output(0));
-        if (idx->rank() != 1 || !gy) return "the Gather's indices are not 1-D";
-        std::vector<int64_t> args[4];  // starts, ends, axes, steps
-        for (size_t i = 1; i < sn->num_inputs() && i <= 4; ++i) {
-          const Tensor* t = sn->input(i) ? pattern::constant_value(sn->input(i)) : nullptr;
-          if (sn->input(i) && !t) return "the Slice's bounds are not constants";
-          if (t) args[i - 1] = t->to_int64_vector();
-        }
-        if (args[0].size() != 1 || args[1].size() != 1) return "the Slice is not along one axis";
-        const auto rank = static_cast<int64_t>(gy->size());
-        const int64_t axis = (gn->attr_int("axis", 0) + rank) % rank;
-        const int64_t sa = args[2].empty() ? 0 : (args[2][0] + rank) % rank;
-        if (sa != axis || (!args[3].empty() && args[3][0] != 1)) {
-          return "the Slice is not along the Gather's axis with step 1";
-        }
-        const SliceAxis range = slice_axis(idx->numel(), args[0][0], args[1][0], 1);
-        const int64_t s = range.start, e = range.start + range.len;
+        const std::optional<pattern::SliceRange> r = pattern::slice_range(sn);
+        if (idx->rank() != 1 || !r)
+          return "not a Slice of constant bounds along one axis of 1-D indices";
+        const auto rank = static_cast<int64_t>(r->src->shape().dims.size());
+        const int64_t s = r->start, e = r->end;
+        if (r->axis != (gn->attr_int("axis", 0) + rank) % rank)
+          return "the Slice is not along the Gather's axis";
         if (e <= s) return "the Slice is empty";
         Tensor part(DType::kInt64, {e - s});
         for (int64_t i = s; i < e; ++i) part.data<int64_t>()[i - s] = idx->int_at(i);
         Value* pv = pattern::add_constant(m.g, sn->name() + "_channels", std::move(part));
         std::string why = m.fuse_nodes({sn}, "Gather", {m["data"], pv}, {sn->output(0)},
-                                       {{"axis", attr_int(axis)}}, "");
+                                       {{"axis", attr_int(r->axis)}}, "");
         if (why.empty() && gn->output(0)->uses().empty() && !gn->output(0)->is_graph_output()) {
           m.g.remove_node(gn);
           m.g.remove_dead_values();

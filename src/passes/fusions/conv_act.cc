@@ -39,20 +39,14 @@ Rule conv_add_act() {
           .description = "Fuses a residual Add (and an activation after it) into the Conv",
           .ops = {"Conv", "Add", "Relu"},
           .patterns = with_activations(add, true),
+          .guards = {guard::same_shape("res", "conv"), guard::float32({"res"})},
           .rewrite = [](const RuleMatch& m) -> std::string {
             const Node* conv = m.node("conv");
             if (std::string why = conv_ok(*conv); !why.empty()) return why;
-            Value* res = m["res"];
-            const Value* out = conv->output(0);
-            if (!out->shape().fully_known() || res->shape() != out->shape() ||
-                res->dtype() != DType::kFloat32) {
-              return "the residual " + res->shape().str() + " is not of the Conv's shape " +
-                     out->shape().str() + " (broadcasting Adds are not fused)";
-            }
             std::map<std::string, Attribute> attrs = conv->attrs();
             if (std::string why = m.activation(attrs); !why.empty()) return why;
             std::vector<Value*> ins = conv_inputs(m);
-            ins.push_back(res);
+            ins.push_back(m["res"]);
             return m.fuse("FusedConv", ins, attrs);
           }};
 }

@@ -107,73 +107,71 @@ std::string lookups(const std::vector<const Node*>& gathers, std::vector<Value*>
   return "";
 }
 
+// "" when the sum has at most one constant term, a float32 tensor broadcasting to `out`.
+std::string addend_reason(const std::vector<Value*>& constants, const Shape& out) {
+  if (constants.size() > 1) return "the sum has more than one constant term";
+  if (constants.empty()) return "";
+  const Tensor* a = pattern::constant_value(constants[0]);
+  if (a->dtype() != DType::kFloat32) return "the constant addend is not float32";
+  std::string why = broadcasts_to(a->shape(), out);
+  return why.empty() ? "" : "the constant addend " + dims_str(a->shape()) + " " + why;
+}
+
 Rule embed_layer_norm() {
   using namespace pattern;
   // Any tree of Adds whose leaves are Gathers or constants.
   Pat leaf = any_of({op("Gather", {any("table"), any("ids")}).named("gather"), constant("addend")});
   Pat sum = tree("sum", "Add", leaf);
-  return {
-      .name = "EmbedLayerNormFusionPass",
-      .description =
-          "Fuses embedding lookups (Gathers), their sum and the LayerNorm after them "
-          "into one kernel",
-      .ops = {"Gather", "Add", "LayerNormalization"},
-      .patterns = {{"",
-                    any_of({op("LayerNormalization", {sum}, false).named("ln"),
-                            op_in(kFusedDomain, "LayerNormalization", {sum}, false).named("ln")})}},
-      .rewrite = [](const RuleMatch& m) -> std::string {
-        Node* ln = m.node("ln");
-        std::vector<const Node*> gathers;
-        std::vector<Value*> constants;
-        for (const Match& l : m.match.repeats("sum")) {
-          if (l.node("gather")) gathers.push_back(l.node("gather"));
-          if (l.value("addend")) constants.push_back(l.value("addend"));
-        }
-        Value* y = ln->output(0);
-        if (y->dtype() != DType::kFloat32) return "the LayerNorm is not float32";
-        if (ln->num_inputs() < 2 || !ln->input(1)) return "the LayerNorm has no scale";
-        std::vector<Value*> pairs;
-        int64_t e = -1;
-        if (std::string why = lookups(gathers, pairs, e); !why.empty()) return why;
-        Shape out = gathers[0]->input(1)->shape();
-        if (!out.has_rank) return "the ids' rank is unknown";
-        out.dims.push_back(Dim{e, ""});
-        if (std::string why = norm::layer_norm_reason(*ln, out.dims.size()); !why.empty())
-          return why;
-        if (constants.size() > 1) return "the sum has more than one constant term";
-        Value* addend = constants.empty() ? nullptr : constants[0];
-        if (addend) {
-          const Tensor* a = pattern::constant_value(addend);
-          if (a->dtype() != DType::kFloat32) return "the constant addend is not float32";
-          std::string why = broadcasts_to(a->shape(), out);
-          if (!why.empty()) return "the constant addend " + dims_str(a->shape()) + " " + why;
-        }
-        Value* x = ln->input(0);
-        std::vector<Value*> outputs = {y};
-        bool sum_escapes = x->is_graph_output();
-        for (const Use& u : x->uses()) sum_escapes |= u.node != ln;
-        if (sum_escapes) outputs.push_back(x);
-        // Checked before any constant is added for gamma and beta.
-        std::string why = pattern::check_replaceable(m.g, m.match.nodes(), outputs);
-        if (!why.empty()) return why;
-        Value* beta = ln->num_inputs() > 2 ? ln->input(2) : nullptr;
-        if (!row_param(m.g, ln->input(1), e, &why, "scale", true) ||
-            (beta && !row_param(m.g, beta, e, &why, "bias", true))) {
-          return why;
-        }
-        Value* gamma = row_param(m.g, ln->input(1), e, &why, "scale", false);
-        if (beta) beta = row_param(m.g, beta, e, &why, "bias", false);
-        std::vector<Value*> inputs = {gamma, beta, addend};
-        inputs.insert(inputs.end(), pairs.begin(), pairs.end());
-        return m.fuse("EmbedLayerNorm", inputs, norm::epsilon_of(*ln), kFusedDomain, outputs);
-      },
-      .applies =
-          [](const Match& m) {
-            for (const Match& l : m.repeats("sum")) {
-              if (l.node("gather")) return true;
+  auto ln = [&](const std::string& domain) {
+    return op_in(domain, "LayerNormalization", {sum, any("gamma"), optional(any("beta"))}, false)
+        .named("ln");
+  };
+  return {.name = "EmbedLayerNormFusionPass",
+          .description =
+              "Fuses embedding lookups (Gathers), their sum and the LayerNorm after them "
+              "into one kernel",
+          .ops = {"Gather", "Add", "LayerNormalization"},
+          .patterns = {{"", any_of({ln(""), ln(kFusedDomain)})}},
+          .guards = {guard::float32({"ln"})},
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            std::vector<const Node*> gathers;
+            std::vector<Value*> constants, pairs;
+            for (const Match& l : m.match.repeats("sum")) {
+              if (l.node("gather")) gathers.push_back(l.node("gather"));
+              if (l.value("addend")) constants.push_back(l.value("addend"));
             }
-            return false;  // no lookup: not an embedding block
-          }};
+            int64_t e = -1;
+            if (std::string why = lookups(gathers, pairs, e); !why.empty()) return why;
+            Shape out = gathers[0]->input(1)->shape();
+            if (!out.has_rank) return "the ids' rank is unknown";
+            out.dims.push_back(Dim{e, ""});
+            if (std::string why = norm::layer_norm_reason(*m.node("ln"), out.dims.size());
+                !why.empty())
+              return why;
+            if (std::string why = addend_reason(constants, out); !why.empty()) return why;
+            std::vector<Value*> outputs = {m["ln"]};
+            if (m.read_outside(m["sum"])) outputs.push_back(m["sum"]);
+            // Checked before any constant is made for gamma and beta.
+            std::string why = pattern::check_replaceable(m.g, m.match.nodes(), outputs);
+            if (!why.empty() || !row_param(m.g, m["gamma"], e, &why, "scale", true) ||
+                (m["beta"] && !row_param(m.g, m["beta"], e, &why, "bias", true))) {
+              return why;
+            }
+            std::vector<Value*> inputs = {
+                row_param(m.g, m["gamma"], e, &why, "scale", false),
+                m["beta"] ? row_param(m.g, m["beta"], e, &why, "bias", false) : nullptr,
+                constants.empty() ? nullptr : constants[0]};
+            inputs.insert(inputs.end(), pairs.begin(), pairs.end());
+            return m.fuse("EmbedLayerNorm", inputs, norm::epsilon_of(*m.node("ln")), kFusedDomain,
+                          outputs);
+          },
+          .applies =
+              [](const Match& m) {
+                for (const Match& l : m.repeats("sum")) {
+                  if (l.node("gather")) return true;
+                }
+                return false;  // no lookup: not an embedding block
+              }};
 }
 
 }  // namespace

@@ -44,52 +44,43 @@ Tensor scaled_columns(const Tensor& t, const float* g, int64_t n) {
 
 Rule layer_scale() {
   using namespace pattern;
-  Pat mm = op_in(kFusedDomain, "FusedMatMul", {any("x"), constant("w")}, false).named("mm");
+  Pat mm =
+      op_in(kFusedDomain, "FusedMatMul", {any("x"), constant("w"), optional(any("bias"))}, false)
+          .named("mm");
   Pat tr = op("Transpose", {mm}).named("tr");
-  return {.name = "LayerScaleFusionPass",
-          .description =
-              "Folds a constant per-channel scale after a dense layer (through a "
-              "Transpose) into its weights",
-          .ops = {"MatMul", "Add", "Transpose", "Mul"},
-          .patterns = {{"", op("Mul", {tr, constant("g")}).named("mul")}},
-          .rewrite = [](const RuleMatch& m) -> std::string {
-            Node *mn = m.node("mm"), *tn = m.node("tr");
-            if (!mn->attr_string("activation", "").empty())
-              return "the dense layer has an activation";
-            const Tensor *w = m.constant("w"), *gv = m.constant("g");
-            const Value* y = mn->output(0);
-            if (w->dtype() != DType::kFloat32 || gv->dtype() != DType::kFloat32 || w->rank() != 2 ||
-                !y->shape().fully_known()) {
-              return "not a float32 2-D weight of a static product";
-            }
-            const int64_t n = w->dim(1);
-            if (std::string why =
-                    scale_fits(tn->attr_ints("perm", {}), y->shape().static_dims(), *gv, n);
-                !why.empty()) {
-              return why;
-            }
-            const Value* bias = mn->num_inputs() > 2 ? mn->input(2) : nullptr;
-            const Tensor* b = bias ? constant_value(bias) : nullptr;
-            if (bias && (!b || b->dtype() != DType::kFloat32 || b->numel() != n)) {
-              return "the bias is not a constant of the output channels";
-            }
-            if (std::string why =
-                    pattern::check_replaceable(m.g, m.match.nodes(), {m.root()->output(0)});
-                !why.empty()) {
-              return why;
-            }
-            // The scaled product, then the same Transpose: two nodes in place of the three.
-            const float* g = gv->data<float>();
-            std::vector<Value*> ins = {
-                m["x"], add_constant(m.g, mn->name() + "_scaled_w", scaled_columns(*w, g, n))};
-            if (b)
-              ins.push_back(add_constant(m.g, mn->name() + "_scaled_b", scaled_columns(*b, g, n)));
-            const std::string name = m.g.unique_node_name(mn->name() + "_scaled");
-            Value* scaled = m.g.add_value(name, y->dtype(), y->shape());
-            Node* nm = m.g.add_node("FusedMatMul", name, ins, {scaled}, kFusedDomain);
-            for (const auto& [k, a] : mn->attrs()) nm->set_attr(k, a);
-            return m.fuse("Transpose", {scaled}, tn->attrs(), "");
-          }};
+  return {
+      .name = "LayerScaleFusionPass",
+      .description =
+          "Folds a constant per-channel scale after a dense layer (through a "
+          "Transpose) into its weights",
+      .ops = {"MatMul", "Add", "Transpose", "Mul"},
+      .patterns = {{"", op("Mul", {tr, constant("g")}).named("mul")}},
+      .guards = {guard::no_activation("mm")},
+      .rewrite = [](const RuleMatch& m) -> std::string {
+        const Tensor *w = m.constant("w"), *gv = m.constant("g");
+        const Value* y = m["mm"];
+        if (w->dtype() != DType::kFloat32 || gv->dtype() != DType::kFloat32 || w->rank() != 2 ||
+            !y->shape().fully_known()) {
+          return "not a float32 2-D weight of a static product";
+        }
+        const int64_t n = w->dim(1);
+        const Tensor* b = m["bias"] ? m.constant("bias") : nullptr;
+        if (m["bias"] && (!b || b->dtype() != DType::kFloat32 || b->numel() != n)) {
+          return "the bias is not a constant of the output channels";
+        }
+        std::string why =
+            scale_fits(m.node("tr")->attr_ints("perm", {}), y->shape().static_dims(), *gv, n);
+        if (why.empty())
+          why = pattern::check_replaceable(m.g, m.match.nodes(), {m.root()->output(0)});
+        if (!why.empty()) return why;
+        // The scaled product, then the same Transpose: two nodes in place of the three.
+        const float* g = gv->data<float>();
+        const std::string stem = y->producer()->name() + "_scaled";
+        std::vector<Value*> ins = {m["x"], m.add_constant(stem + "_w", scaled_columns(*w, g, n))};
+        if (b) ins.push_back(m.add_constant(stem + "_b", scaled_columns(*b, g, n)));
+        Value* scaled = m.op("FusedMatMul", stem, ins, y, m.node("mm")->attrs());
+        return m.fuse("Transpose", {scaled}, m.node("tr")->attrs(), "");
+      }};
 }
 
 }  // namespace

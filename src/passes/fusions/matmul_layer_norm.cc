@@ -30,52 +30,42 @@ bool fused_matmul(const Node& n) {
 
 Rule matmul_skip_layer_norm() {
   using namespace pattern;
-  Pat mm = op_in(kFusedDomain, "FusedMatMul", {any("a")}, false).named("mm");
-  auto sln = [](std::vector<Pat> in) { return op_in(kFusedDomain, "SkipLayerNorm", in, false); };
-  Pat ln = any_of({sln({mm, any("res")}), sln({any("res"), mm})}).named("ln");
+  Pat mm = op_in(kFusedDomain, "FusedMatMul", {any("a"), any("w"), optional(any("bias"))}, false)
+               .named("mm");
+  auto sln = [](Pat x, Pat r) {
+    return op_in(kFusedDomain, "SkipLayerNorm",
+                 {x, r, any("gamma"), optional(any("beta")), optional(any("bias2"))}, false);
+  };
   return {.name = "MatMulSkipLayerNormFusionPass",
           .description = "Fuses a dense layer with the residual Add and LayerNorm after it",
           .ops = {"MatMul", "Add", "Add", "LayerNormalization"},
-          .patterns = {{"", ln}},
+          .patterns = {{"", any_of({sln(mm, any("res")), sln(any("res"), mm)})}},
+          .guards = {guard::no_activation("mm"), guard::same_shape("res", "mm"),
+                     guard::float32({"res"})},
           .rewrite = [](const RuleMatch& m) -> std::string {
-            Node* ln = m.root();
-            Node* mm = m.node("mm");
-            Value* res = m["res"];
-            const Value* sum = ln->num_outputs() > 1 ? ln->output(1) : nullptr;
-            if (sum && !sum->uses().empty())
-              return "the residual sum is used elsewhere (pre-LayerNorm block)";
-            if (sum && sum->is_graph_output()) return "the residual sum is a graph output";
-            if (!mm->attr_string("activation", "").empty()) return "the MatMul has an activation";
-            const Value* y = mm->output(0);
-            const Tensor* w = constant_value(mm->input(1));
+            const Value* sum = optional_output(m.root(), 1);
+            if (sum && (!sum->uses().empty() || sum->is_graph_output())) {
+              return "the residual sum is read elsewhere (a pre-LayerNorm block)";
+            }
+            const Tensor* w = m.constant("w");
             if (!w || w->rank() != 2 || w->dtype() != DType::kFloat32) {
               return "the MatMul's weight is not a constant float32 matrix";
             }
-            if (!y->shape().fully_known() || res->shape() != y->shape() ||
-                res->dtype() != DType::kFloat32) {
-              return "the residual " + res->shape().str() + " is not of the product's shape " +
-                     y->shape().str();
-            }
             const int64_t n = w->dim(1);
-            std::optional<Tensor> bias = Tensor(DType::kFloat32, {n});  // zeros
-            if (mm->num_inputs() > 2 && mm->input(2)) bias = feature_tensor(mm->input(2), n);
-            std::optional<Tensor> gamma = feature_tensor(ln->input(2), n), beta, b2;
-            if (ln->num_inputs() > 3 && ln->input(3) && !(beta = feature_tensor(ln->input(3), n))) {
-              return "beta is not a constant of [N]";
+            std::optional<Tensor> bias =
+                m["bias"] ? feature_tensor(m["bias"], n) : Tensor(DType::kFloat32, {n});
+            std::optional<Tensor> gamma = feature_tensor(m["gamma"], n),
+                                  beta = feature_tensor(m["beta"], n),
+                                  b2 = feature_tensor(m["bias2"], n);
+            if (!bias || !gamma || (m["beta"] && !beta) || (m["bias2"] && !b2)) {
+              return "a bias, gamma or beta is not a constant of [N]";
             }
-            if (!bias || !gamma) return "the bias or gamma is not a constant of [N]";
-            if (ln->num_inputs() > 4 && ln->input(4)) {
-              if (!(b2 = feature_tensor(ln->input(4), n)))
-                return "the LayerNorm's bias is not a constant of [N]";
-              for (int64_t j = 0; j < n; ++j) bias->data<float>()[j] += b2->data<float>()[j];
-            }
-            std::vector<Value*> ins = {mm->input(0), mm->input(1),
-                                       pattern::add_constant(m.g, mm->name() + "_bias", *bias), res,
-                                       pattern::add_constant(m.g, ln->name() + "_gamma", *gamma)};
-            if (beta) ins.push_back(pattern::add_constant(m.g, ln->name() + "_beta", *beta));
-            const std::string why = m.fuse("FusedMatMulLayerNorm", ins, norm::epsilon_of(*ln));
-            m.g.remove_dead_values();
-            return why;
+            for (int64_t j = 0; b2 && j < n; ++j) bias->data<float>()[j] += b2->data<float>()[j];
+            std::vector<Value*> ins = {m["a"], m["w"],
+                                       m.add_constant(m["mm"]->name() + "_bias", *bias), m["res"],
+                                       m.add_constant(m.root()->name() + "_gamma", *gamma)};
+            if (beta) ins.push_back(m.add_constant(m.root()->name() + "_beta", *beta));
+            return m.fuse("FusedMatMulLayerNorm", ins, norm::epsilon_of(*m.root()));
           }};
 }
 
@@ -90,7 +80,8 @@ Node* matmul_reader(const Value& y) {
 Rule layer_norm_matmul() {
   using namespace pattern;
   auto ln_of = [](const std::string& domain) {
-    return op_in(domain, "LayerNormalization", {any("x"), any("gamma")}, false)
+    return op_in(domain, "LayerNormalization", {any("x"), any("gamma"), optional(any("beta"))},
+                 false)
         .named("ln")
         .where([](const Value& y) { return matmul_reader(y) != nullptr; }, "read by a FusedMatMul");
   };
@@ -98,37 +89,24 @@ Rule layer_norm_matmul() {
           .description = "Fuses a LayerNorm into the dense layer that is its only reader",
           .ops = {"LayerNormalization", "MatMul"},
           .patterns = {{"", any_of({ln_of(""), ln_of(kFusedDomain)})}},
+          .guards = {guard::read_once("ln"), guard::layer_norm("ln", "x"), guard::float32({"x"})},
           .rewrite = [](const RuleMatch& m) -> std::string {
             Node* ln = m.node("ln");
-            Node* mm = matmul_reader(*ln->output(0));
-            Value* y = ln->output(0);
-            if (y->uses().size() != 1 || y->is_graph_output()) {
-              return "does not pay: the LayerNorm's output is also read elsewhere (a post-LN "
-                     "residual), "
-                     "so it is written anyway";
-            }
+            Node* mm = matmul_reader(*m["ln"]);
             const Shape& xs = m["x"]->shape();
-            const int64_t rank = xs.has_rank ? static_cast<int64_t>(xs.dims.size()) : 0;
-            if (std::string why = norm::layer_norm_reason(*ln, rank); !why.empty()) return why;
-            if (rank < 2) return "the LayerNorm is not over the last axis of a matrix";
-            if (m["x"]->dtype() != DType::kFloat32 || !xs.dims.back().known()) {
-              return "the LayerNorm's input is not float32 with a known last dim";
+            if (!xs.has_rank || xs.dims.size() < 2 || !xs.dims.back().known()) {
+              return "the LayerNorm's input is not a matrix with a known last dim";
             }
             const int64_t k = xs.dims.back().value;
-            Value* b = ln->num_inputs() > 2 ? ln->input(2) : nullptr;
             std::optional<Tensor> gamma = feature_tensor(m["gamma"], k),
-                                  beta = feature_tensor(b, k);
-            if (!gamma || (b && !beta)) return "gamma or beta is not a constant of [K]";
+                                  beta = feature_tensor(m["beta"], k);
+            if (!gamma || (m["beta"] && !beta)) return "gamma or beta is not a constant of [K]";
             std::map<std::string, Attribute> attrs = mm->attrs();
             attrs["epsilon"] = attr_float(ln->attr_float("epsilon", 1e-5f));
-            std::vector<Value*> ins = {m["x"], mm->input(1),
-                                       mm->num_inputs() > 2 ? mm->input(2) : nullptr,
-                                       pattern::add_constant(m.g, ln->name() + "_gamma", *gamma)};
-            if (beta) ins.push_back(pattern::add_constant(m.g, ln->name() + "_beta", *beta));
-            const std::string why =
-                m.fuse_nodes({ln, mm}, "FusedLayerNormMatMul", ins, {mm->output(0)}, attrs);
-            m.g.remove_dead_values();
-            return why;
+            std::vector<Value*> ins = {m["x"], mm->input(1), optional_input(mm, 2),
+                                       m.add_constant(ln->name() + "_gamma", *gamma)};
+            if (beta) ins.push_back(m.add_constant(ln->name() + "_beta", *beta));
+            return m.fuse_nodes({ln, mm}, "FusedLayerNormMatMul", ins, {mm->output(0)}, attrs);
           }};
 }
 

@@ -65,7 +65,7 @@ TEST(MatMulSkipLayerNormFusion, DeclinedWithReasons) {
   expect_declined(relu, "activation");
   Options pre_ln;
   pre_ln.sum_used = true;
-  expect_declined(pre_ln, "used elsewhere");
+  expect_declined(pre_ln, "read elsewhere");
 }
 
 // Pre-LN: LayerNorm -> dense layer (+ GELU), the LayerNorm's output read by the dense layer

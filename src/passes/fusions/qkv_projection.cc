@@ -109,7 +109,6 @@ Rule qkv_projection() {
         for (size_t i = 0; i < 3; ++i) mha->set_input(i, i == 0 ? qkv : nullptr);
         mha->set_attr("qkv_packed", attr_int(1));
         for (Node* n : proj) m.g.remove_node(n);
-        m.g.remove_dead_values();
         m.g.topological_sort();
         m.ctx.applied(m.rule.name);
         m.ctx.report.fused.push_back({fused->name(), m.rule.name, fused->fused_from(), 0, 2});

@@ -49,6 +49,16 @@ class RuleMatch {
   Node* root() const { return match.root(); }
   // The constant bound to `name`, or nullptr.
   const Tensor* constant(const std::string& name) const;
+  // A new constant for the fused node (named after `stem`).
+  Value* add_constant(const std::string& stem, Tensor t) const;
+  // The result builder: a new node writing one value of `like`'s type and shape, its
+  // provenance the match's nodes (for a rewrite into more than one node).
+  Value* op(const std::string& op_type, const std::string& stem, const std::vector<Value*>& inputs,
+            const Value* like, const std::map<std::string, Attribute>& attrs = {},
+            const std::string& domain = kFusedDomain) const;
+  // Whether `v` is read by a node outside the match or is a graph output (a value the fused
+  // node must write as well).
+  bool read_outside(const Value* v) const;
   // Reads the epilogue activation the variant names (with_activations) into `attrs`
   // (activation, activation_alpha, activation_beta); "" or why its parameters are unusable.
   std::string activation(std::map<std::string, Attribute>& attrs) const;
@@ -65,17 +75,39 @@ class RuleMatch {
                          const std::string& domain = kFusedDomain) const;
 };
 
+// A guard: "" when the match may be rewritten, else the reason it is declined with.
+using Guard = std::function<std::string(const RuleMatch&)>;
+
 struct Rule {
   std::string name;
   std::string description = {};
   std::vector<std::string> ops = {};  // for the switch file's rules format and list-passes
   std::vector<ActivationPattern> patterns;
+  // Checked in order before the rewrite; the first that fails declines the match.
+  std::vector<Guard> guards = {};
   std::function<std::string(const RuleMatch&)> rewrite;
   // A structural condition the patterns cannot state (say, "some leaf is a Gather"): a match
   // it refuses is not one of this rule's, so it is neither counted nor declined.
   std::function<bool(const pattern::Match&)> applies = {};
   bool default_on = true;
 };
+
+// The guards rules share; each names what it checks in its reason. `names` are the pattern's.
+namespace guard {
+// Each value is float32.
+Guard float32(std::vector<std::string> names);
+// None of the values is a constant (a residual, not a bias).
+Guard not_constant(std::vector<std::string> names);
+// The fused node (FusedConv, FusedMatMul) applies no epilogue activation yet.
+Guard no_activation(std::string node);
+// The value `a` (a residual) has exactly the static shape of `b`.
+Guard same_shape(std::string a, std::string b);
+// The node's output 0 is read by one node and is not a graph output.
+Guard read_once(std::string node);
+// The LayerNormalization can run inside a fused kernel (norm::layer_norm_reason), over the
+// last axis of the value `input`.
+Guard layer_norm(std::string node, std::string input);
+}  // namespace guard
 
 // `base` followed by every epilogue activation the fused kernels apply (variant: the
 // activation's name), and, with `bare`, `base` alone too (variant "").

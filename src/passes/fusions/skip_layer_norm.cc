@@ -81,60 +81,45 @@ Value* absorb_bias(Value* ops[2], int& biased, int64_t e, const Value* sum,
 Rule skip_layer_norm() {
   using namespace pattern;
   Pat add = op("Add", {any("a"), any("b")}).named("add");
-  Pat ln =
-      any_of({op("LayerNormalization", {add, any("gamma")}, false).named("ln"),
-              op_in(kFusedDomain, "LayerNormalization", {add, any("gamma")}, false).named("ln")});
+  auto ln = [&](const std::string& domain) {
+    return op_in(domain, "LayerNormalization", {add, any("gamma"), optional(any("beta"))}, false)
+        .named("ln");
+  };
   return {.name = "SkipLayerNormFusionPass",
           .description =
               "Fuses a residual Add (and a bias Add) into the LayerNormalization after it "
               "as SkipLayerNorm",
           .ops = {"Add", "LayerNormalization"},
-          .patterns = {{"", ln}},
+          .patterns = {{"", any_of({ln(""), ln(kFusedDomain)})}},
+          .guards = {guard::layer_norm("ln", "add"), guard::float32({"a", "b", "add", "ln"}),
+                     guard::not_constant({"a", "b"})},
           .rewrite = [](const RuleMatch& m) -> std::string {
-            Node* add = m.node("add");
-            Node* ln = m.node("ln");
-            Value* sum = add->output(0);
+            Value* sum = m["add"];
             const Shape& xs = sum->shape();
-            if (std::string why = norm::layer_norm_reason(*ln, xs.has_rank ? xs.dims.size() : -1);
-                !why.empty())
-              return why;
-            for (const Value* v : {m["a"], m["b"], sum, ln->output(0)}) {
-              if (v->dtype() != kF32) return quoted(v->name()) + " is " + dtype_name(v->dtype());
-            }
-            for (const Value* v : {m["a"], m["b"]}) {
-              if (pattern::constant_value(v)) {
-                return add->describe() + " adds the constant " + quoted(v->name()) +
-                       ", not a residual";
-              }
-            }
             const int64_t e = feature_count(sum, {});
             if (e < 0) return "the last dim of " + quoted(sum->name()) + " is unknown";
-            if (std::string why = params_reason(*ln, e, xs.dims.size()); !why.empty()) return why;
-            std::vector<Node*> nodes = {add, ln};
+            if (std::string why = params_reason(*m.node("ln"), e, xs.dims.size()); !why.empty())
+              return why;
+            std::vector<Node*> nodes = m.match.nodes();
             Value* ops[2] = {m["a"], m["b"]};
             int biased = -1;
             Value* bias = absorb_bias(ops, biased, e, sum, nodes);
-            // X is the operand of the sum's shape; Skip broadcasts to it.
-            const int k = biased < 0 ? 0 : biased;
-            const bool fits = broadcasts_to(ops[k]->shape(), xs) &&
-                              broadcasts_to(xs, ops[k]->shape()) &&
-                              broadcasts_to(ops[1 - k]->shape(), xs);
-            const bool swapped = !fits && broadcasts_to(ops[1 - k]->shape(), xs) &&
-                                 broadcasts_to(xs, ops[1 - k]->shape()) &&
-                                 broadcasts_to(ops[k]->shape(), xs);
-            if (!fits && !swapped) {
-              return "cannot show that one operand of " + add->describe() + " (" +
+            // X is the operand of the sum's shape (the biased one first); Skip broadcasts to it.
+            auto fits = [&](int i) {
+              return broadcasts_to(ops[i]->shape(), xs) && broadcasts_to(xs, ops[i]->shape()) &&
+                     broadcasts_to(ops[1 - i]->shape(), xs);
+            };
+            const int k = biased < 0 ? 0 : biased, x = fits(k) ? k : fits(1 - k) ? 1 - k : -1;
+            if (x < 0) {
+              return "cannot show that one operand of " + m.node("add")->describe() + " (" +
                      ops[0]->shape().str() + ", " + ops[1]->shape().str() +
                      ") has the sum's shape and the other broadcasts to it";
             }
-            Value* x = ops[fits ? k : 1 - k];
-            std::vector<Value*> ins = {x, ops[fits ? 1 - k : k], ln->input(1), ln->input(2), bias};
+            std::vector<Value*> ins = {ops[x], ops[1 - x], m["gamma"], m["beta"], bias};
             while (!ins.back()) ins.pop_back();
-            std::vector<Value*> outs = {ln->output(0)};
-            bool sum_used = sum->is_graph_output();
-            for (const Use& u : sum->uses()) sum_used |= u.node != ln;
-            if (sum_used) outs.push_back(sum);
-            return m.fuse_nodes(nodes, "SkipLayerNorm", ins, outs, norm::epsilon_of(*ln));
+            std::vector<Value*> outs = {m["ln"]};
+            if (m.read_outside(sum)) outs.push_back(sum);
+            return m.fuse_nodes(nodes, "SkipLayerNorm", ins, outs, norm::epsilon_of(*m.node("ln")));
           }};
 }
 
