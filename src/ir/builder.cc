@@ -30,6 +30,20 @@ Attribute attr_ints(std::vector<int64_t> v) {
   return a;
 }
 
+Attribute attr_floats(std::vector<float> v) {
+  Attribute a;
+  a.kind = Attribute::Kind::kFloats;
+  a.floats = std::move(v);
+  return a;
+}
+
+Attribute attr_tensor(Tensor t) {
+  Attribute a;
+  a.kind = Attribute::Kind::kTensor;
+  a.t = std::move(t);
+  return a;
+}
+
 Tensor shape_tensor(const Dims& d) {
   Tensor t(DType::kInt64, {static_cast<int64_t>(d.size())});
   for (size_t i = 0; i < d.size(); ++i) t.data<int64_t>()[i] = d[i];

@@ -15,6 +15,8 @@ Attribute attr_string(std::string s);
 Attribute attr_float(float f);
 Attribute attr_int(int64_t i);
 Attribute attr_ints(std::vector<int64_t> v);
+Attribute attr_floats(std::vector<float> v);
+Attribute attr_tensor(Tensor t);
 
 // `d` as a 1-D int64 tensor (a Reshape's shape input).
 Tensor shape_tensor(const Dims& d);

@@ -16,6 +16,7 @@
 #include "onnx/importer.h"
 #include "passes/pipeline.h"
 #include "runtime/session.h"
+#include "testing/graph_builder.h"
 
 namespace nnfuse {
 namespace {
@@ -30,30 +31,7 @@ Tensor random(const Dims& shape, uint32_t seed) {
   return t;
 }
 
-struct Builder {
-  std::unique_ptr<Graph> g = std::make_unique<Graph>();
-  int k = 0;
-  explicit Builder(int64_t opset = 17) { g->opsets[""] = opset; }
-  Value* in(const std::string& name, const Dims& d) {
-    Value* v = g->add_value(name, DType::kFloat32, Shape::of(d));
-    g->add_input(v);
-    return v;
-  }
-  Value* c(Tensor t) {
-    Value* v = g->add_value(g->unique_value_name("c"));
-    v->set_constant(std::move(t));
-    return v;
-  }
-  Node* node(const std::string& op, std::vector<Value*> ins, const Dims& out,
-             const std::string& domain = "") {
-    const std::string name = op + std::to_string(k++);
-    Value* o = g->add_value(name + "_out", DType::kFloat32, Shape::of(out));
-    return g->add_node(op, name, ins, {o}, domain);
-  }
-  Value* n(const std::string& op, std::vector<Value*> ins, const Dims& out) {
-    return node(op, std::move(ins), out)->output(0);
-  }
-};
+using Builder = testing::GraphBuilder;
 
 onnx::ModelProto export_ort(const Graph& g) {
   onnx::ModelProto m;

@@ -8,6 +8,7 @@
 
 #include "ir/builder.h"
 #include "ir/error.h"
+#include "testing/graph_builder.h"
 
 namespace nnfuse::pattern {
 namespace {
@@ -16,34 +17,7 @@ constexpr float kSqrt2 = 1.41421356f;
 constexpr float kInvSqrt2 = 0.70710678f;
 
 // Hand-built graphs: each node writes one value named after it.
-struct Builder {
-  Graph g;
-  Value* input(const std::string& name, Shape s = Shape::of({2, 3}), DType t = DType::kFloat32) {
-    Value* v = g.add_value(name, t, std::move(s));
-    g.add_input(v);
-    return v;
-  }
-  Value* cst(const std::string& name, Tensor t) {
-    Value* v = g.add_value(name);
-    v->set_constant(std::move(t));
-    return v;
-  }
-  Value* cst(const std::string& name, float x) { return cst(name, Tensor::scalar<float>(x)); }
-  Node* node(const std::string& op_type, const std::string& name, std::vector<Value*> inputs,
-             DType t = DType::kFloat32, Shape s = Shape::unknown()) {
-    Value* out = g.add_value(name + "_out", t, std::move(s));
-    return g.add_node(op_type, name, inputs, {out});
-  }
-  Value* op(const std::string& op_type, const std::string& name, std::vector<Value*> inputs) {
-    return node(op_type, name, std::move(inputs))->output(0);
-  }
-  Node* find(const std::string& name) {
-    for (Node* n : g.nodes()) {
-      if (n->name() == name) return n;
-    }
-    return nullptr;
-  }
-};
+using Builder = testing::GraphBuilder;
 
 // y = (x * 0.5) * (erf(x / sqrt2) + 1) in the spelling the flags ask for.
 struct GeluGraph {
@@ -61,7 +35,7 @@ struct GeluGraph {
     Value* half = b.cst("half", 0.5f);
     Value* h = swapped ? b.op("Mul", "mul_1", {half, x}) : b.op("Mul", "mul_1", {x, half});
     last = swapped ? b.node("Mul", "mul_2", {a, h}) : b.node("Mul", "mul_2", {h, a});
-    b.g.add_output(last->output(0));
+    b.g->add_output(last->output(0));
   }
 };
 
@@ -74,7 +48,7 @@ TEST(PatternGelu, MatchesErfFormWithDivision) {
   GeluGraph gg(false, false);
   GeluPattern p;
   std::string why;
-  auto m = match_at(gg.b.g, p.root, gg.last, &why);
+  auto m = match_at(*gg.b.g, p.root, gg.last, &why);
   ASSERT_TRUE(m) << why;
   EXPECT_EQ((*m)[p.x], gg.x);
   EXPECT_EQ(m->value("x"), gg.x);
@@ -88,7 +62,7 @@ TEST(PatternGelu, MatchesSwappedOperandsAndMulByInverse) {
     for (bool inverse : {false, true}) {
       GeluGraph gg(swapped, inverse);
       std::string why;
-      auto m = match_at(gg.b.g, p.root, gg.last, &why);
+      auto m = match_at(*gg.b.g, p.root, gg.last, &why);
       ASSERT_TRUE(m) << "swapped=" << swapped << " inverse=" << inverse << ": " << why;
       EXPECT_EQ((*m)[p.x], gg.x);
       EXPECT_EQ(m->nodes().size(), 5u);
@@ -101,7 +75,7 @@ TEST(PatternGelu, WrongDivisorIsRejectedWithReason) {
   GeluGraph gg(false, false, 1.5f);
   GeluPattern p;
   std::string why;
-  EXPECT_FALSE(match_at(gg.b.g, p.root, gg.last, &why));
+  EXPECT_FALSE(match_at(*gg.b.g, p.root, gg.last, &why));
   EXPECT_NE(why.find("node 'div'"), std::string::npos) << why;
   EXPECT_NE(why.find("input 1"), std::string::npos) << why;
   EXPECT_NE(why.find("is not the constant 1.414"), std::string::npos) << why;
@@ -116,7 +90,7 @@ TEST(PatternCommutative, AddMatchesBothOrders) {
   Pat p = px + 1.0f;
   for (Node* n : {a1, a2}) {
     std::string why;
-    auto m = match_at(b.g, p, n, &why);
+    auto m = match_at(*b.g, p, n, &why);
     ASSERT_TRUE(m) << n->name() << ": " << why;
     EXPECT_EQ((*m)[px], x);
   }
@@ -128,9 +102,9 @@ TEST(PatternCommutative, SubIsNotCommutative) {
   Node* s = b.node("Sub", "s", {b.cst("one", 1.0f), x});
   Pat p = any("x") - 1.0f;
   std::string why;
-  EXPECT_FALSE(match_at(b.g, p, s, &why));
+  EXPECT_FALSE(match_at(*b.g, p, s, &why));
   EXPECT_NE(why.find("node 's'"), std::string::npos) << why;
-  EXPECT_TRUE(match_at(b.g, 1.0f - any("x"), s));
+  EXPECT_TRUE(match_at(*b.g, 1.0f - any("x"), s));
 }
 
 TEST(PatternDag, SameValueMustBindEveryUse) {
@@ -140,7 +114,7 @@ TEST(PatternDag, SameValueMustBindEveryUse) {
     Builder b;
     Value* a = b.input("a");
     Node* mul = b.node("Mul", "mul", {b.op("Sigmoid", "sig", {a}), a});
-    auto m = match_at(b.g, silu, mul);
+    auto m = match_at(*b.g, silu, mul);
     ASSERT_TRUE(m);
     EXPECT_EQ((*m)[x], a);
   }
@@ -150,7 +124,7 @@ TEST(PatternDag, SameValueMustBindEveryUse) {
     Value* other = b.input("other");
     Node* mul = b.node("Mul", "mul", {a, b.op("Sigmoid", "sig", {other})});
     std::string why;
-    EXPECT_FALSE(match_at(b.g, silu, mul, &why));
+    EXPECT_FALSE(match_at(*b.g, silu, mul, &why));
     EXPECT_NE(why.find("already bound"), std::string::npos) << why;
   }
 }
@@ -166,7 +140,7 @@ TEST(PatternDag, BacktracksAcrossSiblings) {
   Pat y = any("y");
   Pat p = op("Add", {op("Mul", {x, y}), x});
   std::string why;
-  auto m = match_at(b.g, p, add, &why);
+  auto m = match_at(*b.g, p, add, &why);
   ASSERT_TRUE(m) << why;
   EXPECT_EQ((*m)[x], va);
   EXPECT_EQ((*m)[y], vb);
@@ -179,8 +153,8 @@ TEST(PatternDag, SameNameBindsSameValue) {
   Node* same = b.node("Mul", "same", {va, va});
   Node* diff = b.node("Mul", "diff", {va, vb});
   Pat p = any("v") * any("v");
-  EXPECT_TRUE(match_at(b.g, p, same));
-  EXPECT_FALSE(match_at(b.g, p, diff));
+  EXPECT_TRUE(match_at(*b.g, p, same));
+  EXPECT_FALSE(match_at(*b.g, p, diff));
 }
 
 TEST(PatternAnyOf, FailedAlternativeIsRolledBack) {
@@ -194,7 +168,7 @@ TEST(PatternAnyOf, FailedAlternativeIsRolledBack) {
   Pat first = x + 1.0f;  // binds x, then fails on the constant
   Pat second = op("Add", {z, w});
   Pat p = any_of({first, second});
-  auto m = match_at(b.g, p, add);
+  auto m = match_at(*b.g, p, add);
   ASSERT_TRUE(m);
   EXPECT_EQ((*m)[x], nullptr);
   EXPECT_EQ(m->value("x"), nullptr);
@@ -222,18 +196,18 @@ TEST(PatternScalar, ToleranceAndElementTypes) {
   Node* empty = b.node("Mul", "empty", {x, b.cst("c7", Tensor(DType::kFloat32, {0}))});
 
   Pat p = any() * 0.5f;
-  EXPECT_TRUE(match_at(b.g, p, close));
+  EXPECT_TRUE(match_at(*b.g, p, close));
   std::string why;
-  EXPECT_FALSE(match_at(b.g, p, far, &why));
+  EXPECT_FALSE(match_at(*b.g, p, far, &why));
   EXPECT_NE(why.find("0.51"), std::string::npos) << why;
-  EXPECT_TRUE(match_at(b.g, any() * scalar(0.5f, 0.05f), far));
-  EXPECT_TRUE(match_at(b.g, p, vec));
-  EXPECT_FALSE(match_at(b.g, p, mixed, &why));
+  EXPECT_TRUE(match_at(*b.g, any() * scalar(0.5f, 0.05f), far));
+  EXPECT_TRUE(match_at(*b.g, p, vec));
+  EXPECT_FALSE(match_at(*b.g, p, mixed, &why));
   EXPECT_NE(why.find("element 1"), std::string::npos) << why;
-  EXPECT_TRUE(match_at(b.g, any() * 2.0f, integer));
-  EXPECT_FALSE(match_at(b.g, p, integer));
-  EXPECT_TRUE(match_at(b.g, p, half));
-  EXPECT_FALSE(match_at(b.g, p, empty));
+  EXPECT_TRUE(match_at(*b.g, any() * 2.0f, integer));
+  EXPECT_FALSE(match_at(*b.g, p, integer));
+  EXPECT_TRUE(match_at(*b.g, p, half));
+  EXPECT_FALSE(match_at(*b.g, p, empty));
 }
 
 TEST(PatternConstant, InitializerAndConstantNode) {
@@ -276,18 +250,18 @@ TEST(PatternConstant, InitializerAndConstantNode) {
   Node* m3 = b.node("Mul", "m3", {x, relu->output(0)});
   Pat c = constant("c");
   Pat p = any("x") * c;
-  auto r1 = match_at(b.g, p, m1);
+  auto r1 = match_at(*b.g, p, m1);
   ASSERT_TRUE(r1);
   EXPECT_EQ((*r1)[c], init);
-  auto r2 = match_at(b.g, p, m2);
+  auto r2 = match_at(*b.g, p, m2);
   ASSERT_TRUE(r2);
   EXPECT_EQ((*r2)[c], cn->output(0));
   // The Constant node is not part of the matched set.
   EXPECT_EQ(r2->nodes().size(), 1u);
-  EXPECT_TRUE(match_at(b.g, any() * 0.5f, m2));
-  EXPECT_TRUE(match_at(b.g, any() * 0.5f, b.node("Mul", "m4", {cf->output(0), x})));
+  EXPECT_TRUE(match_at(*b.g, any() * 0.5f, m2));
+  EXPECT_TRUE(match_at(*b.g, any() * 0.5f, b.node("Mul", "m4", {cf->output(0), x})));
   std::string why;
-  EXPECT_FALSE(match_at(b.g, p, m3, &why));
+  EXPECT_FALSE(match_at(*b.g, p, m3, &why));
   EXPECT_NE(why.find("not a compile-time constant"), std::string::npos) << why;
 }
 
@@ -305,19 +279,19 @@ TEST(PatternThrough, SkipsCastAndIdentity) {
   Pat inner = relu(any("x"));
   Pat p = op("Neg", {through(inner)});
   std::string why;
-  auto m = match_at(b.g, p, neg, &why);
+  auto m = match_at(*b.g, p, neg, &why);
   ASSERT_TRUE(m) << why;
   EXPECT_EQ(m->node_names(), (std::vector<std::string>{"relu", "cast", "id", "neg"}));
   EXPECT_EQ((*m)[inner], r);
   // Zero pass-through nodes is fine too.
   Node* neg2 = b.node("Neg", "neg2", {r});
-  auto m2 = match_at(b.g, p, neg2);
+  auto m2 = match_at(*b.g, p, neg2);
   ASSERT_TRUE(m2);
   EXPECT_EQ(m2->nodes().size(), 2u);
   // Without through(), the Identity is in the way.
-  EXPECT_FALSE(match_at(b.g, op("Neg", {inner}), neg));
+  EXPECT_FALSE(match_at(*b.g, op("Neg", {inner}), neg));
   // Identity only: the Cast stops the walk.
-  EXPECT_FALSE(match_at(b.g, op("Neg", {through(inner, {"Identity"})}), neg));
+  EXPECT_FALSE(match_at(*b.g, op("Neg", {through(inner, {"Identity"})}), neg));
 }
 
 TEST(PatternThrough, TypeChangingCastBlocks) {
@@ -330,7 +304,7 @@ TEST(PatternThrough, TypeChangingCastBlocks) {
   to.i = static_cast<int64_t>(DType::kInt64);
   cast->set_attr("to", to);
   Node* neg = b.node("Neg", "neg", {cast->output(0)}, DType::kInt64);
-  EXPECT_FALSE(match_at(b.g, op("Neg", {through(relu(any()))}), neg));
+  EXPECT_FALSE(match_at(*b.g, op("Neg", {through(relu(any()))}), neg));
 }
 
 TEST(PatternConstraints, RankDtypeWhereAndWhereNode) {
@@ -345,30 +319,30 @@ TEST(PatternConstraints, RankDtypeWhereAndWhereNode) {
   Node* neg = b.node("Neg", "neg", {ids}, DType::kInt64);
 
   std::string why;
-  EXPECT_TRUE(match_at(b.g, op("Softmax", {any().rank(3)}), sm));
-  EXPECT_FALSE(match_at(b.g, op("Softmax", {any().rank(4)}), sm, &why));
+  EXPECT_TRUE(match_at(*b.g, op("Softmax", {any().rank(3)}), sm));
+  EXPECT_FALSE(match_at(*b.g, op("Softmax", {any().rank(4)}), sm, &why));
   EXPECT_NE(why.find("rank 4"), std::string::npos) << why;
   EXPECT_NE(why.find("'sm'"), std::string::npos) << why;
   EXPECT_NE(why.find("it has rank 3"), std::string::npos) << why;
 
-  EXPECT_FALSE(match_at(b.g, op("Neg", {any().dtype(DType::kFloat32)}), neg, &why));
+  EXPECT_FALSE(match_at(*b.g, op("Neg", {any().dtype(DType::kFloat32)}), neg, &why));
   EXPECT_NE(why.find("dtype float32"), std::string::npos) << why;
   EXPECT_NE(why.find("'neg'"), std::string::npos) << why;
-  EXPECT_TRUE(match_at(b.g, op("Neg", {any().dtype(DType::kInt64)}), neg));
+  EXPECT_TRUE(match_at(*b.g, op("Neg", {any().dtype(DType::kInt64)}), neg));
 
   Pat last_axis = op("Softmax", {any()})
                       .where_node([](const Node& n) { return n.attr_int("axis", -1) == -1; },
                                   "softmax over the last axis");
-  EXPECT_FALSE(match_at(b.g, last_axis, sm, &why));
+  EXPECT_FALSE(match_at(*b.g, last_axis, sm, &why));
   EXPECT_NE(why.find("softmax over the last axis"), std::string::npos) << why;
   EXPECT_NE(why.find("Softmax 'sm'"), std::string::npos) << why;
   axis.i = -1;
   sm->set_attr("axis", axis);
-  EXPECT_TRUE(match_at(b.g, last_axis, sm));
+  EXPECT_TRUE(match_at(*b.g, last_axis, sm));
 
   Pat input_named_x =
       op("Softmax", {any().where([](const Value& v) { return v.name() == "y"; }, "named y")});
-  EXPECT_FALSE(match_at(b.g, input_named_x, sm, &why));
+  EXPECT_FALSE(match_at(*b.g, input_named_x, sm, &why));
   EXPECT_NE(why.find("named y"), std::string::npos) << why;
   EXPECT_NE(why.find("'sm'"), std::string::npos) << why;
 
@@ -376,7 +350,7 @@ TEST(PatternConstraints, RankDtypeWhereAndWhereNode) {
   Pat throws =
       op("Softmax", {any()})
           .where_node([](const Node& n) { return n.attr_float("axis", 0) > 0; }, "axis as float");
-  EXPECT_FALSE(match_at(b.g, throws, sm, &why));
+  EXPECT_FALSE(match_at(*b.g, throws, sm, &why));
   EXPECT_NE(why.find("axis as float"), std::string::npos) << why;
 }
 
@@ -388,9 +362,9 @@ TEST(PatternConstraints, ConstrainedCopyBindsAsOriginal) {
   Node* diff = b.node("Add", "diff", {x, y});
   Pat v = any();
   Pat p = op("Add", {v, v.rank(2)});
-  EXPECT_TRUE(match_at(b.g, p, same));
-  EXPECT_FALSE(match_at(b.g, p, diff));
-  EXPECT_FALSE(match_at(b.g, op("Add", {v, v.rank(3)}), same));
+  EXPECT_TRUE(match_at(*b.g, p, same));
+  EXPECT_FALSE(match_at(*b.g, p, diff));
+  EXPECT_FALSE(match_at(*b.g, op("Add", {v, v.rank(3)}), same));
 }
 
 TEST(PatternMatchAt, ReasonNamesNodeAndFailedCheck) {
@@ -400,17 +374,17 @@ TEST(PatternMatchAt, ReasonNamesNodeAndFailedCheck) {
   Node* add = b.node("Add", "add_1", {x, x});
   Pat p = any("x") * 0.5f;
   std::string why;
-  EXPECT_FALSE(match_at(b.g, p, mul, &why));
+  EXPECT_FALSE(match_at(*b.g, p, mul, &why));
   EXPECT_NE(why.find("node 'mul_3': input 1"), std::string::npos) << why;
   EXPECT_NE(why.find("is not the constant 0.5"), std::string::npos) << why;
   EXPECT_NE(why.find("0.6"), std::string::npos) << why;
-  EXPECT_FALSE(match_at(b.g, p, add, &why));
+  EXPECT_FALSE(match_at(*b.g, p, add, &why));
   EXPECT_EQ(why, "node 'add_1' is Add, not Mul");
   Node* deep = b.node("Neg", "neg", {b.op("Tanh", "th", {x})});
-  EXPECT_FALSE(match_at(b.g, op("Neg", {erf(any())}), deep, &why));
+  EXPECT_FALSE(match_at(*b.g, op("Neg", {erf(any())}), deep, &why));
   EXPECT_NE(why.find("node 'neg': input 0"), std::string::npos) << why;
   EXPECT_NE(why.find("Tanh 'th', not Erf"), std::string::npos) << why;
-  auto ok = match_at(b.g, op("Neg", {tanh(any())}), deep, &why);
+  auto ok = match_at(*b.g, op("Neg", {tanh(any())}), deep, &why);
   EXPECT_TRUE(ok);
   EXPECT_EQ(why, "");
 }
@@ -420,28 +394,28 @@ TEST(PatternExactInputs, ExtraInputsOnlyWhenAllowed) {
   Value* x = b.input("x");
   Node* clip = b.node("Clip", "clip", {x, b.cst("lo", 0.0f), b.cst("hi", 6.0f)});
   std::string why;
-  EXPECT_FALSE(match_at(b.g, op("Clip", {any()}), clip, &why));
+  EXPECT_FALSE(match_at(*b.g, op("Clip", {any()}), clip, &why));
   EXPECT_NE(why.find("has 3 inputs"), std::string::npos) << why;
-  EXPECT_TRUE(match_at(b.g, op("Clip", {any()}, false), clip));
-  EXPECT_FALSE(match_at(b.g, op("Clip", {any(), scalar(1.0f)}, false), clip));
-  EXPECT_TRUE(match_at(b.g, op("Clip", {any(), scalar(0.0f), scalar(6.0f)}), clip));
-  EXPECT_TRUE(match_at(b.g, op_any_inputs("Clip"), clip));
-  EXPECT_FALSE(match_at(b.g, op_any_inputs("Relu"), clip));
+  EXPECT_TRUE(match_at(*b.g, op("Clip", {any()}, false), clip));
+  EXPECT_FALSE(match_at(*b.g, op("Clip", {any(), scalar(1.0f)}, false), clip));
+  EXPECT_TRUE(match_at(*b.g, op("Clip", {any(), scalar(0.0f), scalar(6.0f)}), clip));
+  EXPECT_TRUE(match_at(*b.g, op_any_inputs("Clip"), clip));
+  EXPECT_FALSE(match_at(*b.g, op_any_inputs("Relu"), clip));
 }
 
 TEST(PatternExactInputs, OtherDomainAndOutputIndex) {
   Builder b;
   Value* x = b.input("x");
-  Value* o0 = b.g.add_value("o0");
-  Value* o1 = b.g.add_value("o1");
-  b.g.add_node("Split", "split", {x}, {o0, o1});
+  Value* o0 = b.g->add_value("o0");
+  Value* o1 = b.g->add_value("o1");
+  b.g->add_node("Split", "split", {x}, {o0, o1});
   Node* neg = b.node("Neg", "neg", {o1});
-  Node* custom = b.g.add_node("Relu", "custom", {x}, {b.g.add_value("c_out")}, "com.example");
-  EXPECT_TRUE(match_at(b.g, op("Neg", {op("Split", {any()}, true, 1)}), neg));
+  Node* custom = b.g->add_node("Relu", "custom", {x}, {b.g->add_value("c_out")}, "com.example");
+  EXPECT_TRUE(match_at(*b.g, op("Neg", {op("Split", {any()}, true, 1)}), neg));
   std::string why;
-  EXPECT_FALSE(match_at(b.g, op("Neg", {op("Split", {any()})}), neg, &why));
+  EXPECT_FALSE(match_at(*b.g, op("Neg", {op("Split", {any()})}), neg, &why));
   EXPECT_NE(why.find("not output 0"), std::string::npos) << why;
-  EXPECT_FALSE(match_at(b.g, relu(any()), custom, &why));
+  EXPECT_FALSE(match_at(*b.g, relu(any()), custom, &why));
   EXPECT_NE(why.find("com.example"), std::string::npos) << why;
 }
 
@@ -453,7 +427,7 @@ TEST(PatternMatch, LookupsByPatAndName) {
   Node* add = b.node("Add", "add", {mm->output(0), b.cst("bias", Tensor(DType::kFloat32, {3}))});
   Pat pmm = op("MatMul", {any("x"), constant("w")}).named("mm");
   Pat p = op("Add", {pmm, constant("bias")});
-  auto m = match_at(b.g, p, add);
+  auto m = match_at(*b.g, p, add);
   ASSERT_TRUE(m);
   EXPECT_EQ(m->node(pmm), mm);
   EXPECT_EQ(m->node("mm"), mm);
@@ -470,16 +444,16 @@ TEST(PatternFindAll, TwoOccurrencesInReverseOrder) {
   Value* x = b.input("x");
   Value* r1 = b.op("Relu", "relu_1", {b.op("Add", "add_1", {x, b.cst("one", 1.0f)})});
   Value* r2 = b.op("Relu", "relu_2", {b.op("Add", "add_2", {b.cst("one_b", 1.0f), r1})});
-  b.g.add_output(r2);
+  b.g->add_output(r2);
   Pat p = relu(any("x") + 1.0f);
-  std::vector<Match> all = find_all(b.g, p);
+  std::vector<Match> all = find_all(*b.g, p);
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].root()->name(), "relu_2");
   EXPECT_EQ(all[1].root()->name(), "relu_1");
   EXPECT_EQ(all[0].value("x"), r1);
   EXPECT_EQ(all[1].value("x"), x);
   EXPECT_EQ(all[1].node_names(), (std::vector<std::string>{"add_1", "relu_1"}));
-  EXPECT_TRUE(find_all(b.g, sigmoid(any())).empty());
+  EXPECT_TRUE(find_all(*b.g, sigmoid(any())).empty());
 }
 
 TEST(PatternBuild, EmptyPatternsAreRejected) {
@@ -498,17 +472,18 @@ TEST(PatternDomain, OpInMatchesOnlyItsDomain) {
   Builder b;
   Value* x = b.input("x");
   Value* w = b.cst("w", 1.0f);
-  Value* y = b.g.add_value("y", DType::kFloat32);
-  Node* fused = b.g.add_node("FusedConv", "fc", {x, w}, {y}, "ai.nnfuse");
+  Value* y = b.g->add_value("y", DType::kFloat32);
+  Node* fused = b.g->add_node("FusedConv", "fc", {x, w}, {y}, "ai.nnfuse");
   Node* relu_node = b.node("Relu", "relu", {y});
   std::string why;
-  EXPECT_TRUE(match_at(b.g, op_in("ai.nnfuse", "FusedConv", {any(), any()}), fused, &why)) << why;
-  EXPECT_FALSE(match_at(b.g, op("FusedConv", {any(), any()}), fused, &why));
+  EXPECT_TRUE(match_at(*b.g, op_in("ai.nnfuse", "FusedConv", {any(), any()}), fused, &why)) << why;
+  EXPECT_FALSE(match_at(*b.g, op("FusedConv", {any(), any()}), fused, &why));
   EXPECT_NE(why.find("ai.nnfuse"), std::string::npos) << why;
-  EXPECT_FALSE(match_at(b.g, op_in("ai.nnfuse", "Relu", {any()}), relu_node, &why));
+  EXPECT_FALSE(match_at(*b.g, op_in("ai.nnfuse", "Relu", {any()}), relu_node, &why));
   // op_in with the default domain is op().
-  EXPECT_TRUE(match_at(b.g, op_in("", "Relu", {any()}), relu_node, &why)) << why;
-  EXPECT_TRUE(match_at(b.g, relu(op_in("ai.nnfuse", "FusedConv", {any(), any()})), relu_node, &why))
+  EXPECT_TRUE(match_at(*b.g, op_in("", "Relu", {any()}), relu_node, &why)) << why;
+  EXPECT_TRUE(
+      match_at(*b.g, relu(op_in("ai.nnfuse", "FusedConv", {any(), any()})), relu_node, &why))
       << why;
 }
 
@@ -529,7 +504,7 @@ TEST(PatternTree, RepeatedLeavesBindOnTheirOwn) {
   Pat leaf =
       any_of({op("Gather", {constant("table"), any("ids")}).named("gather"), constant("addend")});
   Pat sum = tree("sum", "Add", leaf);
-  auto m = match_at(b.g, sum, b.find("a2"));
+  auto m = match_at(*b.g, sum, b.find("a2"));
   ASSERT_TRUE(m);
   const std::vector<Match>& leaves = m->repeats("sum");
   ASSERT_EQ(leaves.size(), 4u);
@@ -543,7 +518,7 @@ TEST(PatternTree, RepeatedLeavesBindOnTheirOwn) {
   Value* x = b.input("x", Shape::of({4, 2}));
   b.op("Add", "a3", {s, x});
   std::string why;
-  EXPECT_FALSE(match_at(b.g, sum, b.find("a3"), &why));
+  EXPECT_FALSE(match_at(*b.g, sum, b.find("a3"), &why));
   EXPECT_NE(why.find("'x'"), std::string::npos) << why;
 }
 
@@ -560,15 +535,15 @@ TEST(PatternNative, CodeMatchesAndHandsBackData) {
     return "";
   });
   Pat neg = op("Neg", {relu_in});
-  auto m = match_at(b.g, neg, y->producer());
+  auto m = match_at(*b.g, neg, y->producer());
   ASSERT_TRUE(m);
   ASSERT_NE(m->native("relu"), nullptr);
   EXPECT_EQ(std::any_cast<Value*>(m->native("relu")->data), x);
   EXPECT_EQ(m->nodes().size(), 2u);
   std::string why;
-  EXPECT_FALSE(match_at(b.g, neg, r->producer(), &why));
+  EXPECT_FALSE(match_at(*b.g, neg, r->producer(), &why));
   Value* z = b.op("Neg", "n2", {x});
-  EXPECT_FALSE(match_at(b.g, neg, z->producer(), &why));
+  EXPECT_FALSE(match_at(*b.g, neg, z->producer(), &why));
   EXPECT_NE(why.find("not a Relu"), std::string::npos) << why;
 }
 
@@ -579,13 +554,13 @@ TEST(PatternThrough, ReshapeToAConstantShapePasses) {
   Value* r = b.op("Reshape", "r", {e, b.cst("shape", shape_tensor({3, 2}))});
   Value* t = b.op("Transpose", "t", {r});
   Pat p = through(op("Exp", {any("x")}).named("exp"), {"Reshape", "Transpose"});
-  auto m = match_at(b.g, p, t->producer());
+  auto m = match_at(*b.g, p, t->producer());
   ASSERT_TRUE(m);
   EXPECT_EQ(m->nodes().size(), 3u);
   // A Reshape to a computed shape is not a pass-through.
   Value* s = b.op("Shape", "s", {x});
   Value* r2 = b.op("Reshape", "r2", {e, s});
-  EXPECT_FALSE(match_at(b.g, p, r2->producer()));
+  EXPECT_FALSE(match_at(*b.g, p, r2->producer()));
 }
 
 TEST(PatternOptional, OmittedOrMissingInputsBindNothing) {
@@ -596,21 +571,21 @@ TEST(PatternOptional, OmittedOrMissingInputsBindNothing) {
   Value* without = b.op("LayerNormalization", "without", {x, g});
   Node* omitted = b.node("LayerNormalization", "omitted", {x, g, nullptr});
   Pat ln = op("LayerNormalization", {any("x"), constant("gamma"), optional(constant("beta"))});
-  auto m = match_at(b.g, ln, with->producer());
+  auto m = match_at(*b.g, ln, with->producer());
   ASSERT_TRUE(m);
   EXPECT_EQ(m->value("beta")->name(), "beta");
   for (Node* n : {without->producer(), omitted}) {
-    m = match_at(b.g, ln, n);
+    m = match_at(*b.g, ln, n);
     ASSERT_TRUE(m);
     EXPECT_EQ(m->value("beta"), nullptr);
     EXPECT_EQ(m->value("gamma"), g);
   }
   // Present but not matching the optional pattern: no match.
   Value* y = b.op("LayerNormalization", "computed", {x, g, b.op("Exp", "e", {x})});
-  EXPECT_FALSE(match_at(b.g, ln, y->producer()));
+  EXPECT_FALSE(match_at(*b.g, ln, y->producer()));
   // A required input is still required.
   Value* z = b.op("LayerNormalization", "short", {x});
-  EXPECT_FALSE(match_at(b.g, ln, z->producer()));
+  EXPECT_FALSE(match_at(*b.g, ln, z->producer()));
 }
 
 }  // namespace

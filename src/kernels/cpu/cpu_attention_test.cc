@@ -13,8 +13,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
-using testing::attr_i;
 using testing::fast_accepts;
 using testing::FastInput;
 using testing::random_tensor;
@@ -100,9 +98,9 @@ Tensor make_mask(const Case& c, uint32_t seed) {
 }
 
 Attrs attrs_of(const Case& c) {
-  Attrs a = {{"num_heads", attr_i(c.heads)}};
-  if (c.causal) a["causal"] = attr_i(1);
-  if (c.packed) a["qkv_packed"] = attr_i(1);
+  Attrs a = {{"num_heads", attr_int(c.heads)}};
+  if (c.causal) a["causal"] = attr_int(1);
+  if (c.packed) a["qkv_packed"] = attr_int(1);
   return a;
 }
 
@@ -221,7 +219,7 @@ TEST(CpuAttention, NarrowerIsaPaths) {
 TEST(CpuAttention, FullyMaskedRowsAreNaN) {
   const Tensor q = random_tensor({2, 70, 16}, 1), k = random_tensor({2, 3, 16}, 2);
   const Tensor v = random_tensor({2, 3, 16}, 3);
-  const Attrs causal = {{"num_heads", attr_i(2)}, {"causal", attr_i(1)}};
+  const Attrs causal = {{"num_heads", attr_int(2)}, {"causal", attr_int(1)}};
   // Causal with Sq > Sk: queries 0..66 of 70 see no key.
   const Tensor y = testing::run_kernel(kOp, {{q}, {k}, {v}}, causal, 1, kKernel).outputs[0];
   const Tensor want = testing::run_ref1(kOp, {q, k, v}, causal);
@@ -235,7 +233,7 @@ TEST(CpuAttention, FullyMaskedRowsAreNaN) {
   for (int64_t j = 0; j < 6; ++j) pad.data<float>()[j] = j < 3 ? 0.0f : -kInf;
   Tensor rows = random_tensor({2, 1, 70, 3}, 4);
   for (int64_t j = 0; j < 3; ++j) rows.data<float>()[(70 + 65) * 3 + j] = -kInf;
-  const Attrs plain = {{"num_heads", attr_i(2)}};
+  const Attrs plain = {{"num_heads", attr_int(2)}};
   for (const Tensor& m : {pad, rows}) {
     const Tensor got = testing::run_kernel(kOp, {{q}, {k}, {v}, {m}}, plain, 1, kKernel).outputs[0];
     const Tensor ref = testing::run_ref1(kOp, {q, k, v, m}, plain);
@@ -247,7 +245,7 @@ TEST(CpuAttention, FullyMaskedRowsAreNaN) {
 }
 
 TEST(CpuAttention, ScaleAndEmptyShapes) {
-  Attrs a = {{"num_heads", attr_i(2)}, {"scale", attr_f(0.7f)}};
+  Attrs a = {{"num_heads", attr_int(2)}, {"scale", attr_float(0.7f)}};
   const std::vector<FastInput> in = {{random_tensor({2, 9, 12}, 1)},
                                      {random_tensor({2, 11, 12}, 2)},
                                      {random_tensor({2, 11, 12}, 3)}};
@@ -267,14 +265,14 @@ TEST(CpuAttention, ScaleAndEmptyShapes) {
 }
 
 TEST(CpuAttention, Declines) {
-  const Attrs a = {{"num_heads", attr_i(2)}};
+  const Attrs a = {{"num_heads", attr_int(2)}};
   const Tensor q = random_tensor({1, 4, 8}, 1), kv = random_tensor({1, 5, 8}, 2);
   EXPECT_TRUE(fast_accepts(kKernel, kOp, {{q}, {kv}, {kv}}, a));
   // Types, layouts, attributes and shapes the reference kernel handles or reports.
   const Tensor h(DType::kFloat64, {1, 4, 8});
   EXPECT_FALSE(fast_accepts(kKernel, kOp, {{h}, {h}, {h}}, a));
   EXPECT_FALSE(fast_accepts(kKernel, kOp, {{q}, {kv}, {kv}}, {}));
-  EXPECT_FALSE(fast_accepts(kKernel, kOp, {{q}, {kv}, {kv}}, {{"num_heads", attr_i(3)}}));
+  EXPECT_FALSE(fast_accepts(kKernel, kOp, {{q}, {kv}, {kv}}, {{"num_heads", attr_int(3)}}));
   EXPECT_FALSE(fast_accepts(kKernel, kOp, {{q}, {kv}, {random_tensor({1, 4, 8}, 3)}}, a));
   EXPECT_FALSE(fast_accepts(kKernel, kOp, {{q}, {kv}, {kv}, {random_tensor({1, 1, 4, 4}, 3)}}, a));
   EXPECT_FALSE(
@@ -282,7 +280,7 @@ TEST(CpuAttention, Declines) {
   EXPECT_FALSE(fast_accepts(kKernel, kOp, {{q}}, a));
   EXPECT_FALSE(fast_accepts(kKernel, kOp, {{q, false, Layout::kNHWC}, {kv}, {kv}}, a));
   EXPECT_FALSE(fast_accepts(kKernel, kOp, {{q}, {kv}, {kv}},
-                            {{"num_heads", attr_i(2)}, {"causal", attr_i(3)}}));
+                            {{"num_heads", attr_int(2)}, {"causal", attr_int(3)}}));
   // Unknown shapes at plan time.
   const KernelFactory* f = testing::find_factory(kOp, kKernel);
   ASSERT_NE(f, nullptr);
@@ -290,11 +288,11 @@ TEST(CpuAttention, Declines) {
   one.node->input(1)->set_shape(Shape::unknown());
   EXPECT_FALSE(f->accepts(one.info()));
   // A bad node still gets its error from the reference kernel through the table.
-  EXPECT_THROW(testing::run_kernel(kOp, {{q}, {kv}, {kv}}, {{"num_heads", attr_i(3)}}), Error);
+  EXPECT_THROW(testing::run_kernel(kOp, {{q}, {kv}, {kv}}, {{"num_heads", attr_int(3)}}), Error);
 }
 
 TEST(CpuAttention, RunTimeShapeMismatchIsAnError) {
-  const Attrs a = {{"num_heads", attr_i(2)}};
+  const Attrs a = {{"num_heads", attr_int(2)}};
   const Tensor q = random_tensor({1, 4, 8}, 1), kv = random_tensor({1, 5, 8}, 2);
   testing::OneNode one(kOp, {{q}, {kv}, {kv}}, a);
   const KernelFactory* f = testing::find_factory(kOp, kKernel);

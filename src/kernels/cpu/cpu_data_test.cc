@@ -8,8 +8,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_i;
-using testing::attr_ints;
 using testing::expect_matches_ref;
 using testing::fast_accepts;
 using testing::FastInput;
@@ -164,19 +162,19 @@ TEST(CpuSplit, SizesFromInputAttributeOrEqual) {
   uint32_t seed = 300;
   for (DType t : kTypes) {
     Tensor x = typed_tensor(t, {6, 10, 4}, seed++);
-    expect_same_as_ref("cpu.split", "Split", {{x}}, {{"axis", attr_i(1)}}, 2);
-    expect_same_as_ref("cpu.split", "Split", {{x}, {i64({2, 5, 3}), true}}, {{"axis", attr_i(1)}},
+    expect_same_as_ref("cpu.split", "Split", {{x}}, {{"axis", attr_int(1)}}, 2);
+    expect_same_as_ref("cpu.split", "Split", {{x}, {i64({2, 5, 3}), true}}, {{"axis", attr_int(1)}},
                        3);
-    expect_same_as_ref("cpu.split", "Split", {{x}, {i64({1, 0, 5})}}, {{"axis", attr_i(0)}}, 3);
-    expect_same_as_ref("cpu.split", "Split", {{x}}, {{"axis", attr_i(-1)}}, 4, 11);
+    expect_same_as_ref("cpu.split", "Split", {{x}, {i64({1, 0, 5})}}, {{"axis", attr_int(0)}}, 3);
+    expect_same_as_ref("cpu.split", "Split", {{x}}, {{"axis", attr_int(-1)}}, 4, 11);
     expect_same_as_ref("cpu.split", "Split", {{x}},
-                       {{"split", attr_ints({3, 7})}, {"axis", attr_i(1)}}, 2, 11);
+                       {{"split", attr_ints({3, 7})}, {"axis", attr_int(1)}}, 2, 11);
     expect_same_as_ref("cpu.split", "Split", {{x}},
-                       {{"num_outputs", attr_i(4)}, {"axis", attr_i(1)}}, 4, 18);
+                       {{"num_outputs", attr_int(4)}, {"axis", attr_int(1)}}, 4, 18);
   }
   // BERT's fused QKV: [1, 128, 2304] into three.
   expect_same_as_ref("cpu.split", "Split", {{random_tensor({1, 128, 2304}, 9)}},
-                     {{"axis", attr_i(-1)}}, 3);
+                     {{"axis", attr_int(-1)}}, 3);
   EXPECT_THROW(testing::run_kernel("Split", {{random_tensor({5}, 1)}}, {}, 2, "cpu.split"), Error);
 }
 
@@ -249,17 +247,17 @@ TEST(CpuGather, ChannelsLastChannelPermutation) {
       idx.push_back(-1);
       std::vector<FastInput> in = {{typed_tensor(t, s, seed++), false, Layout::kNHWC},
                                    {i64(idx), true}};
-      expect_same_as_ref("cpu.gather", "Gather", in, {{"axis", attr_i(axis)}});
+      expect_same_as_ref("cpu.gather", "Gather", in, {{"axis", attr_int(axis)}});
     }
   }
   // Plain data, one element per pick (inner size 1), and a scalar index in NHWC declined.
   expect_same_as_ref("cpu.gather", "Gather",
                      {{random_tensor({7, 33}, 1)}, {i64({32, 0, 5, 5}), true}},
-                     {{"axis", attr_i(1)}});
+                     {{"axis", attr_int(1)}});
   EXPECT_FALSE(fast_accepts(
       "cpu.gather", "Gather",
       {{random_tensor({1, 4, 2, 2}, 2), false, Layout::kNHWC}, {Tensor::scalar<int64_t>(1), true}},
-      {{"axis", attr_i(1)}}));
+      {{"axis", attr_int(1)}}));
 }
 
 TEST(CpuGather, EmbeddingsAndOtherAxes) {
@@ -278,9 +276,9 @@ TEST(CpuGather, EmbeddingsAndOtherAxes) {
       const int64_t d = x.dim(axis < 0 ? axis + 3 : axis);
       expect_same_as_ref("cpu.gather", "Gather",
                          {{x}, {testing::random_int64({2, 3}, seed++, -d, d - 1)}},
-                         {{"axis", attr_i(axis)}});
+                         {{"axis", attr_int(axis)}});
       expect_same_as_ref("cpu.gather", "Gather", {{x}, {Tensor::scalar<int64_t>(1)}},
-                         {{"axis", attr_i(axis)}});
+                         {{"axis", attr_int(axis)}});
     }
   }
   EXPECT_THROW(testing::run_kernel("Gather", {{table}, {i64({1000})}}, {}, 1, "cpu.gather"), Error);
@@ -300,17 +298,17 @@ TEST(CpuConcat, AlongEachAxis) {
         s[a] = len;
         in.push_back({typed_tensor(t, s, seed++)});
       }
-      expect_same_as_ref("cpu.concat", "Concat", in, {{"axis", attr_i(axis)}});
+      expect_same_as_ref("cpu.concat", "Concat", in, {{"axis", attr_int(axis)}});
     }
   }
   // Large blocks (split into pieces across threads) and a single input.
   expect_same_as_ref("cpu.concat", "Concat",
                      {{random_tensor({1, 300000}, 1)}, {random_tensor({1, 200000}, 2)}},
-                     {{"axis", attr_i(1)}});
-  expect_same_as_ref("cpu.concat", "Concat", {{random_tensor({3, 4}, 3)}}, {{"axis", attr_i(0)}});
+                     {{"axis", attr_int(1)}});
+  expect_same_as_ref("cpu.concat", "Concat", {{random_tensor({3, 4}, 3)}}, {{"axis", attr_int(0)}});
   EXPECT_THROW(
       testing::run_kernel("Concat", {{random_tensor({3, 4}, 1)}, {random_tensor({3, 5}, 2)}},
-                          {{"axis", attr_i(0)}}, 1, "cpu.concat"),
+                          {{"axis", attr_int(0)}}, 1, "cpu.concat"),
       Error);
   EXPECT_FALSE(fast_accepts("cpu.concat", "Concat", {{random_tensor({3}, 1)}}));  // no axis
 }
@@ -327,8 +325,8 @@ TEST(CpuConcat, ChannelsLastAlongEachAxis) {
         s[a] = len;
         in.push_back({typed_tensor(t, s, seed++), false, Layout::kNHWC});
       }
-      expect_same_as_ref("cpu.concat", "Concat", in, {{"axis", attr_i(axis)}});
-      testing::OneNode one("Concat", in, {{"axis", attr_i(axis)}});
+      expect_same_as_ref("cpu.concat", "Concat", in, {{"axis", attr_int(axis)}});
+      testing::OneNode one("Concat", in, {{"axis", attr_int(axis)}});
       EXPECT_EQ(testing::find_factory("Concat", "cpu.concat")->output_layout(one.info(), 0),
                 Layout::kNHWC);
     }
@@ -337,7 +335,7 @@ TEST(CpuConcat, ChannelsLastAlongEachAxis) {
   EXPECT_FALSE(fast_accepts(
       "cpu.concat", "Concat",
       {{random_tensor({1, 2, 3, 3}, 1), false, Layout::kNHWC}, {random_tensor({1, 2, 3, 3}, 2)}},
-      {{"axis", attr_i(1)}}));
+      {{"axis", attr_int(1)}}));
 }
 
 TEST(CpuCast, BetweenFloatIntAndBool) {
@@ -349,25 +347,25 @@ TEST(CpuCast, BetweenFloatIntAndBool) {
   for (DType to : types) {
     SCOPED_TRACE("float32 to " + dtype_name(to));
     if (to != DType::kFloat32 && to != DType::kFloat64) {
-      expect_same_as_ref("cpu.cast", "Cast", {{f}}, {{"to", attr_i(static_cast<int64_t>(to))}});
+      expect_same_as_ref("cpu.cast", "Cast", {{f}}, {{"to", attr_int(static_cast<int64_t>(to))}});
     }
     Tensor big = random_tensor({100000}, 7, -1e6f, 1e6f);
-    expect_same_as_ref("cpu.cast", "Cast", {{big}}, {{"to", attr_i(static_cast<int64_t>(to))}});
+    expect_same_as_ref("cpu.cast", "Cast", {{big}}, {{"to", attr_int(static_cast<int64_t>(to))}});
   }
   Tensor ints = testing::random_int64({1, 128}, 8, -5, 5);
   for (DType to : types) {
     SCOPED_TRACE("int64 to " + dtype_name(to));
-    expect_same_as_ref("cpu.cast", "Cast", {{ints}}, {{"to", attr_i(static_cast<int64_t>(to))}});
+    expect_same_as_ref("cpu.cast", "Cast", {{ints}}, {{"to", attr_int(static_cast<int64_t>(to))}});
   }
   Tensor mask(DType::kBool, {2, 3});
   mask.data<bool>()[1] = true;
-  expect_same_as_ref("cpu.cast", "Cast", {{mask}}, {{"to", attr_i(1)}});
+  expect_same_as_ref("cpu.cast", "Cast", {{mask}}, {{"to", attr_int(1)}});
   // Layout-transparent.
   FastInput nhwc{random_tensor({1, 3, 2, 2}, 9), false, Layout::kNHWC};
-  expect_same_as_ref("cpu.cast", "Cast", {nhwc}, {{"to", attr_i(7)}});
-  EXPECT_FALSE(fast_accepts("cpu.cast", "Cast", {{f}}, {{"to", attr_i(10)}}));  // to float16
+  expect_same_as_ref("cpu.cast", "Cast", {nhwc}, {{"to", attr_int(7)}});
+  EXPECT_FALSE(fast_accepts("cpu.cast", "Cast", {{f}}, {{"to", attr_int(10)}}));  // to float16
   EXPECT_FALSE(
-      fast_accepts("cpu.cast", "Cast", {{Tensor(DType::kFloat16, {2})}}, {{"to", attr_i(1)}}));
+      fast_accepts("cpu.cast", "Cast", {{Tensor(DType::kFloat16, {2})}}, {{"to", attr_int(1)}}));
 }
 
 TEST(CpuData, DeclineChannelsLastAndOddTypes) {

@@ -7,8 +7,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
-using testing::attr_s;
 using testing::expect_in_place_matches_ref;
 using testing::expect_matches_ref;
 using testing::fast_accepts;
@@ -40,7 +38,7 @@ TEST(CpuEmbedLayerNorm, MatchesReference) {
       addend_shape[0] = 1;
       addend_shape.push_back(e);
       Tensor addend = random_tensor(addend_shape, seed++);
-      const std::map<std::string, Attribute> eps = {{"epsilon", attr_f(1e-12f)}};
+      const std::map<std::string, Attribute> eps = {{"epsilon", attr_float(1e-12f)}};
       // Two lookups, a broadcast addend, beta, and the sum as output 1.
       expect_matches_ref(
           "cpu.embed_layer_norm", "EmbedLayerNorm",
@@ -105,11 +103,11 @@ const std::vector<Dims> kShapes = {{}, {1}, {7}, {15}, {17}, {33}, {1000}, {2, 3
 TEST(CpuGelu, MatchesReferenceOverShapes) {
   const std::vector<std::pair<std::string, std::map<std::string, Attribute>>> cases = {
       {"Gelu", {}},
-      {"Gelu", {{"approximate", attr_s("none")}}},
-      {"Gelu", {{"approximate", attr_s("tanh")}}},
+      {"Gelu", {{"approximate", attr_string("none")}}},
+      {"Gelu", {{"approximate", attr_string("tanh")}}},
       {"Swish", {}},
-      {"Swish", {{"alpha", attr_f(1.702f)}}},
-      {"Swish", {{"alpha", attr_f(-0.5f)}}},
+      {"Swish", {{"alpha", attr_float(1.702f)}}},
+      {"Swish", {{"alpha", attr_float(-0.5f)}}},
   };
   uint32_t seed = 1;
   for (const auto& [op, attrs] : cases) {
@@ -128,7 +126,7 @@ TEST(CpuGelu, SpecialValues) {
   for (const char* approx : {"none", "tanh"}) {
     SCOPED_TRACE(approx);
     Tensor y =
-        run_kernel("Gelu", {{x}}, {{"approximate", attr_s(approx)}}, 1, "cpu.gelu").outputs[0];
+        run_kernel("Gelu", {{x}}, {{"approximate", attr_string(approx)}}, 1, "cpu.gelu").outputs[0];
     const float* p = y.data<float>();
     EXPECT_EQ(p[0], 0.0f);
     EXPECT_EQ(p[1], 0.0f);
@@ -138,7 +136,7 @@ TEST(CpuGelu, SpecialValues) {
     EXPECT_EQ(p[5], INFINITY);
     EXPECT_TRUE(std::isnan(p[6]));
   }
-  EXPECT_FALSE(fast_accepts("cpu.gelu", "Gelu", {{x}}, {{"approximate", attr_s("fast")}}));
+  EXPECT_FALSE(fast_accepts("cpu.gelu", "Gelu", {{x}}, {{"approximate", attr_string("fast")}}));
 }
 
 }  // namespace

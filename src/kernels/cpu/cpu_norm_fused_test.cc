@@ -5,7 +5,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
 using testing::expect_in_place_matches_ref;
 using testing::expect_matches_ref;
 using testing::fast_accepts;
@@ -44,10 +43,11 @@ TEST(CpuSkipLayerNorm, MatchesRefOverShapes) {
                    (bias ? " bias" : ""));
       auto in = skip_inputs(c.x, c.skip, c.p, beta, bias, seed);
       seed += 5;
-      expect_matches_ref("cpu.skip_layer_norm", "SkipLayerNorm", in, {{"epsilon", attr_f(1e-5f)}});
+      expect_matches_ref("cpu.skip_layer_norm", "SkipLayerNorm", in,
+                         {{"epsilon", attr_float(1e-5f)}});
       // With the sum as output 1.
-      expect_matches_ref("cpu.skip_layer_norm", "SkipLayerNorm", in, {{"epsilon", attr_f(1e-12f)}},
-                         2);
+      expect_matches_ref("cpu.skip_layer_norm", "SkipLayerNorm", in,
+                         {{"epsilon", attr_float(1e-12f)}}, 2);
     }
   }
 }
@@ -89,7 +89,7 @@ TEST(CpuRmsNorm, MatchesRefOverShapes) {
       SCOPED_TRACE(dims_str(x) + (gamma ? " gamma" : ""));
       expect_matches_ref("cpu.rms_norm", "RMSNorm",
                          rms_inputs(x, gamma ? Dims{x.back()} : Dims{}, seed++),
-                         {{"epsilon", attr_f(1e-6f)}});
+                         {{"epsilon", attr_float(1e-6f)}});
     }
   }
   expect_matches_ref("cpu.rms_norm", "RMSNorm", rms_inputs({4, 16}, {1, 16}, 90));

@@ -7,8 +7,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
-using testing::attr_i;
 using testing::expect_in_place_matches_ref;
 using testing::expect_matches_ref;
 using testing::fast_accepts;
@@ -41,7 +39,7 @@ TEST(CpuBatchNorm, PlainShapes) {
   }
   expect_matches_ref("cpu.batch_norm", "BatchNormalization",
                      bn_inputs(random_tensor({2, 3, 4, 5}, 9), Layout::kPlain, 90),
-                     {{"epsilon", attr_f(0.1f)}});
+                     {{"epsilon", attr_float(0.1f)}});
 }
 
 TEST(CpuBatchNorm, ChannelsLast) {
@@ -91,8 +89,9 @@ TEST(CpuScaleShift, PiecewiseLinearActivations) {
     Attribute a;
     a.kind = Attribute::Kind::kString;
     a.s = name;
-    return std::map<std::string, Attribute>{
-        {"activation", a}, {"activation_alpha", attr_f(alpha)}, {"activation_beta", attr_f(beta)}};
+    return std::map<std::string, Attribute>{{"activation", a},
+                                            {"activation_alpha", attr_float(alpha)},
+                                            {"activation_beta", attr_float(beta)}};
   };
   const std::vector<std::map<std::string, Attribute>> acts = {
       act("Relu", 0, 0), act("LeakyRelu", 0.1f, 0), act("Clip", -0.5f, 1.5f), act("Clip", 0, 6)};
@@ -132,7 +131,7 @@ TEST(CpuBatchNorm, Declines) {
   EXPECT_FALSE(fast_accepts("cpu.batch_norm", "BatchNormalization", dyn));
   // Training mode; wrong channel count; other types.
   EXPECT_FALSE(
-      fast_accepts("cpu.batch_norm", "BatchNormalization", in, {{"training_mode", attr_i(1)}}));
+      fast_accepts("cpu.batch_norm", "BatchNormalization", in, {{"training_mode", attr_int(1)}}));
   auto wrong = in;
   wrong[1].value = random_tensor({4}, 44);
   EXPECT_FALSE(fast_accepts("cpu.batch_norm", "BatchNormalization", wrong));
@@ -169,7 +168,7 @@ TEST(CpuLayerNorm, LastAxisAndOthers) {
     for (bool bias : {true, false}) {
       SCOPED_TRACE(dims_str(c.x) + " axis " + std::to_string(c.axis) + (bias ? " bias" : ""));
       expect_matches_ref("cpu.layer_norm", "LayerNormalization", ln_inputs(c.x, c.p, bias, seed++),
-                         {{"axis", attr_i(c.axis)}, {"epsilon", attr_f(1e-5f)}});
+                         {{"axis", attr_int(c.axis)}, {"epsilon", attr_float(1e-5f)}});
     }
   }
 }
@@ -178,7 +177,7 @@ TEST(CpuLayerNorm, MeanAndInvStdDevOutputs) {
   expect_matches_ref("cpu.layer_norm", "LayerNormalization", ln_inputs({6, 40}, {40}, true, 50), {},
                      3);
   expect_matches_ref("cpu.layer_norm", "LayerNormalization", ln_inputs({2, 3, 8}, {3, 8}, true, 51),
-                     {{"axis", attr_i(1)}}, 3);
+                     {{"axis", attr_int(1)}}, 3);
 }
 
 TEST(CpuLayerNorm, InPlace) {
@@ -193,7 +192,7 @@ TEST(CpuLayerNorm, Declines) {
   EXPECT_FALSE(
       fast_accepts("cpu.layer_norm", "LayerNormalization", ln_inputs({4, 8}, {4, 8}, true, 71)));
   EXPECT_FALSE(fast_accepts("cpu.layer_norm", "LayerNormalization",
-                            ln_inputs({4, 8}, {8}, true, 72), {{"stash_type", attr_i(0)}}));
+                            ln_inputs({4, 8}, {8}, true, 72), {{"stash_type", attr_int(0)}}));
   auto f16 = ln_inputs({4, 8}, {8}, true, 73);
   f16[0].value = Tensor(DType::kFloat16, {4, 8});
   EXPECT_FALSE(fast_accepts("cpu.layer_norm", "LayerNormalization", f16));

@@ -9,9 +9,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
-using testing::attr_ints;
-using testing::attr_s;
 using testing::fast_accepts;
 using testing::FastInput;
 using testing::random_int64;
@@ -89,7 +86,7 @@ void expect_matches(const std::vector<FastInput>& in, const std::map<std::string
 }
 
 std::map<std::string, Attribute> mode_attr(const std::string& mode) {
-  return {{"mode", attr_s(mode)}};
+  return {{"mode", attr_string(mode)}};
 }
 
 // Per-axis (begin, end) pad recipes for an axis of length d.
@@ -278,7 +275,7 @@ TEST(CpuPad, AttributeFormBeforeOpset11) {
               }
               auto at = mode_attr(mode);
               at["pads"] = attr_ints(pads);
-              at["value"] = attr_f(value);
+              at["value"] = attr_float(value);
               expect_matches({{x}}, at, opset);
             }
           }
@@ -384,7 +381,7 @@ TEST(CpuPad, DeclinesWithReasons) {
   EXPECT_EQ(testing::run_kernel("Pad", wide, {}, 1, "", 19).kernel, "ref");
   // Before opset 11 the value converts to numeric and bool types only.
   r = reason({{random_bytes(DType::kFloat16, {2, 3}, 1)}},
-             {{"pads", attr_ints({0, 1, 0, 1})}, {"value", attr_f(1)}}, 10);
+             {{"pads", attr_ints({0, 1, 0, 1})}, {"value", attr_float(1)}}, 10);
   EXPECT_NE(r.find("before opset 11"), std::string::npos) << r;
 
   // An output shape declared otherwise than the pads make it.

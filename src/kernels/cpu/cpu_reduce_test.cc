@@ -5,8 +5,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_i;
-using testing::attr_ints;
 using testing::expect_matches_ref;
 using testing::fast_accepts;
 using testing::random_tensor;
@@ -65,7 +63,7 @@ TEST(CpuReduce, AxesAttributeWithAndWithoutKeepdims) {
       for (int64_t keep : {0, 1}) {
         SCOPED_TRACE(std::string(op) + " " + dims_str(c.shape) + " axes " + dims_str(c.axes) +
                      " keepdims " + std::to_string(keep));
-        std::map<std::string, Attribute> attrs = {{"keepdims", attr_i(keep)}};
+        std::map<std::string, Attribute> attrs = {{"keepdims", attr_int(keep)}};
         if (!c.axes.empty()) attrs["axes"] = attr_ints(c.axes);
         expect_matches(op, {{random_tensor(c.shape, seed++, -2, 3)}}, attrs, /*opset=*/13);
       }
@@ -83,11 +81,11 @@ TEST(CpuReduce, AxesInput) {
                      /*opset=*/18);
       // Axes known only at run time.
       expect_matches(op, {{random_tensor(c.shape, seed++, -2, 3)}, {axes}},
-                     {{"keepdims", attr_i(0)}}, 18);
+                     {{"keepdims", attr_int(0)}}, 18);
     }
     Tensor none = Tensor::from_vector<int64_t>({0}, {});
     expect_matches_ref("cpu.reduce", op, {{random_tensor({3, 4}, seed++)}, {none, true}},
-                       {{"noop_with_empty_axes", attr_i(1)}}, 1, 1e-5f, 1e-5f, 18);
+                       {{"noop_with_empty_axes", attr_int(1)}}, 1, 1e-5f, 1e-5f, 18);
   }
 }
 

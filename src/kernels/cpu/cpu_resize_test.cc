@@ -10,9 +10,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
-using testing::attr_i;
-using testing::attr_s;
 using testing::fast_accepts;
 using testing::FastInput;
 using testing::random_tensor;
@@ -88,9 +85,9 @@ std::vector<FastInput> inputs_for(const Case& c, uint32_t seed, int64_t opset,
 
 std::map<std::string, Attribute> attrs(const std::string& mode, const std::string& ctm,
                                        const std::string& nearest = "round_prefer_floor") {
-  return {{"mode", attr_s(mode)},
-          {"coordinate_transformation_mode", attr_s(ctm)},
-          {"nearest_mode", attr_s(nearest)}};
+  return {{"mode", attr_string(mode)},
+          {"coordinate_transformation_mode", attr_string(ctm)},
+          {"nearest_mode", attr_string(nearest)}};
 }
 
 // Runs cpu.resize on a channels-last input whose output is a graph output: it must write that
@@ -216,8 +213,8 @@ TEST(CpuResize, Cubic) {
           SCOPED_TRACE(std::string(ctm) + " " + case_name(c) + " exclude_outside " +
                        std::to_string(exclude) + " a " + std::to_string(a));
           auto at = attrs("cubic", ctm);
-          at["exclude_outside"] = attr_i(exclude);
-          at["cubic_coeff_a"] = attr_f(a);
+          at["exclude_outside"] = attr_int(exclude);
+          at["cubic_coeff_a"] = attr_float(a);
           expect_matches(inputs_for(c, seed++, 17), at, false);
         }
       }
@@ -298,7 +295,7 @@ TEST(CpuResize, DeclinesWithReasons) {
   EXPECT_NE(r.find("exactly one"), std::string::npos) << r;
   r = reason(ok, attrs("linear", "half_pixel"), 10);
   EXPECT_NE(r.find("opset 11"), std::string::npos) << r;
-  r = reason(ok, {{"antialias", attr_i(1)}});
+  r = reason(ok, {{"antialias", attr_int(1)}});
   EXPECT_NE(r.find("antialias"), std::string::npos) << r;
 
   // The reference kernel still runs what cpu.resize declines.

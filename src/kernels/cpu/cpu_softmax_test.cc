@@ -5,7 +5,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_i;
 using testing::expect_in_place_matches_ref;
 using testing::expect_matches_ref;
 using testing::fast_accepts;
@@ -36,7 +35,7 @@ TEST(CpuSoftmax, Opset13AlongAxis) {
     for (const Case& c : kCases) {
       SCOPED_TRACE(std::string(op) + " " + dims_str(c.shape) + " axis " + std::to_string(c.axis));
       expect_matches_ref("cpu.softmax", op, {{random_tensor(c.shape, seed++, -10, 10)}},
-                         {{"axis", attr_i(c.axis)}});
+                         {{"axis", attr_int(c.axis)}});
     }
     expect_matches_ref("cpu.softmax", op, {{random_tensor({6, 9}, seed++, -10, 10)}});
   }
@@ -49,7 +48,7 @@ TEST(CpuSoftmax, Opset11CoercesTo2D) {
       for (int64_t axis : {c.axis, int64_t{0}, static_cast<int64_t>(c.shape.size())}) {
         SCOPED_TRACE(std::string(op) + " " + dims_str(c.shape) + " axis " + std::to_string(axis));
         expect_matches_ref("cpu.softmax", op, {{random_tensor(c.shape, seed++, -10, 10)}},
-                           {{"axis", attr_i(axis)}}, 1, 1e-5f, 1e-4f, /*opset=*/11);
+                           {{"axis", attr_int(axis)}}, 1, 1e-5f, 1e-4f, /*opset=*/11);
       }
     }
     // Default axis 1 before opset 13.
@@ -62,14 +61,14 @@ TEST(CpuSoftmax, LargeMagnitudesStayStable) {
   Tensor x = random_tensor({4, 50}, 200, -1000, 1000);
   expect_matches_ref("cpu.softmax", "Softmax", {{x}});
   expect_matches_ref("cpu.softmax", "LogSoftmax", {{x}}, {}, 1, 1e-3f, 1e-5f);
-  expect_matches_ref("cpu.softmax", "Softmax", {{x}}, {{"axis", attr_i(0)}});
+  expect_matches_ref("cpu.softmax", "Softmax", {{x}}, {{"axis", attr_int(0)}});
 }
 
 TEST(CpuSoftmax, InPlace) {
   for (const char* op : {"Softmax", "LogSoftmax"}) {
     expect_in_place_matches_ref("cpu.softmax", op, {{random_tensor({12, 128}, 300, -5, 5)}}, 0);
     expect_in_place_matches_ref("cpu.softmax", op, {{random_tensor({12, 300, 5}, 301, -5, 5)}}, 0,
-                                {{"axis", attr_i(1)}});
+                                {{"axis", attr_int(1)}});
   }
 }
 
@@ -78,7 +77,7 @@ TEST(CpuSoftmax, DeclinesAndErrors) {
   EXPECT_FALSE(fast_accepts("cpu.softmax", "Softmax", {{Tensor(DType::kInt64, {4})}}));
   EXPECT_FALSE(fast_accepts("cpu.softmax", "Softmax",
                             {{random_tensor({1, 2, 3, 4}, 1), false, Layout::kNHWC}}));
-  EXPECT_THROW(testing::run_kernel("Softmax", {{random_tensor({4, 4}, 2)}}, {{"axis", attr_i(2)}},
+  EXPECT_THROW(testing::run_kernel("Softmax", {{random_tensor({4, 4}, 2)}}, {{"axis", attr_int(2)}},
                                    1, "cpu.softmax"),
                Error);
 }

@@ -5,7 +5,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
 using testing::expect_in_place_matches_ref;
 using testing::expect_matches_ref;
 using testing::fast_accepts;
@@ -22,10 +21,10 @@ std::vector<UnaryCase> unary_cases() {
   return {
       {"Relu", -3, 3, {}},
       {"LeakyRelu", -3, 3, {}},
-      {"LeakyRelu", -3, 3, {{"alpha", attr_f(0.3f)}}},
+      {"LeakyRelu", -3, 3, {{"alpha", attr_float(0.3f)}}},
       {"Sigmoid", -20, 20, {}},
       {"HardSigmoid", -6, 6, {}},
-      {"HardSigmoid", -6, 6, {{"alpha", attr_f(0.1f)}, {"beta", attr_f(0.3f)}}},
+      {"HardSigmoid", -6, 6, {{"alpha", attr_float(0.1f)}, {"beta", attr_float(0.3f)}}},
       {"HardSwish", -6, 6, {}},
       {"Tanh", -10, 10, {}},
       {"Erf", -5, 5, {}},
@@ -36,7 +35,7 @@ std::vector<UnaryCase> unary_cases() {
       {"Neg", -3, 3, {}},
       {"Abs", -3, 3, {}},
       {"Elu", -5, 5, {}},
-      {"Elu", -5, 5, {{"alpha", attr_f(0.5f)}}},
+      {"Elu", -5, 5, {{"alpha", attr_float(0.5f)}}},
       {"Softplus", -30, 30, {}},
   };
 }
@@ -93,9 +92,10 @@ TEST(CpuUnary, ClipWithBoundInputs) {
 
 TEST(CpuUnary, ClipOpset6Attributes) {
   Tensor x = random_tensor({40, 3}, 4, -4, 4);
-  expect_matches_ref("cpu.unary", "Clip", {{x}}, {{"min", attr_f(-0.5f)}, {"max", attr_f(0.7f)}}, 1,
-                     1e-5f, 1e-4f, /*opset=*/6);
-  expect_matches_ref("cpu.unary", "Clip", {{x}}, {{"max", attr_f(0.0f)}}, 1, 1e-5f, 1e-4f, 6);
+  expect_matches_ref("cpu.unary", "Clip", {{x}},
+                     {{"min", attr_float(-0.5f)}, {"max", attr_float(0.7f)}}, 1, 1e-5f, 1e-4f,
+                     /*opset=*/6);
+  expect_matches_ref("cpu.unary", "Clip", {{x}}, {{"max", attr_float(0.0f)}}, 1, 1e-5f, 1e-4f, 6);
 }
 
 TEST(CpuUnary, ClipRejectsNonScalarBoundsAtRunTime) {
@@ -115,7 +115,7 @@ TEST(CpuUnary, DeclinesOtherTypes) {
   Tensor i64 = Tensor::scalar<int64_t>(1);
   EXPECT_FALSE(fast_accepts("cpu.unary", "Clip", {{x}, {i64}}));
   // An attribute of the wrong kind is left to the reference kernel to report.
-  EXPECT_FALSE(fast_accepts("cpu.unary", "LeakyRelu", {{x}}, {{"alpha", testing::attr_s("a")}}));
+  EXPECT_FALSE(fast_accepts("cpu.unary", "LeakyRelu", {{x}}, {{"alpha", attr_string("a")}}));
 }
 
 // Infinities and NaN compared exactly, finite values within tolerance.

@@ -7,9 +7,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_i;
-using testing::attr_ints;
-using testing::attr_s;
 using testing::Attrs;
 using testing::BuiltKernel;
 using testing::expect_matches_ref;
@@ -38,11 +35,11 @@ std::string describe(const ConvCase& c) {
 }
 
 Attrs conv_attrs(const ConvCase& c) {
-  Attrs a = {{"group", attr_i(c.group)}};
+  Attrs a = {{"group", attr_int(c.group)}};
   if (!c.strides.empty()) a["strides"] = attr_ints(c.strides);
   if (!c.dilations.empty()) a["dilations"] = attr_ints(c.dilations);
   if (!c.pads.empty()) a["pads"] = attr_ints(c.pads);
-  if (!c.auto_pad.empty()) a["auto_pad"] = attr_s(c.auto_pad);
+  if (!c.auto_pad.empty()) a["auto_pad"] = attr_string(c.auto_pad);
   return a;
 }
 
@@ -184,8 +181,8 @@ TEST(OnednnConv, DeclinesWhatItCannotRun) {
   EXPECT_EQ(run_kernel("Conv", dyn_b, conv_attrs(c)).kernel, "ref");
   // float64.
   std::vector<FastInput> f64 = {
-      {testing::run_ref1("Cast", {in[0].value}, {{"to", attr_i(11)}}), false},
-      {testing::run_ref1("Cast", {in[1].value}, {{"to", attr_i(11)}}), true}};
+      {testing::run_ref1("Cast", {in[0].value}, {{"to", attr_int(11)}}), false},
+      {testing::run_ref1("Cast", {in[1].value}, {{"to", attr_int(11)}}), true}};
   EXPECT_EQ(run_kernel("Conv", f64, {}).kernel, "ref");
   // kernel_shape disagreeing with the weights: the reference kernel reports it.
   Attrs bad = conv_attrs(c);
@@ -220,7 +217,7 @@ std::vector<FastInput> deconv_inputs(const DeconvCase& c, uint32_t seed) {
 
 void check_deconv(const DeconvCase& c, uint32_t seed) {
   Attrs a = c.attrs;
-  a["group"] = attr_i(c.group);
+  a["group"] = attr_int(c.group);
   SCOPED_TRACE("x" + dims_str(c.x) + " m=" + std::to_string(c.m) + " g=" + std::to_string(c.group) +
                " " + layout_name(c.layout) + " case " + std::to_string(seed));
   expect_matches_ref("onednn.conv_transpose", "ConvTranspose", deconv_inputs(c, seed), a, 1, kTol,
@@ -291,7 +288,7 @@ TEST(OnednnConvTranspose, Sweep) {
                       2,
                       {3, 3},
                       1,
-                      {{"strides", attr_ints({2, 2})}, {"auto_pad", attr_s(ap)}},
+                      {{"strides", attr_ints({2, 2})}, {"auto_pad", attr_string(ap)}},
                       bias,
                       layout},
                      seed++);

@@ -14,10 +14,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
-using testing::attr_i;
-using testing::attr_ints;
-using testing::attr_s;
 using testing::Attrs;
 using testing::BuiltKernel;
 using testing::expect_close;
@@ -56,9 +52,9 @@ const std::vector<Act>& activations() {
 }
 
 void add_act_attrs(const Act& a, Attrs& attrs) {
-  if (!a.name.empty()) attrs["activation"] = attr_s(a.name);
-  if (a.has_alpha) attrs["activation_alpha"] = attr_f(a.alpha);
-  if (a.has_beta) attrs["activation_beta"] = attr_f(a.beta);
+  if (!a.name.empty()) attrs["activation"] = attr_string(a.name);
+  if (a.has_alpha) attrs["activation_alpha"] = attr_float(a.alpha);
+  if (a.has_beta) attrs["activation_beta"] = attr_float(a.beta);
 }
 
 // FusedConv.
@@ -73,7 +69,7 @@ struct ConvCase {
 
 Dims conv_out_shape(const ConvCase& c, const Tensor& x, const Tensor& w) {
   Attrs a = c.attrs;
-  a["group"] = attr_i(c.group);
+  a["group"] = attr_int(c.group);
   return run_ref1("Conv", {x, w}, a).shape();
 }
 
@@ -94,7 +90,7 @@ std::vector<FastInput> conv_inputs(const ConvCase& c, bool bias, bool sum, Layou
 
 Attrs conv_attrs(const ConvCase& c, const Act& act) {
   Attrs a = c.attrs;
-  a["group"] = attr_i(c.group);
+  a["group"] = attr_int(c.group);
   add_act_attrs(act, a);
   return a;
 }
@@ -121,7 +117,7 @@ const std::vector<ConvCase>& conv_cases() {
        {3, 3},
        8,
        {{"strides", attr_ints({2, 2})}, {"pads", attr_ints({1, 1, 1, 1})}}},
-      {{1, 6, 7, 9}, 9, {3, 3}, 3, {{"auto_pad", attr_s("SAME_UPPER")}}},
+      {{1, 6, 7, 9}, 9, {3, 3}, 3, {{"auto_pad", attr_string("SAME_UPPER")}}},
       {{1, 4, 9, 8},
        6,
        {3, 2},
@@ -408,7 +404,7 @@ TEST(OnednnFusedConvPool, MatchesTheReferenceOnBothConvPaths) {
        {"pool_pads", attr_ints({1, 1, 1, 1})}},
       {{"pool_kernel_shape", attr_ints({2, 2})},
        {"pool_strides", attr_ints({2, 2})},
-       {"pool_ceil_mode", attr_i(1)}}};
+       {"pool_ceil_mode", attr_int(1)}}};
   uint32_t seed = 7000;
   for (const ConvCase& c : convs) {
     for (const Attrs& pool : pools) {
@@ -438,7 +434,7 @@ TEST(OnednnFusedConvPool, DeclinesWhatItCannotRun) {
     EXPECT_FALSE(k.accepted);
   }
   attrs["pool_kernel_shape"] = attr_ints({2, 2});
-  attrs["pool_storage_order"] = attr_i(3);  // invalid
+  attrs["pool_storage_order"] = attr_int(3);  // invalid
   BuiltKernel k("onednn.fused_conv_pool", "FusedConvPool",
                 conv_inputs(c, true, false, Layout::kNHWC, Layout::kNHWC, 1), attrs);
   EXPECT_FALSE(k.accepted);
@@ -505,7 +501,7 @@ TEST(OnednnFusedMatMul, TwoAndThreeDimensionalWithBiasAndActivations) {
 }
 
 TEST(OnednnFusedMatMul, Declines) {
-  Attrs gelu = {{"activation", attr_s("Gelu")}};
+  Attrs gelu = {{"activation", attr_string("Gelu")}};
   // A bias over more than the last dim.
   std::vector<FastInput> in = {{random_tensor({4, 6}, 1)},
                                {random_tensor({6, 5}, 2), true},
@@ -527,14 +523,15 @@ TEST(OnednnFusedGemm, TransposesCAndActivations) {
         std::vector<FastInput> in = {{random_tensor({5, 8}, seed++)},
                                      {random_tensor(tb ? Dims{6, 8} : Dims{8, 6}, seed++), true}};
         if (!cs.empty()) in.push_back({random_tensor(cs, seed++), true});
-        Attrs attrs = {{"transB", attr_i(tb)}, {"alpha", attr_f(0.5f)}, {"beta", attr_f(2.0f)}};
+        Attrs attrs = {
+            {"transB", attr_int(tb)}, {"alpha", attr_float(0.5f)}, {"beta", attr_float(2.0f)}};
         add_act_attrs(act, attrs);
         expect_matches_ref("onednn.fused_gemm", "FusedGemm", in, attrs, 1, kTol, kTol);
       }
     }
   }
   // C at run time (sum post-op before the activation) and transA.
-  Attrs attrs = {{"transA", attr_i(1)}, {"activation", attr_s("Relu")}};
+  Attrs attrs = {{"transA", attr_int(1)}, {"activation", attr_string("Relu")}};
   expect_matches_ref("onednn.fused_gemm", "FusedGemm",
                      {{random_tensor({8, 5}, 1)},
                       {random_tensor({8, 6}, 2), true},
@@ -558,7 +555,7 @@ TEST(OnednnFusedGemm, LargeWeightsInPlaceForFewRows) {
             {random_tensor({m, k}, seed++, -1.0f, 1.0f)},
             {random_tensor(tb ? Dims{n, k} : Dims{k, n}, seed++, -0.05f, 0.05f), true},
             {random_tensor({n}, seed++), true}};
-        Attrs attrs = {{"transB", attr_i(tb)}};
+        Attrs attrs = {{"transB", attr_int(tb)}};
         add_act_attrs(act, attrs);
         expect_matches_ref("onednn.fused_gemm", "FusedGemm", in, attrs, 1, kTol, kTol);
       }
@@ -567,7 +564,8 @@ TEST(OnednnFusedGemm, LargeWeightsInPlaceForFewRows) {
   std::vector<FastInput> sum = {{random_tensor({2, k}, 1, -1.0f, 1.0f)},
                                 {random_tensor({n, k}, 2, -0.05f, 0.05f), true},
                                 {random_tensor({2, n}, 3), true}};
-  expect_matches_ref("onednn.fused_gemm", "FusedGemm", sum, {{"transB", attr_i(1)}}, 1, kTol, kTol);
+  expect_matches_ref("onednn.fused_gemm", "FusedGemm", sum, {{"transB", attr_int(1)}}, 1, kTol,
+                     kTol);
 }
 
 // FusedGlobalPoolGemm.
@@ -589,7 +587,8 @@ TEST(OnednnPoolGemm, PlainAndNhwc) {
               {random_tensor(c.x, seed++), false, layout},
               {random_tensor(tb ? Dims{c.n, c.x[1]} : Dims{c.x[1], c.n}, seed++), true}};
           if (with_c) in.push_back({random_tensor({c.n}, seed++), true});
-          Attrs attrs = {{"transB", attr_i(tb)}, {"alpha", attr_f(1.5f)}, {"beta", attr_f(0.5f)}};
+          Attrs attrs = {
+              {"transB", attr_int(tb)}, {"alpha", attr_float(1.5f)}, {"beta", attr_float(0.5f)}};
           expect_matches_ref("onednn.pool_gemm", "FusedGlobalPoolGemm", in, attrs, 1, kTol, kTol);
         }
       }
@@ -600,17 +599,17 @@ TEST(OnednnPoolGemm, PlainAndNhwc) {
                      {{random_tensor({2, 6, 11}, 1)},
                       {random_tensor({5, 6}, 2), true},
                       {random_tensor({5}, 3), true}},
-                     {{"transB", attr_i(1)}, {"activation", attr_s("Relu")}}, 1, kTol, kTol);
+                     {{"transB", attr_int(1)}, {"activation", attr_string("Relu")}}, 1, kTol, kTol);
 }
 
 TEST(OnednnPoolGemm, ResNetHeadIsOneKernelAndDeclinesTransA) {
   std::vector<FastInput> in = {{random_tensor({1, 2048, 7, 7}, 1), false, Layout::kNHWC},
                                {random_tensor({1000, 2048}, 2, -0.05f, 0.05f), true},
                                {random_tensor({1000}, 3), true}};
-  const Attrs attrs = {{"transB", attr_i(1)}};
+  const Attrs attrs = {{"transB", attr_int(1)}};
   EXPECT_EQ(run_kernel("FusedGlobalPoolGemm", in, attrs).kernel, "onednn.pool_gemm");
   expect_matches_ref("onednn.pool_gemm", "FusedGlobalPoolGemm", in, attrs, 1, kTol, kTol);
-  BuiltKernel k("onednn.pool_gemm", "FusedGlobalPoolGemm", in, {{"transA", attr_i(1)}});
+  BuiltKernel k("onednn.pool_gemm", "FusedGlobalPoolGemm", in, {{"transA", attr_int(1)}});
   EXPECT_FALSE(k.accepted);
 }
 
@@ -635,7 +634,7 @@ std::vector<FastInput> matmul_ln_inputs(const Dims& a, int64_t n, bool bias, boo
 }
 
 TEST(OnednnFusedMatMulLayerNorm, MatchesTheReferenceAndRunsInPlace) {
-  const Attrs eps = {{"epsilon", attr_f(1e-12f)}};
+  const Attrs eps = {{"epsilon", attr_float(1e-12f)}};
   uint32_t seed = 9000;
   for (const Dims& a : {Dims{7, 9}, Dims{1, 16, 64}, Dims{2, 5, 33}}) {
     for (int64_t n : {int64_t{5}, int64_t{96}, int64_t{768}}) {
@@ -681,8 +680,8 @@ TEST(OnednnFusedLayerNormMatMul, MatchesTheReference) {
                                      {random_tensor({n}, seed + 2), true},
                                      {random_tensor({k}, seed + 3, 0.5f, 1.5f), true}};
         if (beta) in.push_back({random_tensor({k}, seed + 4), true});
-        Attrs attrs = {{"epsilon", attr_f(1e-5f)}};
-        if (*act) attrs["activation"] = attr_s(act);
+        Attrs attrs = {{"epsilon", attr_float(1e-5f)}};
+        if (*act) attrs["activation"] = attr_string(act);
         expect_matches_ref("onednn.fused_ln_matmul", "FusedLayerNormMatMul", in, attrs, 1, kTol,
                            kTol);
       }

@@ -7,8 +7,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
-using testing::attr_i;
 using testing::Attrs;
 using testing::BuiltKernel;
 using testing::expect_matches_ref;
@@ -90,8 +88,8 @@ TEST(OnednnMatMul, RunRejectsWrongShapesAndDeclinesOthers) {
   EXPECT_THROW(dyn.run({a, random_tensor({9, 6}, 3)}), Error);
   // Mismatched inner dims and float64 are left to the reference kernel.
   EXPECT_FALSE(BuiltKernel("onednn.matmul", "MatMul", {{a}, {random_tensor({8, 5}, 2)}}).accepted);
-  Tensor a64 = testing::run_ref1("Cast", {a}, {{"to", attr_i(11)}});
-  Tensor b64 = testing::run_ref1("Cast", {b}, {{"to", attr_i(11)}});
+  Tensor a64 = testing::run_ref1("Cast", {a}, {{"to", attr_int(11)}});
+  Tensor b64 = testing::run_ref1("Cast", {b}, {{"to", attr_int(11)}});
   EXPECT_EQ(run_kernel("MatMul", {{a64}, {b64, true}}).kernel, "ref");
   EXPECT_EQ(run_kernel("MatMul", {{a}, {b, true}}).kernel, "onednn.matmul");
 }
@@ -115,10 +113,10 @@ std::vector<FastInput> gemm_inputs(const GemmCase& g, uint32_t seed) {
 }
 
 Attrs gemm_attrs(const GemmCase& g) {
-  return {{"transA", attr_i(g.ta)},
-          {"transB", attr_i(g.tb)},
-          {"alpha", attr_f(g.alpha)},
-          {"beta", attr_f(g.beta)}};
+  return {{"transA", attr_int(g.ta)},
+          {"transB", attr_int(g.tb)},
+          {"alpha", attr_float(g.alpha)},
+          {"beta", attr_float(g.beta)}};
 }
 
 void check_gemm(const GemmCase& g, uint32_t seed) {

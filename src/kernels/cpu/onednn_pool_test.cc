@@ -7,9 +7,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_i;
-using testing::attr_ints;
-using testing::attr_s;
 using testing::Attrs;
 using testing::BuiltKernel;
 using testing::expect_matches_ref;
@@ -39,9 +36,9 @@ TEST(OnednnPool, Sweep2d) {
                 if (std::string(op) == "MaxPool" && include) continue;
                 Attrs a = {{"kernel_shape", attr_ints({k, k})},
                            {"strides", attr_ints({s, s})},
-                           {"ceil_mode", attr_i(ceil)}};
+                           {"ceil_mode", attr_int(ceil)}};
                 if (!p.empty()) a["pads"] = attr_ints(p);
-                if (std::string(op) == "AveragePool") a["count_include_pad"] = attr_i(include);
+                if (std::string(op) == "AveragePool") a["count_include_pad"] = attr_int(include);
                 // An average counting padding whose ceil_mode window overhangs the pads is
                 // the reference kernel's (checked in Declines).
                 BuiltKernel probe("onednn.pool", op, {{random_tensor({2, 3, 7, 9}, 1)}}, a);
@@ -70,7 +67,7 @@ TEST(OnednnPool, DilationsAndAutoPad) {
           check_pool(op, {2, 5, 7, 9},
                      {{"kernel_shape", attr_ints({3, 2})},
                       {"strides", attr_ints({s, s})},
-                      {"auto_pad", attr_s(ap)}},
+                      {"auto_pad", attr_string(ap)}},
                      layout, seed++);
         }
       }
@@ -88,17 +85,17 @@ TEST(OnednnPool, ResNetAndOneAndThreeDimensional) {
              Layout::kPlain, 301);
   check_pool(
       "AveragePool", {2, 3, 11},
-      {{"kernel_shape", attr_ints({4})}, {"pads", attr_ints({1, 2})}, {"ceil_mode", attr_i(1)}},
+      {{"kernel_shape", attr_ints({4})}, {"pads", attr_ints({1, 2})}, {"ceil_mode", attr_int(1)}},
       Layout::kPlain, 302);
   check_pool("AveragePool", {1, 3, 5, 6, 7},
              {{"kernel_shape", attr_ints({2, 2, 3})},
               {"strides", attr_ints({2, 1, 2})},
-              {"count_include_pad", attr_i(1)},
+              {"count_include_pad", attr_int(1)},
               {"pads", attr_ints({1, 0, 1, 0, 1, 1})}},
              Layout::kPlain, 303);
   check_pool("MaxPool", {1, 3, 5, 6, 7},
              {{"kernel_shape", attr_ints({2, 2, 3})},
-              {"ceil_mode", attr_i(1)},
+              {"ceil_mode", attr_int(1)},
               {"strides", attr_ints({2, 2, 2})}},
              Layout::kPlain, 304);
 }
@@ -124,12 +121,12 @@ TEST(OnednnPool, Declines) {
   EXPECT_EQ(run_kernel("MaxPool", {{x}}, a, 2).kernel, "ref");
   // An average counting padding where the ceil_mode window overhangs the pads.
   Attrs overhang = a;
-  overhang["ceil_mode"] = attr_i(1);
-  overhang["count_include_pad"] = attr_i(1);
+  overhang["ceil_mode"] = attr_int(1);
+  overhang["count_include_pad"] = attr_int(1);
   overhang["kernel_shape"] = attr_ints({2, 2});
   EXPECT_EQ(run_kernel("AveragePool", {{x}}, overhang).kernel, "ref");
   // float64.
-  Tensor x64 = testing::run_ref1("Cast", {x}, {{"to", attr_i(11)}});
+  Tensor x64 = testing::run_ref1("Cast", {x}, {{"to", attr_int(11)}});
   EXPECT_EQ(run_kernel("MaxPool", {{x64}}, a).kernel, "ref");
   // Pads as wide as the window: the reference kernel reports them.
   Attrs wide = a;

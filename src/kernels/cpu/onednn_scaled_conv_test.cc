@@ -10,7 +10,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_s;
 using testing::expect_close;
 using testing::expect_matches_ref;
 using testing::FastInput;
@@ -57,7 +56,7 @@ TEST(OnednnScaledConv, MatchesTheReference) {
                  (c.per_image ? " per image" : "") + (c.bias ? " bias" : "") +
                  (c.sum ? " sum" : "") + " act=" + c.act);
     Attrs attrs;
-    if (!c.act.empty()) attrs["activation"] = attr_s(c.act);
+    if (!c.act.empty()) attrs["activation"] = attr_string(c.act);
     std::vector<FastInput> in = inputs_of(c, seed += 10);
     expect_matches_ref("onednn.scaled_conv", "ScaledConv", in, attrs, 1, kTol, kTol);
   }

@@ -118,16 +118,4 @@ inline void expect_matches_ref(const std::string& kernel, const std::string& op,
   }
 }
 
-// Deterministic pseudo-random float32 tensor in [lo, hi).
-inline Tensor random_tensor(const Dims& shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  Tensor t(DType::kFloat32, shape);
-  float* p = t.data<float>();
-  uint32_t s = seed * 2654435761u + 12345u;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    s = s * 1664525u + 1013904223u;
-    p[i] = lo + (hi - lo) * static_cast<float>(s >> 8) / static_cast<float>(1u << 24);
-  }
-  return t;
-}
-
 }  // namespace nnfuse::testing

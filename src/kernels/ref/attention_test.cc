@@ -13,9 +13,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
-using testing::attr_i;
-using testing::attr_ints;
 using testing::expect_close;
 using testing::run_ref;
 using testing::run_ref1;
@@ -42,9 +39,9 @@ Tensor i64(const std::vector<int64_t>& v) {
 }
 
 Attrs mha_attrs(int64_t heads, bool causal = false, bool packed = false) {
-  Attrs a = {{"num_heads", attr_i(heads)}};
-  if (causal) a["causal"] = attr_i(1);
-  if (packed) a["qkv_packed"] = attr_i(1);
+  Attrs a = {{"num_heads", attr_int(heads)}};
+  if (causal) a["causal"] = attr_int(1);
+  if (packed) a["qkv_packed"] = attr_int(1);
   return a;
 }
 
@@ -72,7 +69,7 @@ Tensor composed(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
     }
     s = run_ref1("Add", {s, c});
   }
-  const Tensor p = run_ref1("Softmax", {s}, {{"axis", attr_i(-1)}});
+  const Tensor p = run_ref1("Softmax", {s}, {{"axis", attr_int(-1)}});
   const Tensor o = run_ref1("MatMul", {p, split_heads(v, heads, false)});
   const Tensor t = run_ref1("Transpose", {o}, {{"perm", attr_ints({0, 2, 1, 3})}});
   return run_ref1("Reshape", {t, i64({b, sq, hidden})});
@@ -86,7 +83,7 @@ TEST(RefAttention, ByHand) {
   const Tensor k = f32({1, 2, 4}, {1, 0, 0, 1, 0, 1, 0, 0});
   const Tensor v = f32({1, 2, 4}, {1, 2, 10, 20, 3, 4, 30, 40});
   Attrs a = mha_attrs(2);
-  a["scale"] = attr_f(1.0f);
+  a["scale"] = attr_float(1.0f);
   const std::vector<float> got = values<float>(run_ref1("MultiHeadAttention", {q, k, v}, a));
   const double p0 = std::exp(1.0) / (std::exp(1.0) + 1), p1 = std::exp(2.0) / (std::exp(2.0) + 1);
   const std::vector<double> want = {p0 * 1 + (1 - p0) * 3, p0 * 2 + (1 - p0) * 4,
@@ -130,7 +127,7 @@ void check_composed(const Case& c, uint32_t seed) {
   std::vector<Tensor> inputs;
   if (c.packed) {
     const Tensor x = random_tensor({c.batch, c.sq, 3 * hidden}, seed, 2.0f);
-    const std::vector<Tensor> qkv = run_ref("Split", {x}, {{"axis", attr_i(2)}}, 3);
+    const std::vector<Tensor> qkv = run_ref("Split", {x}, {{"axis", attr_int(2)}}, 3);
     q = qkv[0];
     k = qkv[1];
     v = qkv[2];
@@ -239,7 +236,7 @@ TEST(RefAttention, Errors) {
   expect_error({q, k, v, random_tensor({2, 1, 3, 4}, 4)}, mha_attrs(2), "does not broadcast");
   expect_error({q, k, v, random_tensor({3, 1, 1, 5}, 4)}, mha_attrs(2), "does not broadcast");
   expect_error({q, k, v, random_tensor({1, 2, 1, 3, 5}, 4)}, mha_attrs(2), "does not broadcast");
-  expect_error({q, k, v}, {{"num_heads", attr_i(2)}, {"causal", attr_i(2)}}, "causal");
+  expect_error({q, k, v}, {{"num_heads", attr_int(2)}, {"causal", attr_int(2)}}, "causal");
   expect_error({random_tensor({2, 3, 10}, 1)}, mha_attrs(1, false, true), "does not split");
   expect_error({q, k, v}, mha_attrs(2, false, true), "must be omitted");
   expect_error({q}, mha_attrs(2), "K and V are required");

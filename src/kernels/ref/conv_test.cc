@@ -6,20 +6,11 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_i;
-using testing::attr_ints;
-using testing::attr_s;
 using testing::expect_close;
 using testing::run_ref1;
 using testing::values;
 
-Tensor random_tensor(const Dims& shape, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  Tensor t(DType::kFloat32, shape);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(gen);
-  return t;
-}
+using testing::random_tensor;
 
 // Advances a C-order multi-index over `dims`; false after the last one.
 bool next_index(Dims& idx, const Dims& dims) {
@@ -115,11 +106,11 @@ Tensor naive_conv(const ConvCase& c, const Tensor& x, const Tensor& w, const Ten
 
 std::map<std::string, Attribute> conv_attrs(const ConvCase& c) {
   std::map<std::string, Attribute> a;
-  if (c.group != 1) a["group"] = attr_i(c.group);
+  if (c.group != 1) a["group"] = attr_int(c.group);
   if (!c.strides.empty()) a["strides"] = attr_ints(c.strides);
   if (!c.dilations.empty()) a["dilations"] = attr_ints(c.dilations);
   if (!c.pads.empty()) a["pads"] = attr_ints(c.pads);
-  if (!c.auto_pad.empty()) a["auto_pad"] = attr_s(c.auto_pad);
+  if (!c.auto_pad.empty()) a["auto_pad"] = attr_string(c.auto_pad);
   return a;
 }
 
@@ -182,7 +173,7 @@ TEST(RefNnConv, BadShapesThrow) {
   // Channel mismatch.
   EXPECT_THROW(run_ref1("Conv", {x, random_tensor({2, 2, 3, 3}, 2)}), Error);
   // Group does not divide the channels.
-  EXPECT_THROW(run_ref1("Conv", {x, random_tensor({2, 1, 3, 3}, 2)}, {{"group", attr_i(2)}}),
+  EXPECT_THROW(run_ref1("Conv", {x, random_tensor({2, 1, 3, 3}, 2)}, {{"group", attr_int(2)}}),
                Error);
   // Bias of the wrong size.
   EXPECT_THROW(run_ref1("Conv", {x, random_tensor({2, 3, 3, 3}, 2), random_tensor({3}, 3)}), Error);
@@ -215,7 +206,7 @@ TEST(RefNnConv, UnsupportedDtypeHasReason) {
     EXPECT_NE(std::string(e.what()).find("int32"), std::string::npos) << e.what();
   }
   Tensor xf = random_tensor({1, 1, 3, 3}, 1), wf = random_tensor({1, 1, 1, 1}, 2);
-  EXPECT_THROW(run_ref1("Conv", {xf, wf}, {{"auto_pad", attr_s("SAME_MIDDLE")}}), Error);
+  EXPECT_THROW(run_ref1("Conv", {xf, wf}, {{"auto_pad", attr_string("SAME_MIDDLE")}}), Error);
 }
 
 // ---- ConvTranspose ----
@@ -321,13 +312,13 @@ TEST(RefNnConvTranspose, SweepAgainstScatterFormula) {
     Tensor w = random_tensor(w_shape, seed++);
     Tensor b = random_tensor({c.m}, seed++);
     std::map<std::string, Attribute> a;
-    if (c.group != 1) a["group"] = attr_i(c.group);
+    if (c.group != 1) a["group"] = attr_int(c.group);
     if (!c.strides.empty()) a["strides"] = attr_ints(c.strides);
     if (!c.dilations.empty()) a["dilations"] = attr_ints(c.dilations);
     if (!c.pads.empty()) a["pads"] = attr_ints(c.pads);
     if (!c.output_padding.empty()) a["output_padding"] = attr_ints(c.output_padding);
     if (!c.output_shape.empty()) a["output_shape"] = attr_ints(c.output_shape);
-    if (!c.auto_pad.empty()) a["auto_pad"] = attr_s(c.auto_pad);
+    if (!c.auto_pad.empty()) a["auto_pad"] = attr_string(c.auto_pad);
     expect_close(run_ref1("ConvTranspose", {x, w, b}, a), naive_conv_transpose(c, x, w, b));
   }
 }
@@ -336,7 +327,7 @@ TEST(RefNnConvTranspose, BadShapesThrow) {
   Tensor x = random_tensor({1, 3, 4, 4}, 1);
   EXPECT_THROW(run_ref1("ConvTranspose", {x, random_tensor({2, 2, 3, 3}, 2)}), Error);
   EXPECT_THROW(
-      run_ref1("ConvTranspose", {x, random_tensor({3, 1, 3, 3}, 2)}, {{"group", attr_i(2)}}),
+      run_ref1("ConvTranspose", {x, random_tensor({3, 1, 3, 3}, 2)}, {{"group", attr_int(2)}}),
       Error);
   EXPECT_THROW(run_ref1("ConvTranspose", {x, random_tensor({3, 2, 3, 3}, 2)},
                         {{"pads", attr_ints({5, 5, 5, 5})}}),

@@ -11,9 +11,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
-using testing::attr_i;
-using testing::attr_s;
 using testing::run_ref1;
 using testing::values;
 
@@ -104,20 +101,23 @@ TEST(RefElementwiseUnary, FormulaTable) {
       {"Elu",
        xs,
        [](double x) { return x >= 0 ? x : 0.5 * (std::exp(x) - 1); },
-       {{"alpha", attr_f(0.5f)}}},
+       {{"alpha", attr_float(0.5f)}}},
       {"Selu", xs, [&](double x) { return selu_g * (x > 0 ? x : selu_a * (std::exp(x) - 1)); }},
       {"Celu",
        xs,
        [](double x) { return x > 0 ? x : 2.0 * (std::exp(x / 2.0) - 1); },
-       {{"alpha", attr_f(2.0f)}}},
+       {{"alpha", attr_float(2.0f)}}},
       {"HardSigmoid", xs, [](double x) { return std::min(1.0, std::max(0.0, 0.2 * x + 0.5)); }},
       {"HardSigmoid",
        xs,
        [](double x) { return std::min(1.0, std::max(0.0, 0.5 * x + 0.1)); },
-       {{"alpha", attr_f(0.5f)}, {"beta", attr_f(0.1f)}}},
+       {{"alpha", attr_float(0.5f)}, {"beta", attr_float(0.1f)}}},
       {"HardSwish", xs, [](double x) { return x * std::min(1.0, std::max(0.0, x / 6 + 0.5)); }},
       {"LeakyRelu", xs, [](double x) { return x >= 0 ? x : 0.01 * x; }},
-      {"LeakyRelu", xs, [](double x) { return x >= 0 ? x : 0.2 * x; }, {{"alpha", attr_f(0.2f)}}},
+      {"LeakyRelu",
+       xs,
+       [](double x) { return x >= 0 ? x : 0.2 * x; },
+       {{"alpha", attr_float(0.2f)}}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.op);
@@ -139,7 +139,7 @@ TEST(RefElementwiseUnary, HandComputed) {
   expect_floats(run_ref1("Round", {x}), s, {-2, -2, 0, 0, 0, 2, 2});  // half to even
   expect_floats(run_ref1("Sign", {x}), s, {-1, -1, -1, 0, 1, 1, 1});
   expect_floats(run_ref1("ThresholdedRelu", {x}), s, {0, 0, 0, 0, 0, 1.5f, 2.5f});
-  expect_floats(run_ref1("ThresholdedRelu", {x}, {{"alpha", attr_f(0.25f)}}), s,
+  expect_floats(run_ref1("ThresholdedRelu", {x}, {{"alpha", attr_float(0.25f)}}), s,
                 {0, 0, 0, 0, 0.5f, 1.5f, 2.5f});
   expect_floats(run_ref1("HardSwish", {F({3}, {-3, 1, 3})}), {3}, {0, 2.0f / 3, 3});
   expect_floats(run_ref1("HardSigmoid", {F({3}, {-5, 0, 5})}), {3}, {0, 0.5f, 1});
@@ -177,9 +177,9 @@ TEST(RefElementwiseUnary, PredicatesAndNot) {
   Tensor x = F({4}, {1.0f, NAN, inf, -inf});
   EXPECT_EQ(bools(run_ref1("IsNaN", {x})), (std::vector<bool>{false, true, false, false}));
   EXPECT_EQ(bools(run_ref1("IsInf", {x})), (std::vector<bool>{false, false, true, true}));
-  EXPECT_EQ(bools(run_ref1("IsInf", {x}, {{"detect_negative", attr_i(0)}})),
+  EXPECT_EQ(bools(run_ref1("IsInf", {x}, {{"detect_negative", attr_int(0)}})),
             (std::vector<bool>{false, false, true, false}));
-  EXPECT_EQ(bools(run_ref1("IsInf", {x}, {{"detect_positive", attr_i(0)}})),
+  EXPECT_EQ(bools(run_ref1("IsInf", {x}, {{"detect_positive", attr_int(0)}})),
             (std::vector<bool>{false, false, false, true}));
   EXPECT_EQ(bools(run_ref1("Not", {B({2}, {true, false})})), (std::vector<bool>{false, true}));
 }
@@ -200,7 +200,7 @@ TEST(RefElementwiseUnary, Clip) {
                                         Tensor::scalar<int64_t>(5)})),
       (std::vector<int64_t>{0, 3, 5}));
   // Opset 6: attributes.
-  expect_floats(run_ref1("Clip", {x}, {{"min", attr_f(-1)}, {"max", attr_f(1)}}, 6), {5},
+  expect_floats(run_ref1("Clip", {x}, {{"min", attr_float(-1)}, {"max", attr_float(1)}}, 6), {5},
                 {-1, -1, 0, 1, 1});
   EXPECT_THROW(run_ref1("Clip", {x, F({2}, {0, 1})}), Error);
 }
@@ -267,12 +267,12 @@ TEST(RefElementwiseBinary, Mod) {
   // fmod=0: sign of the divisor (Python).
   EXPECT_EQ(values<int32_t>(run_ref1("Mod", {a, b})), (std::vector<int32_t>{1, 2, -2, -1}));
   // fmod=1: sign of the dividend (C).
-  EXPECT_EQ(values<int32_t>(run_ref1("Mod", {a, b}, {{"fmod", attr_i(1)}})),
+  EXPECT_EQ(values<int32_t>(run_ref1("Mod", {a, b}, {{"fmod", attr_int(1)}})),
             (std::vector<int32_t>{1, -1, 1, -1}));
   EXPECT_EQ(values<int32_t>(run_ref1("Mod", {a, T_<int32_t>({1}, {-1})})),
             (std::vector<int32_t>{0, 0, 0, 0}));
   EXPECT_THROW(run_ref1("Mod", {a, T_<int32_t>({1}, {0})}), Error);
-  expect_floats(run_ref1("Mod", {F({2}, {-7.5f, 7.5f}), F({1}, {2})}, {{"fmod", attr_i(1)}}), {2},
+  expect_floats(run_ref1("Mod", {F({2}, {-7.5f, 7.5f}), F({1}, {2})}, {{"fmod", attr_int(1)}}), {2},
                 {-1.5f, 1.5f});
   EXPECT_EQ(values<uint8_t>(run_ref1("Mod", {T_<uint8_t>({2}, {7, 250}), T_<uint8_t>({1}, {4})})),
             (std::vector<uint8_t>{3, 2}));
@@ -315,12 +315,12 @@ TEST(RefElementwiseBinary, PRelu) {
 TEST(RefElementwiseBinary, BitShift) {
   Tensor x = T_<uint8_t>({3}, {1, 16, 255});
   Tensor s = T_<uint8_t>({3}, {2, 1, 8});
-  EXPECT_EQ(values<uint8_t>(run_ref1("BitShift", {x, s}, {{"direction", attr_s("LEFT")}})),
+  EXPECT_EQ(values<uint8_t>(run_ref1("BitShift", {x, s}, {{"direction", attr_string("LEFT")}})),
             (std::vector<uint8_t>{4, 32, 0}));
-  EXPECT_EQ(values<uint8_t>(run_ref1("BitShift", {x, s}, {{"direction", attr_s("RIGHT")}})),
+  EXPECT_EQ(values<uint8_t>(run_ref1("BitShift", {x, s}, {{"direction", attr_string("RIGHT")}})),
             (std::vector<uint8_t>{0, 8, 0}));
   EXPECT_EQ(values<uint64_t>(run_ref1("BitShift", {T_<uint64_t>({1}, {3}), T_<uint64_t>({1}, {62})},
-                                      {{"direction", attr_s("LEFT")}})),
+                                      {{"direction", attr_string("LEFT")}})),
             (std::vector<uint64_t>{uint64_t{3} << 62}));
 }
 
@@ -378,14 +378,15 @@ TEST(RefElementwiseSupport, UnsupportedTypesGiveReasons) {
   EXPECT_NE(reason("And", {DType::kFloat32, DType::kFloat32}), "");
   EXPECT_NE(reason("Where", {DType::kFloat32, DType::kFloat32, DType::kFloat32}), "");
   EXPECT_NE(reason("BitShift", {DType::kUInt8, DType::kUInt8}), "");  // no direction
-  EXPECT_NE(reason("BitShift", {DType::kInt32, DType::kInt32}, {{"direction", attr_s("LEFT")}}),
-            "");
+  EXPECT_NE(
+      reason("BitShift", {DType::kInt32, DType::kInt32}, {{"direction", attr_string("LEFT")}}), "");
   EXPECT_NE(reason("Mean", {DType::kInt32}), "");
   EXPECT_EQ(reason("Add", {DType::kFloat32, DType::kUndefined}), "");
   EXPECT_EQ(reason("Relu", {DType::kInt8}), "");
   EXPECT_EQ(reason("Where", {DType::kBool, DType::kInt64, DType::kInt64}), "");
-  EXPECT_EQ(reason("BitShift", {DType::kUInt32, DType::kUInt32}, {{"direction", attr_s("RIGHT")}}),
-            "");
+  EXPECT_EQ(
+      reason("BitShift", {DType::kUInt32, DType::kUInt32}, {{"direction", attr_string("RIGHT")}}),
+      "");
   EXPECT_THROW(run_ref1("Tanh", {Tensor(DType::kFloat16, {2})}), Error);
 }
 

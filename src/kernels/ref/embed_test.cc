@@ -10,22 +10,13 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
-using testing::attr_i;
-using testing::attr_s;
 using testing::expect_close;
 using testing::run_ref;
 using testing::run_ref1;
 
 using Attrs = std::map<std::string, Attribute>;
 
-Tensor random_tensor(const Dims& shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  Tensor t(DType::kFloat32, shape);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(gen);
-  return t;
-}
+using testing::random_tensor;
 
 template <typename T>
 Tensor ids_tensor(const Dims& shape, uint32_t seed, int64_t lo, int64_t hi) {
@@ -47,7 +38,7 @@ Tensor unfused(const std::vector<Tensor>& in, float eps, Tensor* sum = nullptr) 
   if (sum) *sum = s;
   std::vector<Tensor> ln = {s, in[0]};
   if (in[1].defined()) ln.push_back(in[1]);
-  return run_ref1("LayerNormalization", ln, {{"axis", attr_i(-1)}, {"epsilon", attr_f(eps)}});
+  return run_ref1("LayerNormalization", ln, {{"axis", attr_int(-1)}, {"epsilon", attr_float(eps)}});
 }
 
 TEST(EmbedLayerNormRef, EqualsGathersAddsAndLayerNorm) {
@@ -63,12 +54,12 @@ TEST(EmbedLayerNormRef, EqualsGathersAddsAndLayerNorm) {
   // Three lookups, no addend, with beta.
   std::vector<Tensor> in = {
       gamma, beta, Tensor(), word, ids, tok, types, pos, ids_tensor<int64_t>({b, s}, 9, 0, s - 1)};
-  expect_close(run_ref1("EmbedLayerNorm", in, {{"epsilon", attr_f(1e-12f)}}), unfused(in, 1e-12f),
-               1e-5f, 1e-5f);
+  expect_close(run_ref1("EmbedLayerNorm", in, {{"epsilon", attr_float(1e-12f)}}),
+               unfused(in, 1e-12f), 1e-5f, 1e-5f);
   // Two lookups and the gathered position rows as a broadcast addend, without beta, with the
   // sum as output 1.
   in = {gamma, Tensor(), pos_rows, word, ids, tok, types};
-  std::vector<Tensor> got = run_ref("EmbedLayerNorm", in, {{"epsilon", attr_f(1e-5f)}}, 2);
+  std::vector<Tensor> got = run_ref("EmbedLayerNorm", in, {{"epsilon", attr_float(1e-5f)}}, 2);
   Tensor sum;
   expect_close(got[0], unfused(in, 1e-5f, &sum), 1e-5f, 1e-5f);
   expect_close(got[1], sum, 1e-6f, 1e-6f);
@@ -123,10 +114,10 @@ double gelu_tanh(double x) {
 TEST(GeluRef, ErfAndTanhFormsAndSwish) {
   Tensor x = random_tensor({3, 41}, 1, -6.0f, 6.0f);
   Tensor none = run_ref1("Gelu", {x});
-  Tensor none2 = run_ref1("Gelu", {x}, {{"approximate", attr_s("none")}});
-  Tensor tanh = run_ref1("Gelu", {x}, {{"approximate", attr_s("tanh")}});
+  Tensor none2 = run_ref1("Gelu", {x}, {{"approximate", attr_string("none")}});
+  Tensor tanh = run_ref1("Gelu", {x}, {{"approximate", attr_string("tanh")}});
   Tensor silu = run_ref1("Swish", {x});
-  Tensor swish = run_ref1("Swish", {x}, {{"alpha", attr_f(1.702f)}});
+  Tensor swish = run_ref1("Swish", {x}, {{"alpha", attr_float(1.702f)}});
   for (int64_t i = 0; i < x.numel(); ++i) {
     const double v = x.data<float>()[i];
     EXPECT_NEAR(none.data<float>()[i], gelu_erf(v), 1e-6);
@@ -140,7 +131,7 @@ TEST(GeluRef, ErfAndTanhFormsAndSwish) {
   Tensor e = run_ref1("Erf", {run_ref1("Div", {x, Tensor::scalar<float>(std::sqrt(2.0f))})});
   Tensor composed = run_ref1("Mul", {run_ref1("Mul", {x, run_ref1("Add", {e, one})}), half});
   expect_close(none, composed, 1e-6f, 1e-6f);
-  EXPECT_THROW(run_ref1("Gelu", {x}, {{"approximate", attr_s("fast")}}), Error);
+  EXPECT_THROW(run_ref1("Gelu", {x}, {{"approximate", attr_string("fast")}}), Error);
 }
 
 }  // namespace

@@ -10,10 +10,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
-using testing::attr_i;
-using testing::attr_ints;
-using testing::attr_s;
 using testing::expect_close;
 using testing::run_ref1;
 
@@ -54,9 +50,9 @@ const std::vector<Act>& activations() {
 }
 
 void add_act_attrs(const Act& a, Attrs& attrs) {
-  if (!a.name.empty()) attrs["activation"] = attr_s(a.name);
-  if (a.has_alpha) attrs["activation_alpha"] = attr_f(a.alpha);
-  if (a.has_beta) attrs["activation_beta"] = attr_f(a.beta);
+  if (!a.name.empty()) attrs["activation"] = attr_string(a.name);
+  if (a.has_alpha) attrs["activation_alpha"] = attr_float(a.alpha);
+  if (a.has_beta) attrs["activation_beta"] = attr_float(a.beta);
 }
 
 Tensor scalar(float v) { return Tensor::from_vector<float>({}, {v}); }
@@ -66,11 +62,12 @@ Tensor onnx_activation(const Act& a, const Tensor& x) {
   const std::string& n = a.name;
   if (n.empty()) return x;
   if (n == "Relu" || n == "Sigmoid" || n == "Tanh" || n == "HardSwish") return run_ref1(n, {x});
-  if (n == "LeakyRelu") return run_ref1(n, {x}, {{"alpha", attr_f(a.has_alpha ? a.alpha : 0.01f)}});
+  if (n == "LeakyRelu")
+    return run_ref1(n, {x}, {{"alpha", attr_float(a.has_alpha ? a.alpha : 0.01f)}});
   if (n == "HardSigmoid") {
     return run_ref1(n, {x},
-                    {{"alpha", attr_f(a.has_alpha ? a.alpha : 0.2f)},
-                     {"beta", attr_f(a.has_beta ? a.beta : 0.5f)}});
+                    {{"alpha", attr_float(a.has_alpha ? a.alpha : 0.2f)},
+                     {"beta", attr_float(a.has_beta ? a.beta : 0.5f)}});
   }
   if (n == "Clip") {
     return run_ref1(
@@ -105,7 +102,7 @@ void check_conv(const ConvCase& c, const Act& act, bool bias, bool sum, uint32_t
   const Tensor x = random_tensor(c.x, seed, 2.0f), w = random_tensor(ws, seed + 1);
   const Tensor b = bias ? random_tensor({c.m}, seed + 2) : Tensor();
   Attrs conv_attrs = c.attrs;
-  conv_attrs["group"] = attr_i(c.group);
+  conv_attrs["group"] = attr_int(c.group);
   Tensor want = run_ref1("Conv", {x, w, b}, conv_attrs);
   Tensor s;
   if (sum) {
@@ -127,7 +124,7 @@ TEST(RefFusedConv, EveryActivationWithAndWithoutBiasAndSum) {
        6,
        {3, 3},
        6,
-       {{"strides", attr_ints({2, 2})}, {"auto_pad", attr_s("SAME_UPPER")}}},
+       {{"strides", attr_ints({2, 2})}, {"auto_pad", attr_string("SAME_UPPER")}}},
       {{1, 4, 5, 5}, 8, {1, 1}, 2, {}},
       {{2, 3, 9}, 4, {3}, 1, {{"dilations", attr_ints({2})}}},
   };
@@ -146,18 +143,18 @@ TEST(RefFusedConv, SumBroadcastsButMustNotGrowTheOutput) {
   const Tensor per_channel = random_tensor({3, 1, 1}, 3);
   Tensor want = run_ref1("Relu", {run_ref1("Add", {run_ref1("Conv", {x, w}), per_channel})});
   expect_close(
-      run_ref1("FusedConv", {x, w, Tensor(), per_channel}, {{"activation", attr_s("Relu")}}), want,
-      kAtol, kRtol);
+      run_ref1("FusedConv", {x, w, Tensor(), per_channel}, {{"activation", attr_string("Relu")}}),
+      want, kAtol, kRtol);
   const Tensor too_big = random_tensor({2, 3, 4, 4}, 4);
   EXPECT_THROW(run_ref1("FusedConv", {x, w, Tensor(), too_big}), Error);
 }
 
 TEST(RefFusedConv, Float64) {
-  const Tensor x = run_ref1("Cast", {random_tensor({1, 2, 5, 5}, 1)}, {{"to", attr_i(11)}});
-  const Tensor w = run_ref1("Cast", {random_tensor({2, 2, 3, 3}, 2)}, {{"to", attr_i(11)}});
-  const Tensor s = run_ref1("Cast", {random_tensor({1, 2, 3, 3}, 3)}, {{"to", attr_i(11)}});
+  const Tensor x = run_ref1("Cast", {random_tensor({1, 2, 5, 5}, 1)}, {{"to", attr_int(11)}});
+  const Tensor w = run_ref1("Cast", {random_tensor({2, 2, 3, 3}, 2)}, {{"to", attr_int(11)}});
+  const Tensor s = run_ref1("Cast", {random_tensor({1, 2, 3, 3}, 3)}, {{"to", attr_int(11)}});
   Tensor want = run_ref1("Sigmoid", {run_ref1("Add", {run_ref1("Conv", {x, w}), s})});
-  Tensor got = run_ref1("FusedConv", {x, w, Tensor(), s}, {{"activation", attr_s("Sigmoid")}});
+  Tensor got = run_ref1("FusedConv", {x, w, Tensor(), s}, {{"activation", attr_string("Sigmoid")}});
   ASSERT_EQ(got.dtype(), DType::kFloat64);
   expect_close(got, want, 1e-12f, 1e-12f);
 }
@@ -201,10 +198,10 @@ TEST(RefFusedGemm, AttributesAndActivations) {
           const Tensor a = random_tensor(ta ? Dims{5, 3} : Dims{3, 5}, seed++);
           const Tensor b = random_tensor(tb ? Dims{4, 5} : Dims{5, 4}, seed++);
           const Tensor c = cs.empty() ? Tensor() : random_tensor(cs, seed++);
-          Attrs attrs = {{"transA", attr_i(ta)},
-                         {"transB", attr_i(tb)},
-                         {"alpha", attr_f(0.7f)},
-                         {"beta", attr_f(1.5f)}};
+          Attrs attrs = {{"transA", attr_int(ta)},
+                         {"transB", attr_int(tb)},
+                         {"alpha", attr_float(0.7f)},
+                         {"beta", attr_float(1.5f)}};
           Tensor want = onnx_activation(act, run_ref1("Gemm", {a, b, c}, attrs));
           add_act_attrs(act, attrs);
           expect_close(run_ref1("FusedGemm", {a, b, c}, attrs), want, kAtol, kRtol);
@@ -222,7 +219,8 @@ TEST(RefFusedGlobalPoolGemm, EqualsPoolFlattenGemm) {
       const Tensor x = random_tensor({2, 6, 5, 4}, seed++);
       const Tensor b = random_tensor(tb ? Dims{10, 6} : Dims{6, 10}, seed++);
       const Tensor c = with_c ? random_tensor({10}, seed++) : Tensor();
-      Attrs attrs = {{"transB", attr_i(tb)}, {"alpha", attr_f(1.25f)}, {"beta", attr_f(0.5f)}};
+      Attrs attrs = {
+          {"transB", attr_int(tb)}, {"alpha", attr_float(1.25f)}, {"beta", attr_float(0.5f)}};
       const Tensor flat = run_ref1("Flatten", {run_ref1("GlobalAveragePool", {x})});
       expect_close(run_ref1("FusedGlobalPoolGemm", {x, b, c}, attrs),
                    run_ref1("Gemm", {flat, b, c}, attrs), kAtol, kRtol);
@@ -231,7 +229,7 @@ TEST(RefFusedGlobalPoolGemm, EqualsPoolFlattenGemm) {
   // transA would transpose the pooled matrix: not part of the op.
   EXPECT_THROW(
       run_ref1("FusedGlobalPoolGemm", {random_tensor({1, 3, 2, 2}, 1), random_tensor({3, 2}, 2)},
-               {{"transA", attr_i(1)}}),
+               {{"transA", attr_int(1)}}),
       Error);
 }
 
@@ -257,11 +255,11 @@ TEST(RefFused, DomainsAndSupport) {
   EXPECT_EQ(reason("Conv", ""), "");
   EXPECT_EQ(reason("Conv", "ai.onnx"), "");
   EXPECT_NE(reason("Conv", kFusedDomain), "");  // ONNX ops are not in the fused domain
-  EXPECT_NE(reason("FusedConv", kFusedDomain, {{"activation", attr_s("Mish")}}), "");
-  EXPECT_NE(reason("FusedConv", kFusedDomain, {{"auto_pad", attr_s("BOGUS")}}), "");
-  EXPECT_NE(reason("FusedConv", kFusedDomain, {{"activation_alpha", attr_i(1)}}), "");
-  EXPECT_NE(reason("FusedGlobalPoolGemm", kFusedDomain, {{"transA", attr_i(1)}}), "");
-  EXPECT_EQ(reason("FusedGemm", kFusedDomain, {{"transA", attr_i(1)}}), "");
+  EXPECT_NE(reason("FusedConv", kFusedDomain, {{"activation", attr_string("Mish")}}), "");
+  EXPECT_NE(reason("FusedConv", kFusedDomain, {{"auto_pad", attr_string("BOGUS")}}), "");
+  EXPECT_NE(reason("FusedConv", kFusedDomain, {{"activation_alpha", attr_int(1)}}), "");
+  EXPECT_NE(reason("FusedGlobalPoolGemm", kFusedDomain, {{"transA", attr_int(1)}}), "");
+  EXPECT_EQ(reason("FusedGemm", kFusedDomain, {{"transA", attr_int(1)}}), "");
 }
 
 TEST(RefFused, ActivationDefaultsAndNaN) {
@@ -269,16 +267,16 @@ TEST(RefFused, ActivationDefaultsAndNaN) {
   Node* n = g.add_node("FusedConv", "n", {}, {}, kFusedDomain);
   using ref::ActivationKind;
   EXPECT_EQ(ref::read_activation(*n).kind, ActivationKind::kNone);
-  n->set_attr("activation", attr_s("LeakyRelu"));
+  n->set_attr("activation", attr_string("LeakyRelu"));
   EXPECT_FLOAT_EQ(ref::read_activation(*n).alpha, 0.01f);
-  n->set_attr("activation", attr_s("HardSigmoid"));
+  n->set_attr("activation", attr_string("HardSigmoid"));
   EXPECT_FLOAT_EQ(ref::read_activation(*n).alpha, 0.2f);
   EXPECT_FLOAT_EQ(ref::read_activation(*n).beta, 0.5f);
-  n->set_attr("activation", attr_s("Clip"));
+  n->set_attr("activation", attr_string("Clip"));
   const ref::Activation clip = ref::read_activation(*n);
   EXPECT_EQ(ref::apply_activation(clip, -1e30), -1e30);
   EXPECT_TRUE(std::isnan(ref::apply_activation(clip, NAN)));
-  n->set_attr("activation", attr_s("Mish"));
+  n->set_attr("activation", attr_string("Mish"));
   EXPECT_THROW(ref::read_activation(*n), Error);
 }
 

@@ -6,8 +6,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_i;
-using testing::attr_s;
 using testing::run_ref1;
 using testing::values;
 
@@ -31,7 +29,7 @@ TEST(RefShapeGather, Axis0NegativeAndScalar) {
 TEST(RefShapeGather, Axis1Int32IndicesInt64Data) {
   Tensor x = i64({2, 3}, {1, 2, 3, 4, 5, 6});
   Tensor idx = Tensor::from_vector<int32_t>({2}, {2, 0});
-  Tensor y = run_ref1("Gather", {x, idx}, {{"axis", attr_i(-1)}});
+  Tensor y = run_ref1("Gather", {x, idx}, {{"axis", attr_int(-1)}});
   EXPECT_EQ(y.shape(), (Dims{2, 2}));
   EXPECT_EQ(iv(y), (I{3, 1, 6, 4}));
 }
@@ -40,12 +38,12 @@ TEST(RefShapeGather, OutOfRangeThrows) {
   Tensor x = f32({3, 2}, {1, 2, 3, 4, 5, 6});
   EXPECT_THROW(run_ref1("Gather", {x, i64({1}, {3})}), Error);
   EXPECT_THROW(run_ref1("Gather", {x, i64({1}, {-4})}), Error);
-  EXPECT_THROW(run_ref1("Gather", {x, i64({1}, {0})}, {{"axis", attr_i(2)}}), Error);
+  EXPECT_THROW(run_ref1("Gather", {x, i64({1}, {0})}, {{"axis", attr_int(2)}}), Error);
 }
 
 TEST(RefShapeGatherElements, Axis1AndAxis0) {
   Tensor a = f32({2, 2}, {1, 2, 3, 4});
-  EXPECT_EQ(fv(run_ref1("GatherElements", {a, i64({2, 2}, {0, 0, 1, 0})}, {{"axis", attr_i(1)}})),
+  EXPECT_EQ(fv(run_ref1("GatherElements", {a, i64({2, 2}, {0, 0, 1, 0})}, {{"axis", attr_int(1)}})),
             (F{1, 1, 4, 3}));
   Tensor b = f32({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
   Tensor y = run_ref1("GatherElements", {b, i64({2, 3}, {1, 2, 0, 2, 0, 0})});
@@ -63,7 +61,7 @@ TEST(RefShapeGatherND, TuplesSlicesAndBatchDims) {
   EXPECT_EQ(s.shape(), (Dims{2, 2}));
   EXPECT_EQ(iv(s), (I{2, 3, 0, 1}));
   Tensor b = i64({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
-  Tensor y = run_ref1("GatherND", {b, i64({2, 1}, {1, 0})}, {{"batch_dims", attr_i(1)}});
+  Tensor y = run_ref1("GatherND", {b, i64({2, 1}, {1, 0})}, {{"batch_dims", attr_int(1)}});
   EXPECT_EQ(y.shape(), (Dims{2, 2}));
   EXPECT_EQ(iv(y), (I{2, 3, 4, 5}));
   EXPECT_EQ(iv(run_ref1("GatherND", {b, i64({1, 3}, {1, -1, 0})})), (I{6}));
@@ -81,7 +79,7 @@ TEST(RefShapeScatterND, ReplacesElements) {
       run_ref1("ScatterND", {f32({2, 2}, {1, 2, 3, 4}), i64({1, 1}, {1}), f32({1, 2}, {8, 9})});
   EXPECT_EQ(fv(m), (F{1, 2, 8, 9}));
   Tensor add = run_ref1("ScatterND", {data, i64({2, 1}, {0, 0}), f32({2}, {10, 20})},
-                        {{"reduction", attr_s("add")}});
+                        {{"reduction", attr_string("add")}});
   EXPECT_EQ(fv(add), (F{31, 2, 3, 4, 5, 6, 7, 8}));
   EXPECT_THROW(run_ref1("ScatterND", {data, i64({1, 1}, {8}), f32({1}, {0})}), Error);
   EXPECT_THROW(run_ref1("ScatterND", {data, i64({1, 1}, {0}), f32({2}, {0, 0})}), Error);
@@ -96,22 +94,22 @@ TEST(RefShapeScatterElements, NoneAddMul) {
   Tensor data = f32({1, 5}, {1, 2, 3, 4, 5});
   Tensor i2 = i64({1, 2}, {1, 1}), u2 = f32({1, 2}, {1.5f, 2.5f});
   EXPECT_EQ(fv(run_ref1("ScatterElements", {data, i2, u2},
-                        {{"axis", attr_i(1)}, {"reduction", attr_s("add")}})),
+                        {{"axis", attr_int(1)}, {"reduction", attr_string("add")}})),
             (F{1, 6, 3, 4, 5}));
   EXPECT_EQ(fv(run_ref1("ScatterElements", {data, i2, u2},
-                        {{"axis", attr_i(1)}, {"reduction", attr_s("mul")}})),
+                        {{"axis", attr_int(1)}, {"reduction", attr_string("mul")}})),
             (F{1, 7.5f, 3, 4, 5}));
   EXPECT_EQ(fv(run_ref1("ScatterElements", {data, i64({1, 1}, {-1}), f32({1, 1}, {9})},
-                        {{"axis", attr_i(1)}})),
+                        {{"axis", attr_int(1)}})),
             (F{1, 2, 3, 4, 9}));
   EXPECT_THROW(run_ref1("ScatterElements", {data, i64({1, 1}, {5}), f32({1, 1}, {9})},
-                        {{"axis", attr_i(1)}}),
+                        {{"axis", attr_int(1)}}),
                Error);
   // Integer add wraps like the hardware instead of overflowing.
   Tensor i8 = Tensor::from_vector<int8_t>({1}, {127});
   EXPECT_EQ(values<int8_t>(run_ref1("ScatterElements",
                                     {i8, i64({1}, {0}), Tensor::from_vector<int8_t>({1}, {1})},
-                                    {{"reduction", attr_s("add")}})),
+                                    {{"reduction", attr_string("add")}})),
             (std::vector<int8_t>{-128}));
 }
 
@@ -120,16 +118,17 @@ TEST(RefShapeCompress, AxisAndFlattened) {
   auto cond = [](std::vector<bool> v) {
     return Tensor::from_vector<bool>({static_cast<int64_t>(v.size())}, v);
   };
-  Tensor a0 = run_ref1("Compress", {x, cond({false, true, true})}, {{"axis", attr_i(0)}});
+  Tensor a0 = run_ref1("Compress", {x, cond({false, true, true})}, {{"axis", attr_int(0)}});
   EXPECT_EQ(a0.shape(), (Dims{2, 2}));
   EXPECT_EQ(fv(a0), (F{3, 4, 5, 6}));
-  Tensor a1 = run_ref1("Compress", {x, cond({false, true})}, {{"axis", attr_i(1)}});
+  Tensor a1 = run_ref1("Compress", {x, cond({false, true})}, {{"axis", attr_int(1)}});
   EXPECT_EQ(a1.shape(), (Dims{3, 1}));
   EXPECT_EQ(fv(a1), (F{2, 4, 6}));
   EXPECT_EQ(fv(run_ref1("Compress", {x, cond({false, true, false, false, true})})), (F{2, 5}));
   // A shorter condition drops the rest.
-  EXPECT_EQ(fv(run_ref1("Compress", {x, cond({true})}, {{"axis", attr_i(-1)}})), (F{1, 3, 5}));
-  EXPECT_THROW(run_ref1("Compress", {x, cond({false, false, true})}, {{"axis", attr_i(1)}}), Error);
+  EXPECT_EQ(fv(run_ref1("Compress", {x, cond({true})}, {{"axis", attr_int(-1)}})), (F{1, 3, 5}));
+  EXPECT_THROW(run_ref1("Compress", {x, cond({false, false, true})}, {{"axis", attr_int(1)}}),
+               Error);
 }
 
 TEST(RefShapeReverseSequence, TimeMajorAndBatchMajor) {
@@ -137,7 +136,7 @@ TEST(RefShapeReverseSequence, TimeMajorAndBatchMajor) {
   EXPECT_EQ(fv(run_ref1("ReverseSequence", {x, i64({4}, {4, 3, 2, 1})})),
             (F{12, 9, 6, 3, 8, 5, 2, 7, 4, 1, 10, 11, 0, 13, 14, 15}));
   EXPECT_EQ(fv(run_ref1("ReverseSequence", {x, i64({4}, {1, 2, 3, 4})},
-                        {{"batch_axis", attr_i(0)}, {"time_axis", attr_i(1)}})),
+                        {{"batch_axis", attr_int(0)}, {"time_axis", attr_int(1)}})),
             (F{0, 1, 2, 3, 5, 4, 6, 7, 10, 9, 8, 11, 15, 14, 13, 12}));
   EXPECT_THROW(run_ref1("ReverseSequence", {x, i64({4}, {5, 1, 1, 1})}), Error);
   EXPECT_THROW(run_ref1("ReverseSequence", {x, i64({3}, {1, 1, 1})}), Error);
@@ -150,7 +149,7 @@ TEST(RefShapeOneHot, AxesAndOutOfRange) {
   Tensor y = run_ref1("OneHot", {idx, depth, vals});
   EXPECT_EQ(y.shape(), (Dims{4, 3}));
   EXPECT_EQ(fv(y), (F{1, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0}));
-  Tensor t = run_ref1("OneHot", {idx, depth, vals}, {{"axis", attr_i(0)}});
+  Tensor t = run_ref1("OneHot", {idx, depth, vals}, {{"axis", attr_int(0)}});
   EXPECT_EQ(t.shape(), (Dims{3, 4}));
   EXPECT_EQ(fv(t), (F{1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0}));
   // Float indices and depth; int64 values with off = 5, on = 7.
@@ -162,13 +161,13 @@ TEST(RefShapeOneHot, AxesAndOutOfRange) {
 
 TEST(RefShapeEyeLike, DiagonalOffsetsAndDtype) {
   Tensor x(DType::kFloat32, {3, 4});
-  EXPECT_EQ(fv(run_ref1("EyeLike", {x}, {{"k", attr_i(1)}})),
+  EXPECT_EQ(fv(run_ref1("EyeLike", {x}, {{"k", attr_int(1)}})),
             (F{0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}));
-  Tensor y = run_ref1("EyeLike", {x}, {{"k", attr_i(-1)}, {"dtype", attr_i(7)}});
+  Tensor y = run_ref1("EyeLike", {x}, {{"k", attr_int(-1)}, {"dtype", attr_int(7)}});
   EXPECT_EQ(y.dtype(), DType::kInt64);
   EXPECT_EQ(iv(y), (I{0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0}));
-  EXPECT_EQ(fv(run_ref1("EyeLike", {x}, {{"k", attr_i(9)}})), F(12, 0.f));
-  EXPECT_THROW(run_ref1("EyeLike", {x}, {{"dtype", attr_i(8)}}), Error);  // string
+  EXPECT_EQ(fv(run_ref1("EyeLike", {x}, {{"k", attr_int(9)}})), F(12, 0.f));
+  EXPECT_THROW(run_ref1("EyeLike", {x}, {{"dtype", attr_int(8)}}), Error);  // string
 }
 
 TEST(RefShapeNonZero, Coordinates) {

@@ -5,19 +5,11 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
-using testing::attr_i;
 using testing::expect_close;
 using testing::run_ref1;
 using testing::values;
 
-Tensor random_tensor(const Dims& shape, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  Tensor t(DType::kFloat32, shape);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(gen);
-  return t;
-}
+using testing::random_tensor;
 
 TEST(RefNnMatMul, TwoByThree) {
   Tensor a = Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
@@ -110,10 +102,10 @@ void check_gemm(bool ta, bool tb, const Dims& c_shape, float alpha, float beta) 
     ins.push_back(c);
   }
   Tensor y = run_ref1("Gemm", ins,
-                      {{"transA", attr_i(ta)},
-                       {"transB", attr_i(tb)},
-                       {"alpha", attr_f(alpha)},
-                       {"beta", attr_f(beta)}});
+                      {{"transA", attr_int(ta)},
+                       {"transB", attr_int(tb)},
+                       {"alpha", attr_float(alpha)},
+                       {"beta", attr_float(beta)}});
   Tensor want(DType::kFloat32, {m, n});
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {

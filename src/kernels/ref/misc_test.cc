@@ -7,12 +7,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
-using testing::attr_floats;
-using testing::attr_i;
-using testing::attr_ints;
-using testing::attr_s;
-using testing::attr_t;
 using testing::expect_close;
 using testing::run_ref1;
 using testing::values;
@@ -28,14 +22,14 @@ using I = std::vector<int64_t>;
 
 TEST(RefMiscConstant, ValueAttributes) {
   Tensor v = f32({2}, {1.5f, -2});
-  Tensor y = run_ref1("Constant", {}, {{"value", attr_t(v)}});
+  Tensor y = run_ref1("Constant", {}, {{"value", attr_tensor(v)}});
   EXPECT_EQ(y.shape(), (Dims{2}));
   EXPECT_EQ(fv(y), (F{1.5f, -2}));
-  Tensor s = run_ref1("Constant", {}, {{"value_float", attr_f(0.25f)}});
+  Tensor s = run_ref1("Constant", {}, {{"value_float", attr_float(0.25f)}});
   EXPECT_EQ(s.rank(), 0);
   EXPECT_EQ(fv(s), (F{0.25f}));
   EXPECT_EQ(fv(run_ref1("Constant", {}, {{"value_floats", attr_floats({1, 2})}})), (F{1, 2}));
-  EXPECT_EQ(values<int64_t>(run_ref1("Constant", {}, {{"value_int", attr_i(7)}})), (I{7}));
+  EXPECT_EQ(values<int64_t>(run_ref1("Constant", {}, {{"value_int", attr_int(7)}})), (I{7}));
   Tensor ints = run_ref1("Constant", {}, {{"value_ints", attr_ints({3, 4, 5})}});
   EXPECT_EQ(ints.dtype(), DType::kInt64);
   EXPECT_EQ(values<int64_t>(ints), (I{3, 4, 5}));
@@ -43,7 +37,7 @@ TEST(RefMiscConstant, ValueAttributes) {
 
 TEST(RefMiscConstant, StringIsUnsupported) {
   try {
-    run_ref1("Constant", {}, {{"value_string", attr_s("hi")}});
+    run_ref1("Constant", {}, {{"value_string", attr_string("hi")}});
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
@@ -56,7 +50,7 @@ TEST(RefMiscConstantOfShape, DefaultAndValue) {
   EXPECT_EQ(z.shape(), (Dims{2, 3}));
   EXPECT_EQ(fv(z), F(6, 0.f));
   Tensor y = run_ref1("ConstantOfShape", {i64({3})},
-                      {{"value", attr_t(Tensor::from_vector<int64_t>({1}, {7}))}});
+                      {{"value", attr_tensor(Tensor::from_vector<int64_t>({1}, {7}))}});
   EXPECT_EQ(values<int64_t>(y), (I{7, 7, 7}));
   EXPECT_EQ(run_ref1("ConstantOfShape", {i64({})}).rank(), 0);
   EXPECT_THROW(run_ref1("ConstantOfShape", {i64({-1})}), Error);
@@ -93,26 +87,26 @@ TEST(RefMiscRange, FloatAndInt) {
 
 TEST(RefMiscCast, FloatToIntTruncates) {
   Tensor x = f32({5}, {1.7f, -1.7f, 2.5f, -0.5f, 17179869184.0f});  // the last is 2^34
-  Tensor y = run_ref1("Cast", {x}, {{"to", attr_i(6)}});            // int32
+  Tensor y = run_ref1("Cast", {x}, {{"to", attr_int(6)}});          // int32
   EXPECT_EQ(y.dtype(), DType::kInt32);
   EXPECT_EQ(values<int32_t>(y),
             (std::vector<int32_t>{1, -1, 2, 0, std::numeric_limits<int32_t>::max()}));
-  EXPECT_EQ(values<int64_t>(run_ref1("Cast", {x}, {{"to", attr_i(7)}})),
+  EXPECT_EQ(values<int64_t>(run_ref1("Cast", {x}, {{"to", attr_int(7)}})),
             (I{1, -1, 2, 0, int64_t{1} << 34}));
 }
 
 TEST(RefMiscCast, OtherPairs) {
   Tensor big = Tensor::from_vector<int64_t>({2}, {300, -1});
-  EXPECT_EQ(values<uint8_t>(run_ref1("Cast", {big}, {{"to", attr_i(2)}})),
+  EXPECT_EQ(values<uint8_t>(run_ref1("Cast", {big}, {{"to", attr_int(2)}})),
             (std::vector<uint8_t>{44, 255}));  // wraps modulo 256
-  EXPECT_EQ(fv(run_ref1("Cast", {big}, {{"to", attr_i(1)}})), (F{300, -1}));
-  EXPECT_EQ(values<bool>(run_ref1("Cast", {f32({3}, {0, -0.5f, 2})}, {{"to", attr_i(9)}})),
+  EXPECT_EQ(fv(run_ref1("Cast", {big}, {{"to", attr_int(1)}})), (F{300, -1}));
+  EXPECT_EQ(values<bool>(run_ref1("Cast", {f32({3}, {0, -0.5f, 2})}, {{"to", attr_int(9)}})),
             (std::vector<bool>{false, true, true}));
   Tensor b = Tensor::from_vector<bool>({2}, {true, false});
-  EXPECT_EQ(values<double>(run_ref1("Cast", {b}, {{"to", attr_i(11)}})),
+  EXPECT_EQ(values<double>(run_ref1("Cast", {b}, {{"to", attr_int(11)}})),
             (std::vector<double>{1, 0}));
-  EXPECT_THROW(run_ref1("Cast", {big}, {{"to", attr_i(10)}}), Error);  // float16
-  EXPECT_THROW(run_ref1("Cast", {big}, {{"to", attr_i(8)}}), Error);   // string
+  EXPECT_THROW(run_ref1("Cast", {big}, {{"to", attr_int(10)}}), Error);  // float16
+  EXPECT_THROW(run_ref1("Cast", {big}, {{"to", attr_int(8)}}), Error);   // string
 }
 
 TEST(RefMiscCastLike, TakesTheTargetType) {
@@ -129,17 +123,17 @@ TEST(RefMiscPad, ConstantEdgeReflect) {
             (F{0, 0, 1.0f, 1.2f, 0, 0, 2.3f, 3.4f, 0, 0, 4.5f, 5.7f}));
   EXPECT_EQ(fv(run_ref1("Pad", {pad_input(), pads, Tensor::scalar<float>(9)})),
             (F{9, 9, 1.0f, 1.2f, 9, 9, 2.3f, 3.4f, 9, 9, 4.5f, 5.7f}));
-  EXPECT_EQ(fv(run_ref1("Pad", {pad_input(), pads}, {{"mode", attr_s("reflect")}})),
+  EXPECT_EQ(fv(run_ref1("Pad", {pad_input(), pads}, {{"mode", attr_string("reflect")}})),
             (F{1.0f, 1.2f, 1.0f, 1.2f, 2.3f, 3.4f, 2.3f, 3.4f, 4.5f, 5.7f, 4.5f, 5.7f}));
-  EXPECT_EQ(fv(run_ref1("Pad", {pad_input(), pads}, {{"mode", attr_s("edge")}})),
+  EXPECT_EQ(fv(run_ref1("Pad", {pad_input(), pads}, {{"mode", attr_string("edge")}})),
             (F{1.0f, 1.0f, 1.0f, 1.2f, 2.3f, 2.3f, 2.3f, 3.4f, 4.5f, 4.5f, 4.5f, 5.7f}));
 }
 
 TEST(RefMiscPad, OneDimModesAndCropping) {
   Tensor x = f32({3}, {1, 2, 3});
-  EXPECT_EQ(fv(run_ref1("Pad", {x, i64({2, 2})}, {{"mode", attr_s("reflect")}})),
+  EXPECT_EQ(fv(run_ref1("Pad", {x, i64({2, 2})}, {{"mode", attr_string("reflect")}})),
             (F{3, 2, 1, 2, 3, 2, 1}));
-  EXPECT_EQ(fv(run_ref1("Pad", {x, i64({1, 3})}, {{"mode", attr_s("edge")}})),
+  EXPECT_EQ(fv(run_ref1("Pad", {x, i64({1, 3})}, {{"mode", attr_string("edge")}})),
             (F{1, 1, 2, 3, 3, 3, 3}));
   EXPECT_EQ(fv(run_ref1("Pad", {f32({5}, {1, 2, 3, 4, 5}), i64({-1, 1})})), (F{2, 3, 4, 5, 0}));
   EXPECT_EQ(run_ref1("Pad", {x, i64({-2, -1})}).shape(), (Dims{0}));
@@ -152,7 +146,7 @@ TEST(RefMiscPad, Int64AndOpset2Attributes) {
   EXPECT_EQ(values<int64_t>(run_ref1("Pad", {x, i64({1, 0}), Tensor::scalar<int64_t>(-1)})),
             (I{-1, 5, 6}));
   EXPECT_EQ(fv(run_ref1("Pad", {f32({2}, {5, 6})},
-                        {{"pads", attr_ints({0, 1})}, {"value", attr_f(1.5f)}}, 2)),
+                        {{"pads", attr_ints({0, 1})}, {"value", attr_float(1.5f)}}, 2)),
             (F{5, 6, 1.5f}));
 }
 

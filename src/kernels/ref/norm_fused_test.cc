@@ -7,9 +7,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
-using testing::attr_i;
-using testing::attr_ints;
 using testing::expect_close;
 using testing::run_ref;
 using testing::run_ref1;
@@ -46,14 +43,14 @@ TEST(RefSkipLayerNorm, EqualsAddThenLayerNorm) {
     const Tensor gamma = random_tensor(c.param, seed++, 0.5f, 1.5f);
     const Tensor beta = c.beta ? random_tensor(c.param, seed++) : Tensor();
     const Tensor bias = c.bias ? random_tensor(c.param, seed++) : Tensor();
-    const Attrs attrs = {{"epsilon", attr_f(1e-3f)}};
+    const Attrs attrs = {{"epsilon", attr_float(1e-3f)}};
     std::vector<Tensor> got = run_ref("SkipLayerNorm", {x, skip, gamma, beta, bias}, attrs, 2);
     Tensor sum = c.bias ? run_ref1("Add", {x, bias}) : x;
     sum = run_ref1("Add", {sum, skip});
     std::vector<Tensor> ln_in = {sum, gamma};
     if (c.beta) ln_in.push_back(beta);
-    const Tensor want =
-        run_ref1("LayerNormalization", ln_in, {{"axis", attr_i(-1)}, {"epsilon", attr_f(1e-3f)}});
+    const Tensor want = run_ref1("LayerNormalization", ln_in,
+                                 {{"axis", attr_int(-1)}, {"epsilon", attr_float(1e-3f)}});
     expect_close(got[0], want, 1e-6f, 1e-6f);
     expect_close(got[1], sum, 0, 0);  // the same float32 additions
     // Output 1 omitted.
@@ -91,7 +88,7 @@ TEST(RefRmsNorm, EqualsTheDecomposedOps) {
       const Tensor x = random_tensor(s, seed++);
       const Tensor gamma = random_tensor({s.back()}, seed++, 0.5f, 1.5f);
       const Tensor got =
-          run_ref1("RMSNorm", {x, with_gamma ? gamma : Tensor()}, {{"epsilon", attr_f(1e-6f)}});
+          run_ref1("RMSNorm", {x, with_gamma ? gamma : Tensor()}, {{"epsilon", attr_float(1e-6f)}});
       expect_close(got, rms_by_ops(x, with_gamma ? &gamma : nullptr, 1e-6f), 1e-6f, 1e-5f);
     }
   }

@@ -6,21 +6,12 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
-using testing::attr_i;
-using testing::attr_ints;
 using testing::expect_close;
 using testing::run_ref;
 using testing::run_ref1;
 using testing::values;
 
-Tensor random_tensor(const Dims& shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  Tensor t(DType::kFloat32, shape);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(gen);
-  return t;
-}
+using testing::random_tensor;
 
 float at(const Tensor& t, int64_t i) { return t.data<float>()[i]; }
 
@@ -30,7 +21,8 @@ TEST(RefNnNorm, BatchNormalizationFormula) {
   Tensor scale = random_tensor({c}, 2), b = random_tensor({c}, 3);
   Tensor mean = random_tensor({c}, 4), var = random_tensor({c}, 5, 0.1f, 2.0f);
   const float eps = 1e-3f;
-  Tensor y = run_ref1("BatchNormalization", {x, scale, b, mean, var}, {{"epsilon", attr_f(eps)}});
+  Tensor y =
+      run_ref1("BatchNormalization", {x, scale, b, mean, var}, {{"epsilon", attr_float(eps)}});
   Tensor want(DType::kFloat32, x.shape());
   for (int64_t i = 0; i < x.numel(); ++i) {
     int64_t ch = (i / hw) % c;
@@ -45,14 +37,14 @@ TEST(RefNnNorm, BatchNormalizationFormula) {
   Tensor zeros = Tensor::from_vector<float>({2}, {0, 1});
   Tensor v = Tensor::from_vector<float>({2}, {4, 1});
   Tensor y2 =
-      run_ref1("BatchNormalization", {x2, ones, zeros, zeros, v}, {{"epsilon", attr_f(0.0f)}});
+      run_ref1("BatchNormalization", {x2, ones, zeros, zeros, v}, {{"epsilon", attr_float(0.0f)}});
   EXPECT_EQ(values<float>(y2), (std::vector<float>{1.5, 9}));
 }
 
 TEST(RefNnNorm, BatchNormalizationRejectsTraining) {
   Tensor x = random_tensor({1, 2, 2}, 1), p = random_tensor({2}, 2, 0.5f, 1.0f);
   try {
-    run_ref1("BatchNormalization", {x, p, p, p, p}, {{"training_mode", attr_i(1)}}, 15);
+    run_ref1("BatchNormalization", {x, p, p, p, p}, {{"training_mode", attr_int(1)}}, 15);
     FAIL() << "expected an unsupported error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
@@ -72,8 +64,9 @@ TEST(RefNnNorm, LayerNormalizationFormula) {
     const int64_t inner = axis == -1 ? 4 : 12, outer = 24 / inner;
     Dims norm_shape = axis == -1 ? Dims{4} : Dims{3, 4};
     Tensor scale = random_tensor(norm_shape, 2), b = random_tensor(norm_shape, 3);
-    std::vector<Tensor> out = run_ref("LayerNormalization", {x, scale, b},
-                                      {{"axis", attr_i(axis)}, {"epsilon", attr_f(1e-4f)}}, 3);
+    std::vector<Tensor> out =
+        run_ref("LayerNormalization", {x, scale, b},
+                {{"axis", attr_int(axis)}, {"epsilon", attr_float(1e-4f)}}, 3);
     Dims stat_shape = axis == -1 ? Dims{2, 3, 1} : Dims{2, 1, 1};
     ASSERT_EQ(out[1].shape(), stat_shape);
     ASSERT_EQ(out[2].shape(), stat_shape);
@@ -102,15 +95,15 @@ TEST(RefNnNorm, LayerNormalizationFormula) {
   EXPECT_NEAR(got[0], -1.5 * inv, 1e-6);
   EXPECT_NEAR(got[3], 1.5 * inv, 1e-6);
   // Bad axis, scale that does not broadcast.
-  EXPECT_THROW(run_ref1("LayerNormalization", {x2, one}, {{"axis", attr_i(2)}}), Error);
+  EXPECT_THROW(run_ref1("LayerNormalization", {x2, one}, {{"axis", attr_int(2)}}), Error);
   EXPECT_THROW(run_ref1("LayerNormalization", {x2, random_tensor({3}, 1)}), Error);
-  EXPECT_THROW(run_ref1("LayerNormalization", {x2, one}, {{"stash_type", attr_i(11)}}), Error);
+  EXPECT_THROW(run_ref1("LayerNormalization", {x2, one}, {{"stash_type", attr_int(11)}}), Error);
 }
 
 TEST(RefNnNorm, InstanceNormalization) {
   Tensor x = random_tensor({2, 3, 5}, 1);
   Tensor scale = random_tensor({3}, 2), b = random_tensor({3}, 3);
-  Tensor y = run_ref1("InstanceNormalization", {x, scale, b}, {{"epsilon", attr_f(1e-3f)}});
+  Tensor y = run_ref1("InstanceNormalization", {x, scale, b}, {{"epsilon", attr_float(1e-3f)}});
   Tensor want(DType::kFloat32, x.shape());
   for (int64_t p = 0; p < 6; ++p) {
     double s = 0, ss = 0;
@@ -132,10 +125,10 @@ TEST(RefNnNorm, Lrn) {
   Tensor x = random_tensor({2, c, 1, hw}, 1);
   const float alpha = 0.02f, beta = 0.6f, bias = 2.0f;
   Tensor y = run_ref1("LRN", {x},
-                      {{"size", attr_i(size)},
-                       {"alpha", attr_f(alpha)},
-                       {"beta", attr_f(beta)},
-                       {"bias", attr_f(bias)}});
+                      {{"size", attr_int(size)},
+                       {"alpha", attr_float(alpha)},
+                       {"beta", attr_float(beta)},
+                       {"bias", attr_float(bias)}});
   Tensor want(DType::kFloat32, x.shape());
   for (int64_t n = 0; n < 2; ++n) {
     for (int64_t ch = 0; ch < c; ++ch) {
@@ -154,10 +147,10 @@ TEST(RefNnNorm, Lrn) {
   // Even size: the window reaches floor((size-1)/2) below and ceil((size-1)/2) above.
   Tensor x1 = Tensor::from_vector<float>({1, 3}, {1, 2, 3});
   Tensor y1 = run_ref1("LRN", {x1},
-                       {{"size", attr_i(2)},
-                        {"alpha", attr_f(2.0f)},
-                        {"beta", attr_f(1.0f)},
-                        {"bias", attr_f(0.0f)}});
+                       {{"size", attr_int(2)},
+                        {"alpha", attr_float(2.0f)},
+                        {"beta", attr_float(1.0f)},
+                        {"bias", attr_float(0.0f)}});
   EXPECT_EQ(values<float>(y1), (std::vector<float>{1.0f / 5, 2.0f / 13, 3.0f / 9}));
   EXPECT_THROW(run_ref1("LRN", {x1}), Error);  // size is required
 }

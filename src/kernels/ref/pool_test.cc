@@ -7,9 +7,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_i;
-using testing::attr_ints;
-using testing::attr_s;
 using testing::expect_close;
 using testing::run_ref;
 using testing::run_ref1;
@@ -31,7 +28,7 @@ TEST(RefNnPool, MaxPool2dWithIndices) {
   EXPECT_EQ(out[1].dtype(), DType::kInt64);
   EXPECT_EQ(values<int64_t>(out[1]), (std::vector<int64_t>{5, 7, 13, 15}));
   // Column-major indices: h + w * H.
-  attrs["storage_order"] = attr_i(1);
+  attrs["storage_order"] = attr_int(1);
   out = run_ref("MaxPool", {x}, attrs, 2);
   EXPECT_EQ(values<int64_t>(out[1]), (std::vector<int64_t>{5, 13, 7, 15}));
 }
@@ -63,7 +60,7 @@ TEST(RefNnPool, MaxPoolCeilMode) {
   auto attrs = std::map<std::string, Attribute>{{"kernel_shape", attr_ints({2})},
                                                 {"strides", attr_ints({2})}};
   EXPECT_EQ(values<float>(run_ref1("MaxPool", {x}, attrs)), (std::vector<float>{2, 4}));
-  attrs["ceil_mode"] = attr_i(1);
+  attrs["ceil_mode"] = attr_int(1);
   EXPECT_EQ(values<float>(run_ref1("MaxPool", {x}, attrs)), (std::vector<float>{2, 4, 5}));
   // A last window that would start in the end padding is dropped: in 5, kernel 2, stride 3,
   // pads (0, 1) gives ceil(4 / 3) + 1 = 3 windows, but the third would start at 6.
@@ -71,7 +68,7 @@ TEST(RefNnPool, MaxPoolCeilMode) {
                       {{"kernel_shape", attr_ints({2})},
                        {"strides", attr_ints({3})},
                        {"pads", attr_ints({0, 1})},
-                       {"ceil_mode", attr_i(1)}});
+                       {"ceil_mode", attr_int(1)}});
   EXPECT_EQ(values<float>(y), (std::vector<float>{2, 5}));
 }
 
@@ -81,17 +78,18 @@ TEST(RefNnPool, MaxPoolAutoPad) {
   Tensor y = run_ref1("MaxPool", {x},
                       {{"kernel_shape", attr_ints({3, 3})},
                        {"strides", attr_ints({2, 2})},
-                       {"auto_pad", attr_s("SAME_UPPER")}});
+                       {"auto_pad", attr_string("SAME_UPPER")}});
   EXPECT_EQ(values<float>(y), (std::vector<float>{7, 9, 10, 17, 19, 20, 22, 24, 25}));
   // SAME_LOWER puts the odd padding first: 1-D, in 4, kernel 2 -> pads (1, 0).
   Tensor x4 = Tensor::from_vector<float>({1, 1, 4}, {4, 1, 2, 3});
   y = run_ref1("MaxPool", {x4},
-               {{"kernel_shape", attr_ints({2})}, {"auto_pad", attr_s("SAME_LOWER")}});
+               {{"kernel_shape", attr_ints({2})}, {"auto_pad", attr_string("SAME_LOWER")}});
   EXPECT_EQ(values<float>(y), (std::vector<float>{4, 4, 2, 3}));
   y = run_ref1("MaxPool", {x4},
-               {{"kernel_shape", attr_ints({2})}, {"auto_pad", attr_s("SAME_UPPER")}});
+               {{"kernel_shape", attr_ints({2})}, {"auto_pad", attr_string("SAME_UPPER")}});
   EXPECT_EQ(values<float>(y), (std::vector<float>{4, 2, 3, 3}));
-  y = run_ref1("MaxPool", {x4}, {{"kernel_shape", attr_ints({3})}, {"auto_pad", attr_s("VALID")}});
+  y = run_ref1("MaxPool", {x4},
+               {{"kernel_shape", attr_ints({3})}, {"auto_pad", attr_string("VALID")}});
   EXPECT_EQ(values<float>(y), (std::vector<float>{4, 3}));
 }
 
@@ -110,7 +108,7 @@ TEST(RefNnPool, AveragePoolCountIncludePad) {
       {"kernel_shape", attr_ints({3})}, {"strides", attr_ints({2})}, {"pads", attr_ints({1, 1})}};
   // Windows [-1, 1], [1, 3], [3, 5].
   EXPECT_EQ(values<float>(run_ref1("AveragePool", {x}, attrs)), (std::vector<float>{1.5, 3, 4.5}));
-  attrs["count_include_pad"] = attr_i(1);
+  attrs["count_include_pad"] = attr_int(1);
   EXPECT_EQ(values<float>(run_ref1("AveragePool", {x}, attrs)), (std::vector<float>{1, 3, 3}));
 }
 
@@ -119,10 +117,10 @@ TEST(RefNnPool, AveragePoolCeilMode) {
   auto attrs = std::map<std::string, Attribute>{{"kernel_shape", attr_ints({3})},
                                                 {"strides", attr_ints({2})},
                                                 {"pads", attr_ints({1, 1})},
-                                                {"ceil_mode", attr_i(1)}};
+                                                {"ceil_mode", attr_int(1)}};
   // Windows start at -1, 1, 3, 5; the last covers 5 (value 6), the end pad 6 and beyond (7).
   EXPECT_EQ(values<float>(run_ref1("AveragePool", {x}, attrs)), (std::vector<float>{1.5, 3, 5, 6}));
-  attrs["count_include_pad"] = attr_i(1);
+  attrs["count_include_pad"] = attr_int(1);
   // The divisor counts taps inside the padded input only: 3, 3, 3, 2.
   EXPECT_EQ(values<float>(run_ref1("AveragePool", {x}, attrs)), (std::vector<float>{1, 3, 5, 3}));
 }
@@ -137,7 +135,7 @@ TEST(RefNnPool, AveragePool2dAgainstFormula) {
                         {{"kernel_shape", attr_ints({3, 2})},
                          {"strides", attr_ints({2, 2})},
                          {"pads", attr_ints({1, 0, 1, 1})},
-                         {"count_include_pad", attr_i(include)}});
+                         {"count_include_pad", attr_int(include)}});
     ASSERT_EQ(y.shape(), (Dims{2, 3, 4, 3}));
     Tensor want(DType::kFloat32, y.shape());
     for (int64_t p = 0; p < 6; ++p) {
@@ -193,9 +191,9 @@ TEST(RefNnPool, ErrorsAndUnsupported) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
   }
-  EXPECT_THROW(
-      run_ref1("MaxPool", {x}, {{"kernel_shape", attr_ints({2, 2})}, {"storage_order", attr_i(2)}}),
-      Error);
+  EXPECT_THROW(run_ref1("MaxPool", {x},
+                        {{"kernel_shape", attr_ints({2, 2})}, {"storage_order", attr_int(2)}}),
+               Error);
 }
 
 }  // namespace

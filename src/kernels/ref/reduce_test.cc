@@ -10,8 +10,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_i;
-using testing::attr_ints;
 using testing::run_ref1;
 using testing::values;
 
@@ -46,7 +44,7 @@ std::string reason(const std::string& op, const std::vector<DType>& dtypes, int6
 // x = [[1, 2, 3], [4, 5, 6]]
 Tensor x23() { return F({2, 3}, {1, 2, 3, 4, 5, 6}); }
 std::map<std::string, Attribute> axes(std::vector<int64_t> a, int64_t keepdims = 1) {
-  return {{"axes", attr_ints(std::move(a))}, {"keepdims", attr_i(keepdims)}};
+  return {{"axes", attr_ints(std::move(a))}, {"keepdims", attr_int(keepdims)}};
 }
 
 // ---------------------------------------------------------------------------------------
@@ -60,20 +58,20 @@ TEST(RefReduce, SumKeepdimsAndNegativeAxes) {
   expect_floats(run_ref1("ReduceSum", {x23()}, axes({-2, 1}, 0), 11), {}, {21});
   // No axes: reduce everything.
   expect_floats(run_ref1("ReduceSum", {x23()}, {}, 11), {1, 1}, {21});
-  expect_floats(run_ref1("ReduceSum", {x23()}, {{"keepdims", attr_i(0)}}, 11), {}, {21});
+  expect_floats(run_ref1("ReduceSum", {x23()}, {{"keepdims", attr_int(0)}}, 11), {}, {21});
 }
 
 TEST(RefReduce, SumAxesAsInput) {
   expect_floats(run_ref1("ReduceSum", {x23(), I64({1}, {1})}, {}, 13), {2, 1}, {6, 15});
-  expect_floats(run_ref1("ReduceSum", {x23(), I64({1}, {-2})}, {{"keepdims", attr_i(0)}}, 13), {3},
-                {5, 7, 9});
+  expect_floats(run_ref1("ReduceSum", {x23(), I64({1}, {-2})}, {{"keepdims", attr_int(0)}}, 13),
+                {3}, {5, 7, 9});
   // Empty axes input: reduce all, or nothing with noop_with_empty_axes.
   expect_floats(run_ref1("ReduceSum", {x23(), I64({0}, {})}, {}, 13), {1, 1}, {21});
   expect_floats(run_ref1("ReduceSum", {x23(), Tensor()}, {}, 13), {1, 1}, {21});
   expect_floats(
-      run_ref1("ReduceSum", {x23(), I64({0}, {})}, {{"noop_with_empty_axes", attr_i(1)}}, 13),
+      run_ref1("ReduceSum", {x23(), I64({0}, {})}, {{"noop_with_empty_axes", attr_int(1)}}, 13),
       {2, 3}, {1, 2, 3, 4, 5, 6});
-  expect_floats(run_ref1("ReduceSum", {x23()}, {{"noop_with_empty_axes", attr_i(1)}}, 13), {2, 3},
+  expect_floats(run_ref1("ReduceSum", {x23()}, {{"noop_with_empty_axes", attr_int(1)}}, 13), {2, 3},
                 {1, 2, 3, 4, 5, 6});
 }
 
@@ -115,9 +113,9 @@ TEST(RefReduce, EveryOp) {
 }
 
 TEST(RefReduce, LogSumExpIsStable) {
-  expect_floats(run_ref1("ReduceLogSumExp", {F({2}, {1000, 1000})}, {{"keepdims", attr_i(0)}}), {},
-                {1000 + std::log(2.0)});
-  expect_floats(run_ref1("ReduceLogSumExp", {F({2}, {-1000, -1000})}, {{"keepdims", attr_i(0)}}),
+  expect_floats(run_ref1("ReduceLogSumExp", {F({2}, {1000, 1000})}, {{"keepdims", attr_int(0)}}),
+                {}, {1000 + std::log(2.0)});
+  expect_floats(run_ref1("ReduceLogSumExp", {F({2}, {-1000, -1000})}, {{"keepdims", attr_int(0)}}),
                 {}, {-1000 + std::log(2.0)});
 }
 
@@ -151,7 +149,7 @@ TEST(RefReduce, Integers) {
 TEST(RefReduce, BadAxesThrow) {
   EXPECT_THROW(run_ref1("ReduceSum", {x23()}, axes({2}), 11), Error);
   EXPECT_THROW(run_ref1("ReduceMean", {x23()}, axes({-3}), 11), Error);
-  EXPECT_THROW(run_ref1("ArgMax", {x23()}, {{"axis", attr_i(5)}}), Error);
+  EXPECT_THROW(run_ref1("ArgMax", {x23()}, {{"axis", attr_int(5)}}), Error);
   EXPECT_THROW(run_ref1("CumSum", {x23(), I64({2}, {0, 1})}), Error);
 }
 
@@ -173,18 +171,18 @@ TEST(RefReduce, UnsupportedTypesGiveReasons) {
 
 TEST(RefReduceArg, MaxMin) {
   Tensor x = F({2, 3}, {1, 3, 3, 5, 2, 5});
-  Tensor a = run_ref1("ArgMax", {x}, {{"axis", attr_i(1)}});
+  Tensor a = run_ref1("ArgMax", {x}, {{"axis", attr_int(1)}});
   EXPECT_EQ(a.dtype(), DType::kInt64);
   EXPECT_EQ(a.shape(), (Dims{2, 1}));
   EXPECT_EQ(values<int64_t>(a), (std::vector<int64_t>{1, 0}));
-  EXPECT_EQ(values<int64_t>(
-                run_ref1("ArgMax", {x}, {{"axis", attr_i(-1)}, {"select_last_index", attr_i(1)}})),
+  EXPECT_EQ(values<int64_t>(run_ref1("ArgMax", {x},
+                                     {{"axis", attr_int(-1)}, {"select_last_index", attr_int(1)}})),
             (std::vector<int64_t>{2, 2}));
-  Tensor b = run_ref1("ArgMin", {x}, {{"keepdims", attr_i(0)}});  // axis 0 by default
+  Tensor b = run_ref1("ArgMin", {x}, {{"keepdims", attr_int(0)}});  // axis 0 by default
   EXPECT_EQ(b.shape(), (Dims{3}));
   EXPECT_EQ(values<int64_t>(b), (std::vector<int64_t>{0, 1, 0}));
   EXPECT_EQ(values<int64_t>(run_ref1("ArgMin", {Tensor::from_vector<int32_t>({4}, {3, -1, 7, -1})},
-                                     {{"select_last_index", attr_i(1)}})),
+                                     {{"select_last_index", attr_int(1)}})),
             (std::vector<int64_t>{3}));
 }
 
@@ -215,7 +213,7 @@ TEST(RefSoftmax, Opset13AlongOneAxis) {
       w[b] = s[1];
     }
   }
-  expect_floats(run_ref1("Softmax", {x}, {{"axis", attr_i(1)}}, 13), {2, 2, 2}, w);
+  expect_floats(run_ref1("Softmax", {x}, {{"axis", attr_int(1)}}, 13), {2, 2, 2}, w);
 }
 
 TEST(RefSoftmax, Opset11CoercesTo2D) {
@@ -224,7 +222,7 @@ TEST(RefSoftmax, Opset11CoercesTo2D) {
   std::vector<double> want = softmax_of({0, 1, 2, 3});
   for (double v : softmax_of({4, 5, 6, 8})) want.push_back(v);
   expect_floats(run_ref1("Softmax", {x}, {}, 11), {2, 2, 2}, want);
-  expect_floats(run_ref1("Softmax", {x}, {{"axis", attr_i(-2)}}, 11), {2, 2, 2}, want);
+  expect_floats(run_ref1("Softmax", {x}, {{"axis", attr_int(-2)}}, 11), {2, 2, 2}, want);
   // At opset 13 the default is the last axis only.
   std::vector<double> last;
   for (int r = 0; r < 4; ++r) {
@@ -234,7 +232,7 @@ TEST(RefSoftmax, Opset11CoercesTo2D) {
   }
   expect_floats(run_ref1("Softmax", {x}, {}, 13), {2, 2, 2}, last);
   // axis 0 before 13: one row of all 8 values.
-  expect_floats(run_ref1("Softmax", {x}, {{"axis", attr_i(0)}}, 11), {2, 2, 2},
+  expect_floats(run_ref1("Softmax", {x}, {{"axis", attr_int(0)}}, 11), {2, 2, 2},
                 softmax_of({0, 1, 2, 3, 4, 5, 6, 8}));
 }
 
@@ -256,9 +254,9 @@ TEST(RefSoftmax, LogSoftmax) {
 TEST(RefSoftmax, Hardmax) {
   Tensor x = F({2, 3}, {1, 3, 3, 0, -1, -2});
   expect_floats(run_ref1("Hardmax", {x}), {2, 3}, {0, 1, 0, 1, 0, 0});
-  expect_floats(run_ref1("Hardmax", {x}, {{"axis", attr_i(0)}}), {2, 3}, {1, 1, 1, 0, 0, 0});
+  expect_floats(run_ref1("Hardmax", {x}, {{"axis", attr_int(0)}}), {2, 3}, {1, 1, 1, 0, 0, 0});
   // Before 13, axis 0 flattens everything: one 1 at the first maximum.
-  expect_floats(run_ref1("Hardmax", {x}, {{"axis", attr_i(0)}}, 11), {2, 3}, {0, 1, 0, 0, 0, 0});
+  expect_floats(run_ref1("Hardmax", {x}, {{"axis", attr_int(0)}}, 11), {2, 3}, {0, 1, 0, 0, 0, 0});
 }
 
 // ---------------------------------------------------------------------------------------
@@ -268,9 +266,9 @@ TEST(RefReduceCumSum, Modes) {
   Tensor x = F({5}, {1, 2, 3, 4, 5});
   Tensor ax = I64({}, {0});
   expect_floats(run_ref1("CumSum", {x, ax}), {5}, {1, 3, 6, 10, 15});
-  expect_floats(run_ref1("CumSum", {x, ax}, {{"exclusive", attr_i(1)}}), {5}, {0, 1, 3, 6, 10});
-  expect_floats(run_ref1("CumSum", {x, ax}, {{"reverse", attr_i(1)}}), {5}, {15, 14, 12, 9, 5});
-  expect_floats(run_ref1("CumSum", {x, ax}, {{"reverse", attr_i(1)}, {"exclusive", attr_i(1)}}),
+  expect_floats(run_ref1("CumSum", {x, ax}, {{"exclusive", attr_int(1)}}), {5}, {0, 1, 3, 6, 10});
+  expect_floats(run_ref1("CumSum", {x, ax}, {{"reverse", attr_int(1)}}), {5}, {15, 14, 12, 9, 5});
+  expect_floats(run_ref1("CumSum", {x, ax}, {{"reverse", attr_int(1)}, {"exclusive", attr_int(1)}}),
                 {5}, {14, 12, 9, 5, 0});
 }
 

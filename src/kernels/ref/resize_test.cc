@@ -10,9 +10,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_f;
-using testing::attr_i;
-using testing::attr_s;
 using testing::expect_close;
 using testing::run_ref1;
 using testing::values;
@@ -38,9 +35,9 @@ Tensor four_by_four() {
 
 std::map<std::string, Attribute> attrs(const std::string& mode, const std::string& ctm,
                                        const std::string& nearest = "round_prefer_floor") {
-  return {{"mode", attr_s(mode)},
-          {"coordinate_transformation_mode", attr_s(ctm)},
-          {"nearest_mode", attr_s(nearest)}};
+  return {{"mode", attr_string(mode)},
+          {"coordinate_transformation_mode", attr_string(ctm)},
+          {"nearest_mode", attr_string(nearest)}};
 }
 
 // Expected 8x8 output of four_by_four() for per-axis source indices `src`.
@@ -150,7 +147,7 @@ TEST(RefMiscResize, TfCropAndResize) {
   // Rows 1.2, 2.4, 3.6 (outside); cols 1.8, 3.45 (outside), 5.1 (outside).
   Tensor roi2 = scales({0, 0, 0.4f, 0.6f, 1, 1, 1.2f, 1.7f});
   auto a = attrs("linear", "tf_crop_and_resize");
-  a["extrapolation_value"] = attr_f(10);
+  a["extrapolation_value"] = attr_float(10);
   Tensor z = run_ref1("Resize", {four_by_four(), roi2, kNone, i64({1, 1, 3, 3})}, a);
   expect_close(z, f32({1, 1, 3, 3}, {7.6f, 10, 10, 12.4f, 10, 10, 10, 10, 10}), 1e-4f);
 }
@@ -204,8 +201,8 @@ TEST(RefMiscResize, CubicExcludeOutside) {
   }
   EXPECT_NEAR(want[0], 0.5588235, 1e-6);  // 1 + 5 * (-0.0703125 / 0.796875)
   auto a = attrs("cubic", "half_pixel");
-  a["cubic_coeff_a"] = attr_f(-0.5f);
-  a["exclude_outside"] = attr_i(1);
+  a["cubic_coeff_a"] = attr_float(-0.5f);
+  a["exclude_outside"] = attr_int(1);
   Tensor y = run_ref1("Resize", {four_by_four(), kNone, scales({1, 1, 2, 2})}, a);
   expect_close(y, f32({1, 1, 8, 8}, want), 1e-5f);
 }

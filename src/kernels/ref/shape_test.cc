@@ -8,9 +8,6 @@
 namespace nnfuse {
 namespace {
 
-using testing::attr_i;
-using testing::attr_ints;
-using testing::attr_s;
 using testing::run_ref;
 using testing::run_ref1;
 using testing::values;
@@ -46,7 +43,7 @@ TEST(RefShapeReshape, InfersMinusOneAndCopiesZero) {
 TEST(RefShapeReshape, AllowZero) {
   Tensor empty(DType::kFloat32, {0, 3});
   // allowzero=1: 0 is a real zero-size dim.
-  EXPECT_EQ(run_ref1("Reshape", {empty, i64({3, 0})}, {{"allowzero", attr_i(1)}}).shape(),
+  EXPECT_EQ(run_ref1("Reshape", {empty, i64({3, 0})}, {{"allowzero", attr_int(1)}}).shape(),
             (Dims{3, 0}));
   // allowzero=0: 0 copies dim 1 (3), so [3, 3] needs 9 elements, not 0.
   EXPECT_THROW(run_ref1("Reshape", {empty, i64({3, 0})}), Error);
@@ -61,12 +58,12 @@ TEST(RefShapeReshape, CountMismatchThrows) {
 
 TEST(RefShapeFlatten, Axes) {
   Tensor x = iota({2, 3, 4});
-  EXPECT_EQ(run_ref1("Flatten", {x}, {{"axis", attr_i(2)}}).shape(), (Dims{6, 4}));
-  EXPECT_EQ(run_ref1("Flatten", {x}, {{"axis", attr_i(-1)}}).shape(), (Dims{6, 4}));
-  EXPECT_EQ(run_ref1("Flatten", {x}, {{"axis", attr_i(0)}}).shape(), (Dims{1, 24}));
+  EXPECT_EQ(run_ref1("Flatten", {x}, {{"axis", attr_int(2)}}).shape(), (Dims{6, 4}));
+  EXPECT_EQ(run_ref1("Flatten", {x}, {{"axis", attr_int(-1)}}).shape(), (Dims{6, 4}));
+  EXPECT_EQ(run_ref1("Flatten", {x}, {{"axis", attr_int(0)}}).shape(), (Dims{1, 24}));
   EXPECT_EQ(run_ref1("Flatten", {x}).shape(), (Dims{2, 12}));
-  EXPECT_EQ(fv(run_ref1("Flatten", {x}, {{"axis", attr_i(3)}})), fv(x));
-  EXPECT_THROW(run_ref1("Flatten", {x}, {{"axis", attr_i(4)}}), Error);
+  EXPECT_EQ(fv(run_ref1("Flatten", {x}, {{"axis", attr_int(3)}})), fv(x));
+  EXPECT_THROW(run_ref1("Flatten", {x}, {{"axis", attr_int(4)}}), Error);
 }
 
 TEST(RefShapeTranspose, DefaultReversesAndPerm) {
@@ -118,21 +115,21 @@ TEST(RefShapeUnsqueeze, AttributeAndInput) {
 
 TEST(RefShapeConcat, Axes) {
   Tensor a = f32({2, 2}, {1, 2, 3, 4}), b = f32({2, 1}, {5, 6});
-  Tensor y = run_ref1("Concat", {a, b}, {{"axis", attr_i(1)}});
+  Tensor y = run_ref1("Concat", {a, b}, {{"axis", attr_int(1)}});
   EXPECT_EQ(y.shape(), (Dims{2, 3}));
   EXPECT_EQ(fv(y), (F{1, 2, 5, 3, 4, 6}));
-  EXPECT_EQ(fv(run_ref1("Concat", {a, b}, {{"axis", attr_i(-1)}})), (F{1, 2, 5, 3, 4, 6}));
+  EXPECT_EQ(fv(run_ref1("Concat", {a, b}, {{"axis", attr_int(-1)}})), (F{1, 2, 5, 3, 4, 6}));
   Tensor c = f32({1, 2}, {7, 8});
-  EXPECT_EQ(fv(run_ref1("Concat", {a, c}, {{"axis", attr_i(0)}})), (F{1, 2, 3, 4, 7, 8}));
-  EXPECT_THROW(run_ref1("Concat", {a, b}, {{"axis", attr_i(0)}}), Error);
+  EXPECT_EQ(fv(run_ref1("Concat", {a, c}, {{"axis", attr_int(0)}})), (F{1, 2, 3, 4, 7, 8}));
+  EXPECT_THROW(run_ref1("Concat", {a, b}, {{"axis", attr_int(0)}}), Error);
   Tensor i8 = Tensor::from_vector<int8_t>({2}, {1, 2}), j8 = Tensor::from_vector<int8_t>({1}, {3});
-  EXPECT_EQ(values<int8_t>(run_ref1("Concat", {i8, j8}, {{"axis", attr_i(0)}})),
+  EXPECT_EQ(values<int8_t>(run_ref1("Concat", {i8, j8}, {{"axis", attr_int(0)}})),
             (std::vector<int8_t>{1, 2, 3}));
 }
 
 TEST(RefShapeSplit, AttributeOpset11) {
-  auto out =
-      run_ref("Split", {iota({2, 3})}, {{"axis", attr_i(1)}, {"split", attr_ints({1, 2})}}, 2, 11);
+  auto out = run_ref("Split", {iota({2, 3})}, {{"axis", attr_int(1)}, {"split", attr_ints({1, 2})}},
+                     2, 11);
   EXPECT_EQ(out[0].shape(), (Dims{2, 1}));
   EXPECT_EQ(fv(out[0]), (F{0, 3}));
   EXPECT_EQ(fv(out[1]), (F{1, 2, 4, 5}));
@@ -205,11 +202,14 @@ TEST(RefShapeTile, Repeats) {
 TEST(RefShapeShape, StartEnd) {
   Tensor x(DType::kFloat32, {2, 3, 4, 5});
   EXPECT_EQ(values<int64_t>(run_ref1("Shape", {x})), (std::vector<int64_t>{2, 3, 4, 5}));
-  EXPECT_EQ(values<int64_t>(run_ref1("Shape", {x}, {{"start", attr_i(1)}, {"end", attr_i(-1)}})),
-            (std::vector<int64_t>{3, 4}));
-  EXPECT_EQ(values<int64_t>(run_ref1("Shape", {x}, {{"start", attr_i(-10)}, {"end", attr_i(1)}})),
-            (std::vector<int64_t>{2}));
-  EXPECT_EQ(run_ref1("Shape", {x}, {{"start", attr_i(3)}, {"end", attr_i(1)}}).shape(), (Dims{0}));
+  EXPECT_EQ(
+      values<int64_t>(run_ref1("Shape", {x}, {{"start", attr_int(1)}, {"end", attr_int(-1)}})),
+      (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(
+      values<int64_t>(run_ref1("Shape", {x}, {{"start", attr_int(-10)}, {"end", attr_int(1)}})),
+      (std::vector<int64_t>{2}));
+  EXPECT_EQ(run_ref1("Shape", {x}, {{"start", attr_int(3)}, {"end", attr_int(1)}}).shape(),
+            (Dims{0}));
   EXPECT_EQ(values<int64_t>(run_ref1("Size", {x})), (std::vector<int64_t>{120}));
   EXPECT_EQ(run_ref1("Size", {x}).rank(), 0);
 }
@@ -245,40 +245,40 @@ Tensor depth_input() {
 }
 
 TEST(RefShapeDepthToSpace, DcrAndCrd) {
-  Tensor dcr = run_ref1("DepthToSpace", {depth_input()}, {{"blocksize", attr_i(2)}});
+  Tensor dcr = run_ref1("DepthToSpace", {depth_input()}, {{"blocksize", attr_int(2)}});
   ASSERT_EQ(dcr.shape(), (Dims{1, 2, 4, 6}));
   EXPECT_EQ(fv(dcr), (F{0,  18, 1,  19, 2,  20, 36, 54, 37, 55, 38, 56, 3,  21, 4,  22,
                         5,  23, 39, 57, 40, 58, 41, 59, 9,  27, 10, 28, 11, 29, 45, 63,
                         46, 64, 47, 65, 12, 30, 13, 31, 14, 32, 48, 66, 49, 67, 50, 68}));
   Tensor crd = run_ref1("DepthToSpace", {depth_input()},
-                        {{"blocksize", attr_i(2)}, {"mode", attr_s("CRD")}});
+                        {{"blocksize", attr_int(2)}, {"mode", attr_string("CRD")}});
   EXPECT_EQ(fv(crd), (F{0,  9,  1,  10, 2,  11, 18, 27, 19, 28, 20, 29, 3,  12, 4,  13,
                         5,  14, 21, 30, 22, 31, 23, 32, 36, 45, 37, 46, 38, 47, 54, 63,
                         55, 64, 56, 65, 39, 48, 40, 49, 41, 50, 57, 66, 58, 67, 59, 68}));
-  EXPECT_THROW(run_ref1("DepthToSpace", {depth_input()}, {{"blocksize", attr_i(3)}}), Error);
+  EXPECT_THROW(run_ref1("DepthToSpace", {depth_input()}, {{"blocksize", attr_int(3)}}), Error);
 }
 
 TEST(RefShapeSpaceToDepth, HandCaseAndInverseOfDcr) {
   Tensor y =
-      run_ref1("SpaceToDepth", {f32({1, 1, 2, 2}, {0, 1, 2, 3})}, {{"blocksize", attr_i(2)}});
+      run_ref1("SpaceToDepth", {f32({1, 1, 2, 2}, {0, 1, 2, 3})}, {{"blocksize", attr_int(2)}});
   EXPECT_EQ(y.shape(), (Dims{1, 4, 1, 1}));
   EXPECT_EQ(fv(y), (F{0, 1, 2, 3}));
-  Tensor dcr = run_ref1("DepthToSpace", {depth_input()}, {{"blocksize", attr_i(2)}});
-  Tensor back = run_ref1("SpaceToDepth", {dcr}, {{"blocksize", attr_i(2)}});
+  Tensor dcr = run_ref1("DepthToSpace", {depth_input()}, {{"blocksize", attr_int(2)}});
+  Tensor back = run_ref1("SpaceToDepth", {dcr}, {{"blocksize", attr_int(2)}});
   EXPECT_EQ(back.shape(), (Dims{1, 8, 2, 3}));
   EXPECT_EQ(fv(back), fv(depth_input()));
-  EXPECT_THROW(run_ref1("SpaceToDepth", {iota({1, 1, 3, 2})}, {{"blocksize", attr_i(2)}}), Error);
+  EXPECT_THROW(run_ref1("SpaceToDepth", {iota({1, 1, 3, 2})}, {{"blocksize", attr_int(2)}}), Error);
 }
 
 TEST(RefShapeTrilu, UpperLowerAndK) {
   Tensor x = f32({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
   EXPECT_EQ(fv(run_ref1("Trilu", {x})), (F{1, 2, 3, 0, 5, 6, 0, 0, 9}));
   EXPECT_EQ(fv(run_ref1("Trilu", {x, Tensor::scalar<int64_t>(1)})), (F{0, 2, 3, 0, 0, 6, 0, 0, 0}));
-  EXPECT_EQ(fv(run_ref1("Trilu", {x, Tensor::scalar<int64_t>(-1)}, {{"upper", attr_i(0)}})),
+  EXPECT_EQ(fv(run_ref1("Trilu", {x, Tensor::scalar<int64_t>(-1)}, {{"upper", attr_int(0)}})),
             (F{0, 0, 0, 4, 0, 0, 7, 8, 0}));
-  EXPECT_EQ(fv(run_ref1("Trilu", {x}, {{"upper", attr_i(0)}})), (F{1, 0, 0, 4, 5, 0, 7, 8, 9}));
+  EXPECT_EQ(fv(run_ref1("Trilu", {x}, {{"upper", attr_int(0)}})), (F{1, 0, 0, 4, 5, 0, 7, 8, 9}));
   // Batched: the mask applies to the last two dims.
-  EXPECT_EQ(fv(run_ref1("Trilu", {f32({2, 1, 2}, {1, 2, 3, 4})}, {{"upper", attr_i(0)}})),
+  EXPECT_EQ(fv(run_ref1("Trilu", {f32({2, 1, 2}, {1, 2, 3, 4})}, {{"upper", attr_int(0)}})),
             (F{1, 0, 3, 0}));
 }
 
@@ -287,7 +287,7 @@ TEST(RefShapeErrors, AbsurdSizesThrow) {
   EXPECT_THROW(run_ref1("Tile", {x, i64({int64_t{1} << 62})}), Error);
   EXPECT_THROW(run_ref1("Expand", {x, i64({int64_t{1} << 40, int64_t{1} << 40, 4})}), Error);
   EXPECT_THROW(run_ref1("Reshape", {x, i64({int64_t{1} << 40, int64_t{1} << 40, -1})}), Error);
-  EXPECT_THROW(run_ref1("DepthToSpace", {iota({1, 4, 1, 1})}, {{"blocksize", attr_i(kMax)}}),
+  EXPECT_THROW(run_ref1("DepthToSpace", {iota({1, 4, 1, 1})}, {{"blocksize", attr_int(kMax)}}),
                Error);
 }
 

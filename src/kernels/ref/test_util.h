@@ -8,47 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "ir/builder.h"
 #include "ir/graph.h"
 #include "kernels/ref/ref_kernels.h"
+#include "testing/numeric.h"
 
 namespace nnfuse::testing {
-
-inline Attribute attr_i(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInt;
-  a.i = v;
-  return a;
-}
-inline Attribute attr_f(float v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kFloat;
-  a.f = v;
-  return a;
-}
-inline Attribute attr_s(std::string v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kString;
-  a.s = std::move(v);
-  return a;
-}
-inline Attribute attr_ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-inline Attribute attr_floats(std::vector<float> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kFloats;
-  a.floats = std::move(v);
-  return a;
-}
-inline Attribute attr_t(Tensor t) {
-  Attribute a;
-  a.kind = Attribute::Kind::kTensor;
-  a.t = std::move(t);
-  return a;
-}
 
 // Builds a one-node graph (inputs typed from the tensors; an undefined Tensor is an omitted
 // input), checks the support function, runs the reference kernel and returns the outputs.
@@ -82,29 +47,6 @@ inline std::vector<Tensor> run_ref(const std::string& op, const std::vector<Tens
 inline Tensor run_ref1(const std::string& op, const std::vector<Tensor>& inputs,
                        const std::map<std::string, Attribute>& attrs = {}, int64_t opset = 17) {
   return run_ref(op, inputs, attrs, 1, opset)[0];
-}
-
-template <typename T>
-std::vector<T> values(const Tensor& t) {
-  const T* p = t.data<T>();
-  return std::vector<T>(p, p + t.numel());
-}
-
-// Expects equal shape and elementwise closeness for float32 tensors (a NaN or an infinity
-// wanted must be got exactly).
-inline void expect_close(const Tensor& got, const Tensor& want, float atol = 1e-5f,
-                         float rtol = 1e-5f) {
-  ASSERT_EQ(got.dtype(), want.dtype());
-  ASSERT_EQ(got.shape(), want.shape());
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    double g = got.double_at(i), w = want.double_at(i);
-    if (std::isnan(w) || std::isinf(w)) {
-      EXPECT_TRUE(std::isnan(w) ? std::isnan(g) : g == w)
-          << "at element " << i << ": got " << g << ", want " << w;
-      continue;
-    }
-    EXPECT_LE(std::abs(g - w), atol + rtol * std::abs(w)) << "at element " << i;
-  }
 }
 
 }  // namespace nnfuse::testing

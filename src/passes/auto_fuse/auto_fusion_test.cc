@@ -183,13 +183,13 @@ TEST_F(AutoFusion, EveryLoweringMatchesTheReference) {
     Build build = [&] {
       B b;
       // Positive inputs, so Log, Sqrt, Reciprocal and Pow stay finite.
-      Value* x = b.c(rand_tensor({5, 12}, 3, 0.1f, 2.0f));
+      Value* x = b.c(random_tensor({5, 12}, 3, 0.1f, 2.0f));
       std::vector<Value*> ins{b.in("x", {5, 12})};
-      Value* shift = b.c(rand_tensor({5, 12}, 4, 0.1f, 2.0f));
+      Value* shift = b.c(random_tensor({5, 12}, 4, 0.1f, 2.0f));
       ins[0] = b.n("Add", {ins[0], shift}, {5, 12});  // > -0.9: keep Log and Sqrt in range
       ins[0] = b.n("Abs", {ins[0]}, {5, 12});
       for (int i = 0; i < op.extra_inputs; ++i)
-        ins.push_back(b.c(rand_tensor({12}, 7 + i, 0.5f, 1.5f)));
+        ins.push_back(b.c(random_tensor({12}, 7 + i, 0.5f, 1.5f)));
       for (float c : op.constants) ins.push_back(b.c(scalar(c)));
       Value* y = b.n(op.type, ins, {5, 12}, op.attrs, "op");
       b.out(b.n("Add", {y, x}, {5, 12}));

@@ -77,7 +77,7 @@ TEST(Grouping, MatMulOrConvSplitsAChain) {
   Value* x = b.in("x", {4, 8});
   Value* y = b.n("Relu", {x}, {4, 8}, {}, "a");
   y = b.n("Exp", {y}, {4, 8}, {}, "b");
-  y = b.n("MatMul", {y, b.c(fusion_test::rand_tensor({8, 8}, 1))}, {4, 8}, {}, "mm");
+  y = b.n("MatMul", {y, b.c(fusion_test::random_tensor({8, 8}, 1))}, {4, 8}, {}, "mm");
   y = b.n("Tanh", {y}, {4, 8}, {}, "c");
   b.out(b.n("Sigmoid", {y}, {4, 8}, {}, "d"));
   EXPECT_EQ(regions(*b.g), (std::vector<Names>{{"a", "b"}, {"c", "d"}}));
@@ -86,7 +86,7 @@ TEST(Grouping, MatMulOrConvSplitsAChain) {
   Value* i = k.in("x", {1, 2, 4, 4});
   Value* z = k.n("Relu", {i}, {1, 2, 4, 4}, {}, "a");
   z = k.n("Neg", {z}, {1, 2, 4, 4}, {}, "b");
-  z = k.n("Conv", {z, k.c(fusion_test::rand_tensor({3, 2, 1, 1}, 2))}, {1, 3, 4, 4}, {}, "conv");
+  z = k.n("Conv", {z, k.c(fusion_test::random_tensor({3, 2, 1, 1}, 2))}, {1, 3, 4, 4}, {}, "conv");
   z = k.n("Relu", {z}, {1, 3, 4, 4}, {}, "c");
   k.out(k.n("Sigmoid", {z}, {1, 3, 4, 4}, {}, "d"));
   EXPECT_EQ(regions(*k.g), (std::vector<Names>{{"a", "b"}, {"c", "d"}}));
@@ -100,7 +100,7 @@ TEST(Grouping, ValueUsedOutsideEndsTheRegion) {
   y = b.n("Neg", {m}, {4, 8}, {}, "c");
   y = b.n("Abs", {y}, {4, 8}, {}, "d");
   b.out(y);
-  b.out(b.n("MatMul", {m, b.c(fusion_test::rand_tensor({8, 8}, 1))}, {4, 8}, {}, "mm"));
+  b.out(b.n("MatMul", {m, b.c(fusion_test::random_tensor({8, 8}, 1))}, {4, 8}, {}, "mm"));
   // b's output also goes to the MatMul, so b ends its own region.
   EXPECT_EQ(regions(*b.g), (std::vector<Names>{{"a", "b"}, {"c", "d"}}));
 
@@ -119,7 +119,7 @@ TEST(Grouping, NoCycleThroughAnOutsideNode) {
   B b;
   Value* x = b.in("x", {4, 8});
   Value* a = b.n("Relu", {x}, {4, 8}, {}, "a");
-  Value* m = b.n("MatMul", {a, b.c(fusion_test::rand_tensor({8, 8}, 1))}, {4, 8}, {}, "mm");
+  Value* m = b.n("MatMul", {a, b.c(fusion_test::random_tensor({8, 8}, 1))}, {4, 8}, {}, "mm");
   Value* s = b.n("Add", {a, m}, {4, 8}, {}, "add");
   b.out(b.n("Exp", {s}, {4, 8}, {}, "e"));
   EXPECT_EQ(regions(*b.g), (std::vector<Names>{{"add", "e"}}));
@@ -152,7 +152,7 @@ TEST(Grouping, MaxInputsCutsAChain) {
   B b;
   Value* y = b.in("x", {4, 8});
   for (int i = 0; i < 10; ++i) {
-    y = b.n("Add", {y, b.c(fusion_test::rand_tensor({4, 8}, i + 1))}, {4, 8}, {}, nth(i));
+    y = b.n("Add", {y, b.c(fusion_test::random_tensor({4, 8}, i + 1))}, {4, 8}, {}, nth(i));
   }
   b.out(y);
   GroupingOptions o;
@@ -228,8 +228,8 @@ TEST(Grouping, LayerNormPatternRespectsMaxReductions) {
   Value* a = b.n("Add", {m2, b.c(Tensor::scalar(1e-5f))}, {4, 1}, {}, "eps");
   Value* s = b.n("Sqrt", {a}, {4, 1}, {}, "sqrt");
   Value* n = b.n("Div", {d, s}, {4, 8}, {}, "div");
-  Value* y = b.n("Mul", {n, b.c(fusion_test::rand_tensor({8}, 1))}, {4, 8}, {}, "gamma");
-  b.out(b.n("Add", {y, b.c(fusion_test::rand_tensor({8}, 2))}, {4, 8}, {}, "beta"));
+  Value* y = b.n("Mul", {n, b.c(fusion_test::random_tensor({8}, 1))}, {4, 8}, {}, "gamma");
+  b.out(b.n("Add", {y, b.c(fusion_test::random_tensor({8}, 2))}, {4, 8}, {}, "beta"));
   const std::vector<Names> want{{"mean1", "sub"},
                                 {"pow", "mean2", "eps", "sqrt", "div", "gamma", "beta"}};
   EXPECT_EQ(regions(*b.g), want);
@@ -272,7 +272,7 @@ TEST(Grouping, ViolationsAreReported) {
   B b;
   Value* x = b.in("x", {4, 8});
   Value* a = b.n("Relu", {x}, {4, 8}, {}, "a");
-  Value* m = b.n("MatMul", {a, b.c(fusion_test::rand_tensor({8, 8}, 1))}, {4, 8}, {}, "mm");
+  Value* m = b.n("MatMul", {a, b.c(fusion_test::random_tensor({8, 8}, 1))}, {4, 8}, {}, "mm");
   Value* s = b.n("Add", {a, m}, {4, 8}, {}, "add");
   b.out(s);
   Region r;
@@ -310,7 +310,7 @@ TEST(AutoFuse, RandomGraphsGiveValidDisjointRegions) {
       } else if (kind < 8) {
         rows.push_back(b.n(next(2) ? "ReduceMax" : "ReduceMean", {a}, {4, 1}, keep_last()));
       } else if (kind < 9) {
-        full.push_back(b.n("MatMul", {a, b.c(fusion_test::rand_tensor({8, 8}, i))}, {4, 8}));
+        full.push_back(b.n("MatMul", {a, b.c(fusion_test::random_tensor({8, 8}, i))}, {4, 8}));
       } else {
         full.push_back(b.n("MyCustomOp", {a}, {4, 8}));
       }

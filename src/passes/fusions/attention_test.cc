@@ -49,8 +49,8 @@ std::unique_ptr<Graph> attention_graph(const AttnOptions& o) {
   const int64_t s = o.s, h = o.heads, d = o.dim, e = h * d;
   Value* x = b.in("x", {1, s, e});
   auto proj = [&](const std::string& name, int64_t n, uint32_t seed) {
-    Value* m = b.n("MatMul", {x, b.c(rand_tensor({e, n}, seed))}, {1, s, n}, {}, name);
-    return b.n("Add", {m, b.c(rand_tensor({n}, seed + 1))}, {1, s, n}, {}, name + "_bias");
+    Value* m = b.n("MatMul", {x, b.c(random_tensor({e, n}, seed))}, {1, s, n}, {}, name);
+    return b.n("Add", {m, b.c(random_tensor({n}, seed + 1))}, {1, s, n}, {}, name + "_bias");
   };
   Value *q, *k, *v;
   if (o.packed) {
@@ -217,8 +217,8 @@ std::unique_ptr<Graph> seq_first_graph(const SeqFirstOptions& o) {
   B b;
   const int64_t s = o.s, n = o.batch, h = o.heads, d = o.dim, e = h * d;
   Value* x = b.in("x", {s, n, e});
-  Value* m = b.n("MatMul", {x, b.c(rand_tensor({e, 3 * e}, 10))}, {s, n, 3 * e}, {}, "in_proj");
-  Value* qkv = b.n("Add", {m, b.c(rand_tensor({3 * e}, 11))}, {s, n, 3 * e}, {}, "in_bias");
+  Value* m = b.n("MatMul", {x, b.c(random_tensor({e, 3 * e}, 10))}, {s, n, 3 * e}, {}, "in_proj");
+  Value* qkv = b.n("Add", {m, b.c(random_tensor({3 * e}, 11))}, {s, n, 3 * e}, {}, "in_bias");
   std::vector<Value*> parts;
   for (int64_t i = 0; i < 3; ++i) {
     Value* p = b.g->add_value("part" + std::to_string(i), DType::kFloat32);
@@ -243,7 +243,7 @@ std::unique_ptr<Graph> seq_first_graph(const SeqFirstOptions& o) {
   ctx = b.n("Reshape", {ctx, b.c(shape_tensor(merged))}, merged, {}, "merge");
   Dims out = merged;
   out.back() = e;
-  b.out(b.n("MatMul", {ctx, b.c(rand_tensor({e, e}, 12))}, out, {}, "out_proj"));
+  b.out(b.n("MatMul", {ctx, b.c(random_tensor({e, e}, 12))}, out, {}, "out_proj"));
   return std::move(b.g);
 }
 

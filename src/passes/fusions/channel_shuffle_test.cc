@@ -19,7 +19,7 @@ Tensor i64s(const std::vector<int64_t>& v) {
 std::unique_ptr<Graph> shuffle_graph(int64_t groups, std::vector<int64_t> perm, bool halves) {
   B b;
   Value* x = b.in("x", {1, 12, 5, 4});
-  Value* c = b.n("Conv", {x, b.c(rand_tensor({12, 12, 1, 1}, 1))}, {1, 12, 5, 4}, {}, "conv");
+  Value* c = b.n("Conv", {x, b.c(random_tensor({12, 12, 1, 1}, 1))}, {1, 12, 5, 4}, {}, "conv");
   Dims split = {1, groups, 12 / groups, 5, 4};
   Value* r = b.n("Reshape", {c, b.c(i64s(split))}, split, {}, "split");
   Dims swapped = split;

@@ -20,13 +20,13 @@ std::unique_ptr<Graph> vgg_block(const VggOptions& o) {
   B b;
   const int64_t p = o.k / 2, h = o.hw, hp = o.hw / 2;
   Value* x = b.in("x", {1, o.c, h, h});
-  Value* y =
-      b.n("Conv",
-          {x, b.c(rand_tensor({o.m, o.c, o.k, o.k}, 1, -0.2f, 0.2f)), b.c(rand_tensor({o.m}, 2))},
-          {1, o.m, h, h}, {{"pads", ints({p, p, p, p})}}, "conv");
+  Value* y = b.n(
+      "Conv",
+      {x, b.c(random_tensor({o.m, o.c, o.k, o.k}, 1, -0.2f, 0.2f)), b.c(random_tensor({o.m}, 2))},
+      {1, o.m, h, h}, {{"pads", ints({p, p, p, p})}}, "conv");
   y = b.n("BatchNormalization",
-          {y, b.c(rand_tensor({o.m}, 3, 0.5, 1.5)), b.c(rand_tensor({o.m}, 4)),
-           b.c(rand_tensor({o.m}, 5)), b.c(rand_tensor({o.m}, 6, 0.5, 2))},
+          {y, b.c(random_tensor({o.m}, 3, 0.5, 1.5)), b.c(random_tensor({o.m}, 4)),
+           b.c(random_tensor({o.m}, 5)), b.c(random_tensor({o.m}, 6, 0.5, 2))},
           {1, o.m, h, h}, {}, "bn");
   y = b.n("Relu", {y}, {1, o.m, h, h}, {}, "relu");
   if (o.extra_use) b.out(y);
@@ -39,7 +39,7 @@ std::unique_ptr<Graph> vgg_block(const VggOptions& o) {
   if (o.indices) b.out(outs[1]);
   if (o.head) {
     Value* f = b.n("Flatten", {pooled}, {1, o.m * hp * hp}, {{"axis", attr_int(1)}}, "flatten");
-    pooled = b.n("Gemm", {f, b.c(rand_tensor({10, o.m * hp * hp}, 7, -0.1f, 0.1f))}, {1, 10},
+    pooled = b.n("Gemm", {f, b.c(random_tensor({10, o.m * hp * hp}, 7, -0.1f, 0.1f))}, {1, 10},
                  {{"transB", attr_int(1)}}, "gemm");
   }
   b.out(pooled);

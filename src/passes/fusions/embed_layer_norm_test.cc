@@ -52,13 +52,13 @@ std::unique_ptr<Graph> embeddings(const Opts& o = {}) {
   B b;
   Value* ids = int_input(b, "input_ids", {kB, kS}, DType::kInt64);
   Value* types = int_input(b, "token_type_ids", o.tok_ids_shape, o.tok_ids);
-  Value* word = b.n("Gather", {b.c(rand_tensor({kVocab, kE}, 1)), ids}, {kB, kS, kE}, {}, "word");
+  Value* word = b.n("Gather", {b.c(random_tensor({kVocab, kE}, 1)), ids}, {kB, kS, kE}, {}, "word");
   // Position rows: a Gather of constants, which constant folding turns into a constant.
-  Value* pos = b.n(
-      "Gather",
-      {b.c(rand_tensor({kS, kE}, 2)), b.c(Tensor::from_vector<int64_t>({1, kS}, {0, 1, 2, 3, 4}))},
-      {1, kS, kE}, {}, "pos");
-  Value* tok_table = o.table_input ? b.in("tok_table", {2, kE}) : b.c(rand_tensor({2, kE}, 3));
+  Value* pos = b.n("Gather",
+                   {b.c(random_tensor({kS, kE}, 2)),
+                    b.c(Tensor::from_vector<int64_t>({1, kS}, {0, 1, 2, 3, 4}))},
+                   {1, kS, kE}, {}, "pos");
+  Value* tok_table = o.table_input ? b.in("tok_table", {2, kE}) : b.c(random_tensor({2, kE}, 3));
   Dims tok_out = o.tok_ids_shape;
   tok_out.push_back(kE);
   Value* tok =
@@ -72,8 +72,8 @@ std::unique_ptr<Graph> embeddings(const Opts& o = {}) {
     inner = b.n("Add", {word, pos}, {kB, kS, kE}, {}, "add0");
     sum = b.n("Add", {inner, tok}, {kB, kS, kE}, {}, "add1");
   }
-  std::vector<Value*> ln_in = {sum, b.c(rand_tensor(o.gamma_shape, 4, 0.5f, 1.5f))};
-  if (o.beta) ln_in.push_back(b.c(rand_tensor({kE}, 5)));
+  std::vector<Value*> ln_in = {sum, b.c(random_tensor(o.gamma_shape, 4, 0.5f, 1.5f))};
+  if (o.beta) ln_in.push_back(b.c(random_tensor({kE}, 5)));
   Value* y = b.g->add_value("y", DType::kFloat32, Shape::of({kB, kS, kE}));
   std::vector<Value*> ln_out = {y};
   if (o.ln_mean_used)
@@ -96,7 +96,7 @@ std::map<std::string, Tensor> feeds_for(const Graph& g) {
     const Dims d = v->shape().static_dims();
     feeds[v->name()] =
         v->dtype() == DType::kFloat32
-            ? rand_tensor(d, seed++)
+            ? random_tensor(d, seed++)
             : ids_tensor(d, seed++, v->name() == "input_ids" ? kVocab : 2, v->dtype());
   }
   return feeds;
@@ -222,7 +222,8 @@ TEST(EmbedLayerNormFusion, ResidualLayerNormIsNotAMatch) {
   Value* x = b.in("x", {2, 4});
   Value* r = b.in("r", {2, 4});
   Value* s = b.n("Add", {x, r}, {2, 4});
-  b.out(b.n("LayerNormalization", {s, b.c(rand_tensor({4}, 1))}, {2, 4}, {{"axis", attr_int(-1)}}));
+  b.out(
+      b.n("LayerNormalization", {s, b.c(random_tensor({4}, 1))}, {2, 4}, {{"axis", attr_int(-1)}}));
   auto f = fuse(std::move(b.g));
   EXPECT_EQ(count_op(*f.graph, "EmbedLayerNorm"), 0u) << graph_to_text(*f.graph);
   EXPECT_EQ(record(f.report, "EmbedLayerNormFusionPass")->match_times, 0);

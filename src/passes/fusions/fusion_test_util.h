@@ -1,5 +1,6 @@
-// Shared by the fusion pass tests: a small graph builder, running the pipeline, and the
-// numeric check (fused graph on the fast kernels == unfused graph on the reference kernels).
+// Shared by the fusion pass tests (the graph builder and numeric checks are testing/'s):
+// running the pipeline, and the numeric check (fused graph on the fast kernels == unfused graph on
+// the reference kernels).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,52 +14,15 @@
 #include "passes/fusions/fusion_util.h"
 #include "passes/pipeline.h"
 #include "runtime/session.h"
+#include "testing/graph_builder.h"
+#include "testing/numeric.h"
 
 namespace nnfuse::fusion_test {
 
-inline Tensor rand_tensor(const Dims& shape, uint32_t seed, float lo = -1, float hi = 1) {
-  Tensor t(DType::kFloat32, shape);
-  uint32_t s = seed * 747796405u + 1;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    s = s * 1664525u + 1013904223u;
-    t.data<float>()[i] = lo + (hi - lo) * static_cast<float>(s >> 8) / (1u << 24);
-  }
-  return t;
-}
-
-// Builds small graphs: b.in("x", dims), b.c("w", tensor), b.n("Conv", {...}, dims) ...
-struct B {
-  std::unique_ptr<Graph> g = std::make_unique<Graph>();
-  int k = 0;
-  B() { g->opsets[""] = 17; }
-  Value* in(const std::string& name, const Dims& d) {
-    Value* v = g->add_value(name, DType::kFloat32, Shape::of(d));
-    g->add_input(v);
-    return v;
-  }
-  Value* c(Tensor t) {
-    Value* v = g->add_value(g->unique_value_name("const"));
-    ++k;
-    v->set_constant(std::move(t));
-    return v;
-  }
-  Value* n(const std::string& op, std::vector<Value*> ins, const Dims& out,
-           std::map<std::string, Attribute> attrs = {}, const std::string& name = "") {
-    std::string nm = name.empty() ? op + std::to_string(k++) : name;
-    Value* o = g->add_value(nm + "_out", DType::kFloat32, Shape::of(out));
-    Node* node = g->add_node(op, nm, ins, {o});
-    for (auto& [a, v] : attrs) node->set_attr(a, v);
-    return o;
-  }
-  void out(Value* v) { g->add_output(v); }
-};
-
-inline Attribute ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
-}
+using testing::random_tensor;
+// Builds small graphs: b.in("x", dims), b.c(tensor), b.n("Conv", {...}, dims) ...
+using B = testing::GraphBuilder;
+inline Attribute ints(std::vector<int64_t> v) { return attr_ints(std::move(v)); }
 
 struct Fused {
   std::unique_ptr<Graph> graph;
@@ -101,17 +65,12 @@ inline void expect_same_numbers(std::unique_ptr<Graph> fused, std::unique_ptr<Gr
   std::map<std::string, Tensor> feeds;
   uint32_t seed = 1;
   for (const Value* v : plain->runtime_inputs())
-    feeds[v->name()] = rand_tensor(v->shape().static_dims(), seed++);
+    feeds[v->name()] = random_tensor(v->shape().static_dims(), seed++);
   auto [x, y] = run_fused_and_reference(std::move(fused), std::move(plain), feeds);
   ASSERT_EQ(x.size(), y.size());
   for (size_t i = 0; i < x.size(); ++i) {
     ASSERT_EQ(x[i].shape(), y[i].shape());
-    double scale = 0, err = 0;
-    for (int64_t j = 0; j < y[i].numel(); ++j) {
-      scale = std::max(scale, std::abs(y[i].double_at(j)));
-      err = std::max(err, std::abs(x[i].double_at(j) - y[i].double_at(j)));
-    }
-    EXPECT_LE(err, tolerance * std::max(scale, 1e-6)) << "output " << i;
+    EXPECT_LE(testing::max_relative_error(x[i], y[i]), tolerance) << "output " << i;
   }
 }
 

@@ -21,14 +21,14 @@ std::unique_ptr<Graph> conv_bn_graph(const Tail& tail, int64_t c = 4, bool bias 
                                      int64_t training = 0) {
   B b;
   Value* x = b.in("x", {1, 3, 6, 5});
-  std::vector<Value*> ins = {x, b.c(rand_tensor({c, 3, 3, 3}, 11))};
-  if (bias) ins.push_back(b.c(rand_tensor({c}, 12)));
+  std::vector<Value*> ins = {x, b.c(random_tensor({c, 3, 3, 3}, 11))};
+  if (bias) ins.push_back(b.c(random_tensor({c}, 12)));
   Value* y = b.n("Conv", ins, {1, c, 6, 5}, {{"pads", ints({1, 1, 1, 1})}}, "conv");
   std::map<std::string, Attribute> bn_attrs;
   if (training) bn_attrs["training_mode"] = attr_int(1);
   Value* z = b.n("BatchNormalization",
-                 {y, b.c(rand_tensor({c}, 13, 0.5, 1.5)), b.c(rand_tensor({c}, 14)),
-                  b.c(rand_tensor({c}, 15)), b.c(rand_tensor({c}, 16, 0.5, 2))},
+                 {y, b.c(random_tensor({c}, 13, 0.5, 1.5)), b.c(random_tensor({c}, 14)),
+                  b.c(random_tensor({c}, 15)), b.c(random_tensor({c}, 16, 0.5, 2))},
                  {1, c, 6, 5}, bn_attrs, "bn");
   b.out(tail(b, z));
   return std::move(b.g);
@@ -69,10 +69,10 @@ TEST(ConvBatchnormFusion, NonConstantScaleDoesNotMatch) {
   B b;
   Value* x = b.in("x", {1, 3, 4, 4});
   Value* scale = b.in("scale", {2});
-  Value* y = b.n("Conv", {x, b.c(rand_tensor({2, 3, 1, 1}, 1))}, {1, 2, 4, 4}, {}, "conv");
+  Value* y = b.n("Conv", {x, b.c(random_tensor({2, 3, 1, 1}, 1))}, {1, 2, 4, 4}, {}, "conv");
   b.out(b.n("BatchNormalization",
-            {y, scale, b.c(rand_tensor({2}, 2)), b.c(rand_tensor({2}, 3)),
-             b.c(rand_tensor({2}, 4, 0.5, 1))},
+            {y, scale, b.c(random_tensor({2}, 2)), b.c(random_tensor({2}, 3)),
+             b.c(random_tensor({2}, 4, 0.5, 1))},
             {1, 2, 4, 4}));
   auto f = fuse(std::move(b.g));
   EXPECT_EQ(f.graph->num_nodes(), 2u);
@@ -206,7 +206,7 @@ TEST(PadConvFusion, ZeroPadFoldsIntoConvPads) {
     Value* x = b.in("x", {1, 2, 5, 5});
     Value* p = b.n("Pad", {x, b.c(Tensor::from_vector<int64_t>({8}, {0, 0, 1, 2, 0, 0, 2, 1}))},
                    {1, 2, 8, 8}, {{"mode", attr_string(mode)}}, "pad");
-    b.out(b.n("Conv", {p, b.c(rand_tensor({3, 2, 3, 3}, 5))}, {1, 3, 6, 6}, {}, "conv"));
+    b.out(b.n("Conv", {p, b.c(random_tensor({3, 2, 3, 3}, 5))}, {1, 3, 6, 6}, {}, "conv"));
     return std::move(b.g);
   };
   auto f = fuse(build("constant"));
@@ -366,8 +366,8 @@ TEST(IdentityElimination, ZeroPadIsRemoved) {
 std::unique_ptr<Graph> dense(const Dims& bias_shape, bool gelu) {
   B b;
   Value* x = b.in("x", {2, 5, 8});
-  Value* m = b.n("MatMul", {x, b.c(rand_tensor({8, 6}, 7))}, {2, 5, 6}, {}, "mm");
-  Value* a = b.n("Add", {m, b.c(rand_tensor(bias_shape, 8))}, {2, 5, 6}, {}, "add");
+  Value* m = b.n("MatMul", {x, b.c(random_tensor({8, 6}, 7))}, {2, 5, 6}, {}, "mm");
+  Value* a = b.n("Add", {m, b.c(random_tensor(bias_shape, 8))}, {2, 5, 6}, {}, "add");
   if (gelu) a = activations().back().tail(b, a);
   b.out(a);
   return std::move(b.g);
@@ -392,7 +392,7 @@ std::unique_ptr<Graph> head(int64_t trans_a) {
   Value* p = b.n("GlobalAveragePool", {x}, {2, 8, 1, 1}, {}, "gap");
   Value* f = b.n("Flatten", {p}, {2, 8}, {{"axis", attr_int(1)}}, "flatten");
   if (trans_a) f = b.n("Transpose", {f}, {8, 2}, {{"perm", ints({1, 0})}});
-  Value* y = b.n("Gemm", {f, b.c(rand_tensor({5, 8}, 3)), b.c(rand_tensor({5}, 4))}, {2, 5},
+  Value* y = b.n("Gemm", {f, b.c(random_tensor({5, 8}, 3)), b.c(random_tensor({5}, 4))}, {2, 5},
                  {{"transB", attr_int(1)}, {"transA", attr_int(trans_a)}}, "gemm");
   b.out(b.n("Relu", {y}, {2, 5}));
   return std::move(b.g);
@@ -437,8 +437,8 @@ std::unique_ptr<Graph> lone_bn_graph(int64_t training = 0, bool stats_out = fals
   std::vector<Value*> outs = {b.g->add_value("y", DType::kFloat32, Shape::of({2, 4, 3, 5}))};
   if (stats_out) outs.push_back(b.g->add_value("mean_out", DType::kFloat32, Shape::of({4})));
   Node* bn = b.g->add_node("BatchNormalization", "bn",
-                           {r, b.c(rand_tensor({4}, 13, 0.5, 1.5)), b.c(rand_tensor({4}, 14)),
-                            b.c(rand_tensor({4}, 15)), b.c(rand_tensor({4}, 16, 0.5, 2))},
+                           {r, b.c(random_tensor({4}, 13, 0.5, 1.5)), b.c(random_tensor({4}, 14)),
+                            b.c(random_tensor({4}, 15)), b.c(random_tensor({4}, 16, 0.5, 2))},
                            outs);
   bn->set_attr("epsilon", attr_float(1e-3f));
   if (training) bn->set_attr("training_mode", attr_int(1));
@@ -459,8 +459,8 @@ std::unique_ptr<Graph> pre_activation_graph(const std::string& act, bool act_sha
   B b;
   Value* x = b.in("x", {1, 4, 6, 5});
   Value* n = b.n("BatchNormalization",
-                 {x, b.c(rand_tensor({4}, 13, 0.5, 1.5)), b.c(rand_tensor({4}, 14)),
-                  b.c(rand_tensor({4}, 15)), b.c(rand_tensor({4}, 16, 0.5, 2))},
+                 {x, b.c(random_tensor({4}, 13, 0.5, 1.5)), b.c(random_tensor({4}, 14)),
+                  b.c(random_tensor({4}, 15)), b.c(random_tensor({4}, 16, 0.5, 2))},
                  {1, 4, 6, 5}, {}, "bn");
   std::map<std::string, Attribute> attrs;
   if (act == "LeakyRelu") attrs["alpha"] = attr_float(0.2f);
@@ -470,7 +470,7 @@ std::unique_ptr<Graph> pre_activation_graph(const std::string& act, bool act_sha
     ins.push_back(b.c(Tensor::scalar<float>(0.75f)));
   }
   Value* a = b.n(act, ins, {1, 4, 6, 5}, attrs, "act");
-  b.out(b.n("Conv", {a, b.c(rand_tensor({3, 4, 3, 3}, 17))}, {1, 3, 4, 3}, {}, "conv"));
+  b.out(b.n("Conv", {a, b.c(random_tensor({3, 4, 3, 3}, 17))}, {1, 3, 4, 3}, {}, "conv"));
   if (act_shared) b.out(n);  // the BN's own output is needed too
   return std::move(b.g);
 }

@@ -140,8 +140,8 @@ std::unique_ptr<Graph> standalone(const Tail& tail) {
 std::unique_ptr<Graph> dense(const Tail& tail, bool bias = true) {
   B b;
   Value* x = b.in("x", {2, 5, 8});
-  Value* m = b.n("MatMul", {x, b.c(rand_tensor({8, 6}, 7))}, {2, 5, 6}, {}, "mm");
-  if (bias) m = b.n("Add", {b.c(rand_tensor({6}, 8)), m}, {2, 5, 6}, {}, "add");
+  Value* m = b.n("MatMul", {x, b.c(random_tensor({8, 6}, 7))}, {2, 5, 6}, {}, "mm");
+  if (bias) m = b.n("Add", {b.c(random_tensor({6}, 8)), m}, {2, 5, 6}, {}, "add");
   b.out(tail(b, m));
   return std::move(b.g);
 }
@@ -200,7 +200,7 @@ TEST(GeluFusion, ConvAndGemmEpiloguesTakeTheNewForms) {
     auto conv = [&] {
       B b;
       Value* x = b.in("x", {1, 3, 5, 5});
-      Value* y = b.n("Conv", {x, b.c(rand_tensor({4, 3, 3, 3}, 1)), b.c(rand_tensor({4}, 2))},
+      Value* y = b.n("Conv", {x, b.c(random_tensor({4, 3, 3, 3}, 1)), b.c(random_tensor({4}, 2))},
                      {1, 4, 3, 3}, {}, "conv");
       b.out(f.tail(b, y));
       return std::move(b.g);
@@ -213,8 +213,8 @@ TEST(GeluFusion, ConvAndGemmEpiloguesTakeTheNewForms) {
     auto gemm = [&] {
       B b;
       Value* x = b.in("x", {3, 8});
-      Value* y = b.n("Gemm", {x, b.c(rand_tensor({8, 5}, 3)), b.c(rand_tensor({5}, 4))}, {3, 5}, {},
-                     "gemm");
+      Value* y = b.n("Gemm", {x, b.c(random_tensor({8, 5}, 3)), b.c(random_tensor({5}, 4))}, {3, 5},
+                     {}, "gemm");
       b.out(f.tail(b, y));
       return std::move(b.g);
     };
@@ -273,7 +273,7 @@ TEST(GeluFusion, WrongConstantsDoNotMatch) {
 TEST(GeluFusion, NonScalarSwishAlphaIsRejected) {
   Tail per_channel = [](B& b, Value* x) {
     Dims d = x->shape().static_dims();
-    Value* s = b.n("Sigmoid", {b.n("Mul", {x, b.c(rand_tensor({d.back()}, 5))}, d)}, d);
+    Value* s = b.n("Sigmoid", {b.n("Mul", {x, b.c(random_tensor({d.back()}, 5))}, d)}, d);
     return b.n("Mul", {x, s}, d);
   };
   auto r = fuse(standalone(per_channel));

@@ -118,7 +118,7 @@ std::unique_ptr<Graph> ln_graph(const LnOpts& o) {
   }
   auto param = [&](bool input, const std::string& name, uint32_t seed, float lo, float hi) {
     if (input) return b.in(name, o.gamma_shape);
-    Tensor p = rand_tensor(o.gamma_shape, seed, lo, hi);
+    Tensor p = random_tensor(o.gamma_shape, seed, lo, hi);
     if (t == DType::kFloat64) {
       Tensor q(DType::kFloat64, p.shape());
       for (int64_t i = 0; i < p.numel(); ++i) q.data<double>()[i] = p.data<float>()[i];
@@ -300,7 +300,7 @@ std::unique_ptr<Graph> rms_graph(const RmsOpts& o) {
     y = b.n("Mul", {x, b.n("Div", {b.c(Tensor::scalar<float>(1)), s}, stat, {}, "recip")}, kX, {},
             "div");
   }
-  if (o.gamma) y = b.n("Mul", {y, b.c(rand_tensor({16}, 5, 0.5f, 1.5f))}, kX, {}, "mul_gamma");
+  if (o.gamma) y = b.n("Mul", {y, b.c(random_tensor({16}, 5, 0.5f, 1.5f))}, kX, {}, "mul_gamma");
   b.out(y);
   return std::move(b.g);
 }
@@ -362,10 +362,10 @@ std::unique_ptr<Graph> skip_graph(const SkipOpts& o) {
   B b;
   b.g->opsets[""] = o.opset;
   Value* a = b.in("a", o.a);
-  if (o.bias) a = b.n("Add", {a, b.c(rand_tensor({16}, 31))}, o.a, {}, "bias_add");
+  if (o.bias) a = b.n("Add", {a, b.c(random_tensor({16}, 31))}, o.a, {}, "bias_add");
   Value* s = b.n("Add", {a, b.in("b", o.b)}, kX, {}, "residual");
-  Value* g = b.c(rand_tensor({16}, 32, 0.5f, 1.5f));
-  Value* beta = b.c(rand_tensor({16}, 33));
+  Value* g = b.c(random_tensor({16}, 32, 0.5f, 1.5f));
+  Value* beta = b.c(random_tensor({16}, 33));
   std::vector<Value*> outs = {b.g->add_value("ln_out", DType::kFloat32, Shape::of(kX))};
   if (o.mean_used) outs.push_back(b.g->add_value("ln_mean", DType::kFloat32, Shape::of({2, 5, 1})));
   Node* ln = b.g->add_node("LayerNormalization", "ln", {s, g, beta}, outs);

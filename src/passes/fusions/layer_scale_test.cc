@@ -16,11 +16,11 @@ std::unique_ptr<Graph> layer_scale_graph(const Dims& gamma, bool relu) {
   B b;
   Value* x = b.in("x", {1, 4, 3, 5});
   Value* t = b.n("Transpose", {x}, {1, 3, 5, 4}, {{"perm", ints({0, 2, 3, 1})}}, "to_last");
-  Value* m = b.n("MatMul", {t, b.c(rand_tensor({4, 6}, 1))}, {1, 3, 5, 6}, {}, "mm");
-  Value* a = b.n("Add", {m, b.c(rand_tensor({6}, 2))}, {1, 3, 5, 6}, {}, "bias");
+  Value* m = b.n("MatMul", {t, b.c(random_tensor({4, 6}, 1))}, {1, 3, 5, 6}, {}, "mm");
+  Value* a = b.n("Add", {m, b.c(random_tensor({6}, 2))}, {1, 3, 5, 6}, {}, "bias");
   if (relu) a = b.n("Relu", {a}, {1, 3, 5, 6}, {}, "relu");
   Value* back = b.n("Transpose", {a}, {1, 6, 3, 5}, {{"perm", ints({0, 3, 1, 2})}}, "to_first");
-  b.out(b.n("Mul", {back, b.c(rand_tensor(gamma, 3))}, {1, 6, 3, 5}, {}, "scale"));
+  b.out(b.n("Mul", {back, b.c(random_tensor(gamma, 3))}, {1, 6, 3, 5}, {}, "scale"));
   return std::move(b.g);
 }
 

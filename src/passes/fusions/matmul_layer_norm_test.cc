@@ -21,14 +21,14 @@ std::unique_ptr<Graph> block(const Options& o) {
   const int64_t s = 5, e = 16;
   Value* x = b.in("x", {1, s, e});
   Value* r = b.in("r", {1, s, e});
-  Value* y = b.n("MatMul", {x, b.c(rand_tensor({e, e}, 1))}, {1, s, e}, {}, "dense");
-  y = b.n("Add", {y, b.c(rand_tensor({e}, 2))}, {1, s, e}, {}, "bias");
+  Value* y = b.n("MatMul", {x, b.c(random_tensor({e, e}, 1))}, {1, s, e}, {}, "dense");
+  y = b.n("Add", {y, b.c(random_tensor({e}, 2))}, {1, s, e}, {}, "bias");
   if (o.relu) y = b.n("Relu", {y}, {1, s, e});
   Value* sum = b.n("Add", o.swap ? std::vector<Value*>{r, y} : std::vector<Value*>{y, r}, {1, s, e},
                    {}, "residual");
   Value* ln = b.n("LayerNormalization",
-                  {sum, b.c(rand_tensor({e}, 3, 0.5f, 1.5f)), b.c(rand_tensor({e}, 4))}, {1, s, e},
-                  {{"axis", attr_int(-1)}, {"epsilon", attr_float(1e-12f)}}, "ln");
+                  {sum, b.c(random_tensor({e}, 3, 0.5f, 1.5f)), b.c(random_tensor({e}, 4))},
+                  {1, s, e}, {{"axis", attr_int(-1)}, {"epsilon", attr_float(1e-12f)}}, "ln");
   b.out(ln);
   if (o.sum_used) b.out(b.n("Relu", {sum}, {1, s, e}, {}, "next"));
   return std::move(b.g);
@@ -74,11 +74,11 @@ std::unique_ptr<Graph> pre_ln(bool residual) {
   B b;
   const int64_t s = 5, e = 16;
   Value* x = b.in("x", {1, s, e});
-  Value* ln =
-      b.n("LayerNormalization", {x, b.c(rand_tensor({e}, 3, 0.5f, 1.5f)), b.c(rand_tensor({e}, 4))},
-          {1, s, e}, {{"axis", attr_int(-1)}, {"epsilon", attr_float(1e-5f)}}, "ln");
-  Value* y = b.n("MatMul", {ln, b.c(rand_tensor({e, 2 * e}, 1))}, {1, s, 2 * e}, {}, "fc");
-  y = b.n("Add", {y, b.c(rand_tensor({2 * e}, 2))}, {1, s, 2 * e}, {}, "fc_bias");
+  Value* ln = b.n("LayerNormalization",
+                  {x, b.c(random_tensor({e}, 3, 0.5f, 1.5f)), b.c(random_tensor({e}, 4))},
+                  {1, s, e}, {{"axis", attr_int(-1)}, {"epsilon", attr_float(1e-5f)}}, "ln");
+  Value* y = b.n("MatMul", {ln, b.c(random_tensor({e, 2 * e}, 1))}, {1, s, 2 * e}, {}, "fc");
+  y = b.n("Add", {y, b.c(random_tensor({2 * e}, 2))}, {1, s, 2 * e}, {}, "fc_bias");
   y = b.n("Relu", {y}, {1, s, 2 * e}, {}, "act");
   b.out(y);
   if (residual) b.out(b.n("Add", {ln, x}, {1, s, e}, {}, "residual"));

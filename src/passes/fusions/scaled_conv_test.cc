@@ -15,22 +15,22 @@ std::unique_ptr<Graph> se_block(int64_t hw, int64_t out, bool residual, bool con
   B b;
   const int64_t c = 16;
   Value* x = b.in("x", {1, c, hw, hw});
-  Value* a = b.n("Conv", {x, b.c(rand_tensor({c, 1, 3, 3}, 1))}, {1, c, hw, hw},
+  Value* a = b.n("Conv", {x, b.c(random_tensor({c, 1, 3, 3}, 1))}, {1, c, hw, hw},
                  {{"group", attr_int(c)}, {"pads", ints({1, 1, 1, 1})}}, "dw");
   Value* s;
   if (constant_scale) {
-    s = b.c(rand_tensor({1, c, 1, 1}, 2, 0.0f, 1.0f));
+    s = b.c(random_tensor({1, c, 1, 1}, 2, 0.0f, 1.0f));
   } else {
     Value* g = b.n("GlobalAveragePool", {a}, {1, c, 1, 1}, {}, "gap");
-    Value* e = b.n("Conv", {g, b.c(rand_tensor({4, c, 1, 1}, 3)), b.c(rand_tensor({4}, 4))},
+    Value* e = b.n("Conv", {g, b.c(random_tensor({4, c, 1, 1}, 3)), b.c(random_tensor({4}, 4))},
                    {1, 4, 1, 1}, {}, "squeeze");
     e = b.n("Relu", {e}, {1, 4, 1, 1}, {}, "squeeze_relu");
-    e = b.n("Conv", {e, b.c(rand_tensor({c, 4, 1, 1}, 5)), b.c(rand_tensor({c}, 6))}, {1, c, 1, 1},
-            {}, "excite");
+    e = b.n("Conv", {e, b.c(random_tensor({c, 4, 1, 1}, 5)), b.c(random_tensor({c}, 6))},
+            {1, c, 1, 1}, {}, "excite");
     s = b.n("Sigmoid", {e}, {1, c, 1, 1}, {}, "gate");
   }
   Value* m = b.n("Mul", {a, s}, {1, c, hw, hw}, {}, "scale");
-  Value* y = b.n("Conv", {m, b.c(rand_tensor({out, c, 1, 1}, 7)), b.c(rand_tensor({out}, 8))},
+  Value* y = b.n("Conv", {m, b.c(random_tensor({out, c, 1, 1}, 7)), b.c(random_tensor({out}, 8))},
                  {1, out, hw, hw}, {}, "project");
   if (residual) y = b.n("Add", {y, b.in("r", {1, out, hw, hw})}, {1, out, hw, hw}, {}, "add");
   b.out(y);
