@@ -34,10 +34,12 @@ const char* const kPass = "AttentionFusionPass";
 
 // The sequence-first form: the fused node reads its inputs transposed from [S, B, N] to
 // [B, S, N], and its output [B, Sq, E] is transposed back and reshaped into `out`.
-void fuse_seq_first(Graph& g, PassContext& ctx, const std::vector<Node*>& nodes,
-                    std::vector<Value*> ins, Value* out, std::map<std::string, Attribute> attrs,
-                    const Dims& sbe, const Dims& mask_heads) {
+std::string fuse_seq_first(Graph& g, PassContext& ctx, const std::vector<Node*>& nodes,
+                           std::vector<Value*> ins, Value* out,
+                           std::map<std::string, Attribute> attrs, const Dims& sbe,
+                           const Dims& mask_heads) {
   const std::string pass = kPass;
+  if (std::string why = pattern::check_replaceable(g, nodes, {out}); !why.empty()) return why;
   const std::vector<std::string> from = original_names(nodes);
   auto transpose = [&](Value* x, const Dims& d, const std::string& stem) {
     Value* y =
@@ -83,6 +85,7 @@ void fuse_seq_first(Graph& g, PassContext& ctx, const std::vector<Node*>& nodes,
   Node* rs = g.add_node("Reshape", g.unique_node_name(out->name() + "_merge"), {s, shape}, {out});
   rs->set_provenance(f_from, pass);
   g.topological_sort();
+  return "";
 }
 
 Rule attention() {
@@ -120,26 +123,12 @@ Rule attention() {
             why = mask_reason(sc.mask, *q, {q->batch, q->heads, q->seq, k->seq}, mask_heads);
             if (!why.empty()) return why;
             if (q->src->dtype() != DType::kFloat32) return "the attention is not float32";
-            std::map<std::string, Attribute> attrs = {
-                {"num_heads", attr_int(q->heads)},
-                {"scale", attr_float(static_cast<float>(sc.scaled ? sc.scale : 1.0))}};
-            if (sc.causal) attrs["causal"] = attr_int(1);
-            std::vector<Value*> ins = {q->src, k->src, h->v.src, sc.mask};
-            // Q, K, V as the three parts of one tensor along the last axis: the packed form.
-            if (auto packed = packed_source(q->src, k->src, h->v.src, q->heads * q->dim)) {
-              nodes.insert(nodes.end(), packed->second.begin(), packed->second.end());
-              ins = {packed->first, nullptr, nullptr, sc.mask};
-              attrs["qkv_packed"] = attr_int(1);
-            }
-            if (!sc.mask) ins.pop_back();
+            const MhaNode mha = mha_node(sc, *h, nodes);
             Value* out = merge->second->output(0);
-            if (!q->seq_first) return m.fuse_nodes(nodes, "MultiHeadAttention", ins, {out}, attrs);
-            why = pattern::check_replaceable(m.g, nodes, {out});
-            if (why.empty()) {
-              fuse_seq_first(m.g, m.ctx, nodes, ins, out, attrs,
-                             {q->seq, q->batch, q->heads * q->dim}, mask_heads);
-            }
-            return why;
+            if (!q->seq_first)
+              return m.fuse_nodes(nodes, "MultiHeadAttention", mha.inputs, {out}, mha.attrs);
+            return fuse_seq_first(m.g, m.ctx, nodes, mha.inputs, out, mha.attrs,
+                                  {q->seq, q->batch, q->heads * q->dim}, mask_heads);
           }};
 }
 

@@ -286,6 +286,21 @@ std::optional<Heads> split_qkv(const Scores& sc, Value* v, int64_t rank, std::ve
   return Heads{*q, *k, *vs};
 }
 
+MhaNode mha_node(const Scores& sc, const Heads& h, std::vector<Node*>& nodes) {
+  MhaNode r;
+  r.attrs = {{"num_heads", attr_int(h.q.heads)},
+             {"scale", attr_float(static_cast<float>(sc.scaled ? sc.scale : 1.0))}};
+  if (sc.causal) r.attrs["causal"] = attr_int(1);
+  r.inputs = {h.q.src, h.k.src, h.v.src, sc.mask};
+  if (auto packed = packed_source(h.q.src, h.k.src, h.v.src, h.q.heads * h.q.dim)) {
+    nodes.insert(nodes.end(), packed->second.begin(), packed->second.end());
+    r.inputs = {packed->first, nullptr, nullptr, sc.mask};
+    r.attrs["qkv_packed"] = attr_int(1);
+  }
+  if (!sc.mask) r.inputs.pop_back();
+  return r;
+}
+
 pattern::Pat scores_pattern(const std::string& name) {
   return pattern::native(name, [](Value* s, pattern::NativeResult& out) -> std::string {
     std::string why;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -87,6 +88,15 @@ std::optional<std::pair<Node*, Node*>> merge_heads(Value* o, const HeadSplit& q,
 // batch-major, `heads` the [B, H, Sq, Sk] it is reshaped to when it is one per (batch, head);
 // else why.
 std::string mask_reason(const Value* mask, const HeadSplit& q, const Dims& scores, Dims& heads);
+
+// The MultiHeadAttention node for scores `sc` and heads `h`: its inputs (Q, K, V and the
+// mask; the packed form, one tensor and qkv_packed = 1, when Q, K and V are the three parts of
+// one, whose nodes join `nodes`) and its attributes (num_heads, scale, causal).
+struct MhaNode {
+  std::vector<Value*> inputs;
+  std::map<std::string, Attribute> attrs;
+};
+MhaNode mha_node(const Scores& sc, const Heads& h, std::vector<Node*>& nodes);
 
 // Broadcastable to [B, H, Sq, Sk] without growing it, float32, static shape.
 bool mask_fits(const Value* mask, const Dims& scores);
