@@ -69,8 +69,65 @@ int64_t flops(const Node& n) {
   return out;
 }
 
-Benefit fusion_benefit(const std::vector<Node*>& nodes, const std::vector<Value*>& outputs) {
-  return {intermediate_bytes(intermediates(nodes, outputs)), kernels_saved(nodes.size())};
+int64_t bytes_moved(const Node& n) {
+  std::vector<const Value*> seen;
+  int64_t total = 0;
+  auto add = [&](const Value* v) {
+    if (!v || std::find(seen.begin(), seen.end(), v) != seen.end()) return;
+    seen.push_back(v);
+    total += std::max<int64_t>(value_bytes(*v), 0);
+  };
+  for (const Value* v : n.inputs()) add(v);
+  for (const Value* v : n.outputs()) add(v);
+  return total;
+}
+
+int64_t domain_elements(const std::vector<Node*>& nodes) {
+  int64_t domain = 0;
+  for (const Node* n : nodes) {
+    for (const Value* v : n->outputs()) {
+      if (const auto d = dims_of(v)) domain = std::max(domain, checked_numel(*d));
+    }
+  }
+  return domain;
+}
+
+Recompute recomputation(const std::vector<Node*>& nodes, int64_t per_row) {
+  // Ops whose evaluation costs about as much as a dozen or more adds.
+  static const std::set<std::string> expensive = {"Div",     "Erf",      "Exp",  "HardSwish",
+                                                  "Log",     "Mean",     "Pow",  "Reciprocal",
+                                                  "Sigmoid", "Softplus", "Sqrt", "Tanh"};
+  const int64_t domain = domain_elements(nodes);
+  Recompute r;
+  for (const Node* n : nodes) {
+    const auto d = n->num_outputs() == 1 ? dims_of(n->output(0)) : std::nullopt;
+    if (!d) continue;
+    const int64_t k = checked_numel(*d);
+    if (k >= domain || k == per_row) continue;
+    r.elements += domain - k;
+    r.cost += (domain - k) * (expensive.count(n->op_type()) ? 16 : 1);
+  }
+  return r;
+}
+
+double roofline_seconds(int64_t flops, int64_t bytes, const Machine& m) {
+  const double compute = static_cast<double>(std::max<int64_t>(flops, 0)) / m.flops_per_s;
+  const double memory = static_cast<double>(std::max<int64_t>(bytes, 0)) / m.bytes_per_s;
+  return std::max(compute, memory) + m.launch_s;
+}
+
+Benefit fusion_benefit(const std::vector<Node*>& nodes, const std::vector<Value*>& outputs,
+                       const Machine& m) {
+  Benefit b{intermediate_bytes(intermediates(nodes, outputs)), kernels_saved(nodes.size())};
+  for (const Node* n : nodes) {
+    const int64_t f = std::max<int64_t>(flops(*n), 0), moved = bytes_moved(*n);
+    b.flops += f;
+    b.bytes_before += moved;
+    b.seconds_before += roofline_seconds(f, moved, m);
+  }
+  b.bytes_after = std::max<int64_t>(b.bytes_before - b.bytes_saved, 0);
+  if (!nodes.empty()) b.seconds_after = roofline_seconds(b.flops, b.bytes_after, m);
+  return b;
 }
 
 }  // namespace nnfuse::cost

@@ -44,5 +44,45 @@ TEST(Cost, FusionBenefitAndFlops) {
   EXPECT_EQ(cost::flops(*g.add_node("Relu", "r2", {a}, {u})), -1);  // unknown output shape
 }
 
+TEST(Cost, BytesMovedRooflineAndEstimatedSpeedup) {
+  Graph g;
+  Value* x = g.add_value("x", DType::kFloat32, Shape::of({1, 1024}));  // 4 KiB each
+  Value* a = g.add_value("a", DType::kFloat32, Shape::of({1, 1024}));
+  Value* y = g.add_value("y", DType::kFloat32, Shape::of({1, 1024}));
+  Node* relu = g.add_node("Relu", "relu", {x}, {a});
+  Node* neg = g.add_node("Neg", "neg", {a}, {y});
+  EXPECT_EQ(cost::bytes_moved(*relu), 2 * 4096);
+  EXPECT_EQ(cost::bytes_moved(*g.add_node(
+                "Add", "twice", {x, x}, {g.add_value("s", DType::kFloat32, Shape::of({1, 1024}))})),
+            2 * 4096);  // x read once
+  const cost::Machine m{1e9, 1e9, 1e-6};
+  EXPECT_DOUBLE_EQ(cost::roofline_seconds(2000, 8000, m), 8e-6 + 1e-6);   // memory bound
+  EXPECT_DOUBLE_EQ(cost::roofline_seconds(90000, 8000, m), 9e-5 + 1e-6);  // compute bound
+  const cost::Benefit b = cost::fusion_benefit({relu, neg}, {y}, m);
+  EXPECT_EQ(b.flops, 2048);
+  EXPECT_EQ(b.bytes_before, 4 * 4096);
+  EXPECT_EQ(b.bytes_after, 2 * 4096);  // the intermediate is neither written nor read
+  // Before: two kernels of 8 KiB each; after: one of 8 KiB.
+  EXPECT_DOUBLE_EQ(b.seconds_before, 2 * (8192e-9 + 1e-6));
+  EXPECT_DOUBLE_EQ(b.seconds_after, 8192e-9 + 1e-6);
+  EXPECT_DOUBLE_EQ(b.estimated_speedup(), 2.0);
+}
+
+TEST(Cost, RecomputationOfBroadcastMembers) {
+  Graph g;
+  Value* row = g.add_value("row", DType::kFloat32, Shape::of({1, 8}));
+  Value* e = g.add_value("e", DType::kFloat32, Shape::of({1, 8}));
+  Value* big = g.add_value("big", DType::kFloat32, Shape::of({4, 8}));
+  Value* y = g.add_value("y", DType::kFloat32, Shape::of({4, 8}));
+  Node* exp = g.add_node("Exp", "exp", {row}, {e});
+  Node* add = g.add_node("Add", "add", {big, e}, {y});
+  EXPECT_EQ(cost::domain_elements({exp, add}), 32);
+  // The Exp's 8 elements are computed again at each of the 32 positions: 24 more, at 16 each.
+  const cost::Recompute r = cost::recomputation({exp, add});
+  EXPECT_EQ(r.elements, 24);
+  EXPECT_EQ(r.cost, 24 * 16);
+  EXPECT_EQ(cost::recomputation({exp, add}, 8).elements, 0);  // made once per row
+}
+
 }  // namespace
 }  // namespace nnfuse

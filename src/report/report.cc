@@ -30,11 +30,18 @@ nlohmann::json fusion_report_json(const FusionReport& report) {
   }
   json fused = json::array();
   for (const FusionBenefit& b : report.fused) {
-    fused.push_back({{"node", b.node},
-                     {"pass", b.pass},
-                     {"fused_from", b.fused_from},
-                     {"bytes_saved", b.bytes_saved},
-                     {"kernels_saved", b.kernels_saved}});
+    json entry = {{"node", b.node},
+                  {"pass", b.pass},
+                  {"fused_from", b.fused_from},
+                  {"bytes_saved", b.bytes_saved},
+                  {"kernels_saved", b.kernels_saved}};
+    if (b.seconds_after > 0) {
+      entry["flops"] = b.flops;
+      entry["bytes_moved_before"] = b.bytes_before;
+      entry["bytes_moved_after"] = b.bytes_after;
+      entry["estimated_speedup"] = b.seconds_before / b.seconds_after;
+    }
+    fused.push_back(std::move(entry));
     kernels_saved += b.kernels_saved;
     bytes_saved += b.bytes_saved;
   }

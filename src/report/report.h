@@ -30,6 +30,10 @@ struct FusionBenefit {
   std::vector<std::string> fused_from;  // original node names
   int64_t bytes_saved = 0;  // intermediates no longer written to and read back from memory
   int kernels_saved = 0;    // kernel launches saved per inference
+  // The cost module's figures (cost/cost.h): FLOPs, bytes the original nodes moved and the
+  // fused node moves, and their roofline times (0: no estimate).
+  int64_t flops = 0, bytes_before = 0, bytes_after = 0;
+  double seconds_before = 0, seconds_after = 0;
 };
 
 // A fusion that was decided and then could not be carried out (its generated kernel did not

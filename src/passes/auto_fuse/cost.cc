@@ -9,35 +9,9 @@
 
 namespace nnfuse {
 
-namespace {
-
-bool static_numel(const Value* v, int64_t* n) {
-  if (!v || !v->shape().fully_known()) return false;
-  *n = 1;
-  for (int64_t d : v->shape().static_dims()) *n *= d;
-  return true;
-}
-
-// Ops whose evaluation costs about as much as a dozen or more adds.
-bool expensive(const Node& n) {
-  static const std::set<std::string> ops = {"Div",     "Erf",      "Exp",  "HardSwish",
-                                            "Log",     "Mean",     "Pow",  "Reciprocal",
-                                            "Sigmoid", "Softplus", "Sqrt", "Tanh"};
-  return ops.count(n.op_type()) != 0;
-}
-
-}  // namespace
-
 RegionCost region_cost(const Region& r) {
   RegionCost c;
-  // The domain's size: the largest member output (members broadcast into one shape).
-  int64_t domain = 0;
-  for (const Node* n : r.nodes) {
-    int64_t k = 0;
-    for (const Value* v : n->outputs()) {
-      if (static_numel(v, &k)) domain = std::max(domain, k);
-    }
-  }
+  const int64_t domain = cost::domain_elements(r.nodes);
   // In a row region, values of one element per row (the reduction's result and what is
   // computed from it alone) are made once per row: not recomputed.
   int64_t per_row = -1;
@@ -47,13 +21,9 @@ RegionCost region_cost(const Region& r) {
     const Dims d = x->shape().static_dims();
     if (!d.empty() && d.back() > 0) per_row = domain / d.back();
   }
-  for (const Node* n : r.nodes) {
-    int64_t k = 0;
-    if (n->num_outputs() != 1 || !static_numel(n->output(0), &k) || k >= domain) continue;
-    if (k == per_row) continue;
-    c.recomputed += domain - k;
-    c.recomputed_cost += (domain - k) * (expensive(*n) ? 16 : 1);
-  }
+  const cost::Recompute re = cost::recomputation(r.nodes, per_row);
+  c.recomputed = re.elements;
+  c.recomputed_cost = re.cost;
   c.kernels_saved = cost::kernels_saved(r.nodes.size());
   std::unordered_set<const Node*> in(r.nodes.begin(), r.nodes.end());
   for (const Node* n : r.nodes) {

@@ -46,13 +46,27 @@ std::string apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
   Node* fused = pattern::replace_with(g, nodes, op_type, domain, inputs, outputs, attrs, pass);
   fused->set_provenance(names, pass);
   ctx.applied(pass);
-  FusionBenefit b{fused->name(), pass, names, benefit.bytes_saved, benefit.kernels_saved};
-  // Fold in the benefits of fused nodes this one absorbed.
+  FusionBenefit b{fused->name(),
+                  pass,
+                  names,
+                  benefit.bytes_saved,
+                  benefit.kernels_saved,
+                  benefit.flops,
+                  benefit.bytes_before,
+                  benefit.bytes_after,
+                  benefit.seconds_before,
+                  benefit.seconds_after};
+  // Fold in the benefits of fused nodes this one absorbed: what they saved, and what their own
+  // original nodes moved and took instead of the absorbed node's figures.
   auto& list = ctx.report.fused;
   for (auto it = list.begin(); it != list.end();) {
     if (std::find(absorbed.begin(), absorbed.end(), it->node) != absorbed.end()) {
       b.bytes_saved += it->bytes_saved;
       b.kernels_saved += it->kernels_saved;
+      if (it->seconds_after > 0) {
+        b.bytes_before += it->bytes_before - it->bytes_after;
+        b.seconds_before += it->seconds_before - it->seconds_after;
+      }
       if (it->pass != pass) b.pass = it->pass + "+" + b.pass;
       it = list.erase(it);
     } else {
