@@ -4,45 +4,24 @@
 
 #include <memory>
 
+#include "ir/builder.h"
+#include "testing/graph_builder.h"
+
 namespace nnfuse::shape {
 namespace {
 
-struct G {
-  Graph g;
-  int k = 0;
-  G() { g.opsets[""] = 13; }
-  Value* in(const std::string& name, DType t, Shape s) {
-    Value* v = g.add_value(name, t, std::move(s));
-    g.add_input(v);
-    return v;
-  }
-  Value* c(Tensor t) {
-    Value* v = g.add_value(g.unique_value_name("c"));
-    v->set_constant(std::move(t));
-    return v;
-  }
-  // A node with one output of unknown type and shape, as exporters often leave them.
+// Exporters often leave values of unknown type and shape: the builder's untyped() nodes.
+struct G : testing::GraphBuilder {
+  G() : GraphBuilder(13) {}
+  Value* in(const std::string& name, DType t, Shape s) { return input(name, std::move(s), t); }
   Value* n(const std::string& op, const std::vector<Value*>& ins,
            std::map<std::string, Attribute> attrs = {}) {
-    Value* o = g.add_value(op + "_" + std::to_string(k));
-    Node* node = g.add_node(op, op + std::to_string(k++), ins, {o});
-    for (auto& [name, a] : attrs) node->set_attr(name, a);
-    return o;
+    return untyped(op, ins, std::move(attrs));
   }
 };
 
-Attribute ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-Attribute integer(int64_t v) {
-  Attribute a;
-  a.kind = Attribute::Kind::kInt;
-  a.i = v;
-  return a;
-}
+Attribute ints(std::vector<int64_t> v) { return attr_ints(std::move(v)); }
+Attribute integer(int64_t v) { return attr_int(v); }
 
 TEST(ShapeInference, GroupNormAsExportedGetsStaticShapesInOneSweep) {
   // Reshape(x, [0, 2, -1]) -> InstanceNormalization -> Reshape(Shape(x)) -> Mul -> Relu: the
@@ -54,17 +33,17 @@ TEST(ShapeInference, GroupNormAsExportedGetsStaticShapesInOneSweep) {
                                             b.c(Tensor::from_vector<float>({2}, {0, 0}))});
   Value* back = b.n("Reshape", {in, b.n("Shape", {x})});
   Value* y = b.n("Relu", {b.n("Mul", {back, b.c(Tensor::scalar<float>(2))})});
-  b.g.add_output(y);
-  EXPECT_EQ(shape_coverage(b.g).unknown, 6u);
-  const SweepStats st = infer_and_fold(b.g);
+  b.g->add_output(y);
+  EXPECT_EQ(shape_coverage(*b.g).unknown, 6u);
+  const SweepStats st = infer_and_fold(*b.g);
   EXPECT_EQ(st.folded, 1u);  // the Shape
   EXPECT_EQ(back->shape(), Shape::of({1, 4, 3, 3}));
   EXPECT_EQ(y->shape(), Shape::of({1, 4, 3, 3}));
   EXPECT_EQ(y->dtype(), DType::kFloat32);
-  const ShapeCoverage c = shape_coverage(b.g);
+  const ShapeCoverage c = shape_coverage(*b.g);
   EXPECT_EQ(c.unknown, 0u);
   EXPECT_TRUE(c.lost.empty());
-  verify_graph(b.g);
+  verify_graph(*b.g);
 }
 
 TEST(ShapeInference, ShapeArithmeticFoldsThroughGatherConcatAndCast) {
@@ -79,12 +58,12 @@ TEST(ShapeInference, ShapeArithmeticFoldsThroughGatherConcatAndCast) {
   Value* y = b.n("Reshape", {x, shape});
   Value* n2 =
       b.n("Cast", {b.n("Gather", {s, b.c(Tensor::scalar<int64_t>(1))})}, {{"to", integer(1)}});
-  b.g.add_output(y);
-  b.g.add_output(n2);
-  infer_and_fold(b.g);
+  b.g->add_output(y);
+  b.g->add_output(n2);
+  infer_and_fold(*b.g);
   EXPECT_EQ(y->shape(), Shape::of({2, 8, 16}));
   EXPECT_TRUE(shape->is_constant() || !shape->producer());
-  EXPECT_EQ(b.g.num_nodes(), 2u);  // the Reshape, and the Cast that writes a graph output
+  EXPECT_EQ(b.g->num_nodes(), 2u);  // the Reshape, and the Cast that writes a graph output
   EXPECT_EQ(n2->shape(), Shape::of({}));
 }
 
@@ -95,9 +74,9 @@ TEST(ShapeInference, WhereNodesAShapeIsLostIsNamedWithWhatFollows) {
   Value* nz = b.n("NonZero", {x});
   Value* t = b.n("Transpose", {nz});
   Value* y = b.n("Cast", {t}, {{"to", integer(1)}});
-  b.g.add_output(y);
-  infer_and_fold(b.g);
-  const ShapeCoverage c = shape_coverage(b.g);
+  b.g->add_output(y);
+  infer_and_fold(*b.g);
+  const ShapeCoverage c = shape_coverage(*b.g);
   EXPECT_EQ(c.values, 3u);
   EXPECT_EQ(c.unknown, 3u);
   ASSERT_EQ(c.lost.size(), 1u);
@@ -113,10 +92,10 @@ TEST(ShapeInference, ValuesDynamicBecauseOfAnInputAreNoLoss) {
   dyn.dims = {Dim{-1, "batch"}, Dim{8, ""}};
   Value* x = b.in("x", DType::kFloat32, dyn);
   Value* y = b.n("Relu", {b.n("Transpose", {x}, {{"perm", ints({1, 0})}})});
-  b.g.add_output(y);
-  infer_and_fold(b.g);
+  b.g->add_output(y);
+  infer_and_fold(*b.g);
   EXPECT_EQ(y->shape().str(), "[8, batch]");
-  const ShapeCoverage c = shape_coverage(b.g);
+  const ShapeCoverage c = shape_coverage(*b.g);
   EXPECT_EQ(c.unknown, 2u);
   EXPECT_TRUE(c.lost.empty());
 }
@@ -124,12 +103,12 @@ TEST(ShapeInference, ValuesDynamicBecauseOfAnInputAreNoLoss) {
 TEST(ShapeInference, InferenceNeverForgetsWhatWasKnownAndSkipsFusedOps) {
   G b;
   Value* x = b.in("x", DType::kFloat32, Shape::of({3}));
-  Value* o = b.g.add_value("o", DType::kFloat32, Shape::of({3}));
-  b.g.add_node("FusedThing", "f", {x}, {o}, kFusedDomain);
+  Value* o = b.g->add_value("o", DType::kFloat32, Shape::of({3}));
+  b.g->add_node("FusedThing", "f", {x}, {o}, kFusedDomain);
   Value* y = b.n("Relu", {o});
-  b.g.add_output(y);
-  EXPECT_FALSE(infer_node(b.g, b.g.nodes()[0]));
-  infer_and_fold(b.g);
+  b.g->add_output(y);
+  EXPECT_FALSE(infer_node(*b.g, b.g->nodes()[0]));
+  infer_and_fold(*b.g);
   EXPECT_EQ(o->shape(), Shape::of({3}));
   EXPECT_EQ(y->shape(), Shape::of({3}));
 }

@@ -63,6 +63,15 @@ struct GraphBuilder {
   Value* op(const std::string& op, const std::string& name, std::vector<Value*> ins) {
     return node(op, name, std::move(ins))->output(0);
   }
+  // A node with one output of unknown type and shape (as exporters often leave them), its
+  // output named `op`_k and the node `op`k.
+  Value* untyped(const std::string& op, std::vector<Value*> ins,
+                 std::map<std::string, Attribute> attrs = {}) {
+    Value* o = g->add_value(std::string(op).append("_").append(std::to_string(k)));
+    Node* node = g->add_node(op, std::string(op).append(std::to_string(k++)), ins, {o});
+    for (auto& [a, v] : attrs) node->set_attr(a, v);
+    return o;
+  }
   void out(Value* v) { g->add_output(v); }
   Node* find(const std::string& name) const {
     for (Node* n : g->nodes()) {

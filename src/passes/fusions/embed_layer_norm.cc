@@ -165,13 +165,8 @@ Rule embed_layer_norm() {
             return m.fuse("EmbedLayerNorm", inputs, norm::epsilon_of(*m.node("ln")), kFusedDomain,
                           outputs);
           },
-          .applies =
-              [](const Match& m) {
-                for (const Match& l : m.repeats("sum")) {
-                  if (l.node("gather")) return true;
-                }
-                return false;  // no lookup: not an embedding block
-              }};
+          // No lookup: not an embedding block.
+          .applies = some_leaf("sum", "gather")};
 }
 
 }  // namespace

@@ -136,6 +136,15 @@ Guard layer_norm(std::string node, std::string input) {
 
 }  // namespace guard
 
+std::function<bool(const pattern::Match&)> some_leaf(std::string tree, std::string name) {
+  return [tree, name](const pattern::Match& m) {
+    for (const pattern::Match& leaf : m.repeats(tree)) {
+      if (leaf.value(name)) return true;
+    }
+    return false;
+  };
+}
+
 namespace {
 
 class RulePass : public Pass {

@@ -109,6 +109,9 @@ Guard read_once(std::string node);
 Guard layer_norm(std::string node, std::string input);
 }  // namespace guard
 
+// For Rule::applies: some leaf of the tree() named `tree` binds `name`.
+std::function<bool(const pattern::Match&)> some_leaf(std::string tree, std::string name);
+
 // `base` followed by every epilogue activation the fused kernels apply (variant: the
 // activation's name), and, with `bare`, `base` alone too (variant "").
 std::vector<ActivationPattern> with_activations(const pattern::Pat& base, bool bare = false);
