@@ -90,10 +90,8 @@ Rule sliced_gather() {
         Value* pv = pattern::add_constant(m.g, sn->name() + "_channels", std::move(part));
         std::string why = m.fuse_nodes({sn}, "Gather", {m["data"], pv}, {sn->output(0)},
                                        {{"axis", attr_int(r->axis)}}, "");
-        if (why.empty() && gn->output(0)->uses().empty() && !gn->output(0)->is_graph_output()) {
-          m.g.remove_node(gn);
-          m.g.remove_dead_values();
-        }
+        if (why.empty() && gn->output(0)->uses().empty() && !gn->output(0)->is_graph_output())
+          m.g.remove_node(gn);  // the driver then drops its dead values
         return why;
       }};
 }

@@ -122,16 +122,12 @@ Rule embed_layer_norm() {
   // Any tree of Adds whose leaves are Gathers or constants.
   Pat leaf = any_of({op("Gather", {any("table"), any("ids")}).named("gather"), constant("addend")});
   Pat sum = tree("sum", "Add", leaf);
-  auto ln = [&](const std::string& domain) {
-    return op_in(domain, "LayerNormalization", {sum, any("gamma"), optional(any("beta"))}, false)
-        .named("ln");
-  };
   return {.name = "EmbedLayerNormFusionPass",
           .description =
               "Fuses embedding lookups (Gathers), their sum and the LayerNorm after them "
               "into one kernel",
           .ops = {"Gather", "Add", "LayerNormalization"},
-          .patterns = {{"", any_of({ln(""), ln(kFusedDomain)})}},
+          .patterns = {{"", norm::layer_norm_of(sum)}},
           .guards = {guard::float32({"ln"})},
           .rewrite = [](const RuleMatch& m) -> std::string {
             std::vector<const Node*> gathers;

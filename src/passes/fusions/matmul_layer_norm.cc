@@ -79,16 +79,12 @@ Node* matmul_reader(const Value& y) {
 
 Rule layer_norm_matmul() {
   using namespace pattern;
-  auto ln_of = [](const std::string& domain) {
-    return op_in(domain, "LayerNormalization", {any("x"), any("gamma"), optional(any("beta"))},
-                 false)
-        .named("ln")
-        .where([](const Value& y) { return matmul_reader(y) != nullptr; }, "read by a FusedMatMul");
-  };
   return {.name = "LayerNormMatMulFusionPass",
           .description = "Fuses a LayerNorm into the dense layer that is its only reader",
           .ops = {"LayerNormalization", "MatMul"},
-          .patterns = {{"", any_of({ln_of(""), ln_of(kFusedDomain)})}},
+          .patterns = {{"", norm::layer_norm_of(any("x")).where(
+                                [](const Value& y) { return matmul_reader(y) != nullptr; },
+                                "read by a FusedMatMul")}},
           .guards = {guard::read_once("ln"), guard::layer_norm("ln", "x"), guard::float32({"x"})},
           .rewrite = [](const RuleMatch& m) -> std::string {
             Node* ln = m.node("ln");

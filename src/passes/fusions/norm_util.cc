@@ -78,6 +78,15 @@ std::map<std::string, Attribute> epsilon_of(const Node& ln) {
   return {{"epsilon", attr_float(ln.attr_float("epsilon", 1e-5f))}};
 }
 
+pattern::Pat layer_norm_of(const pattern::Pat& x) {
+  using namespace pattern;
+  auto ln = [&](const std::string& domain) {
+    return op_in(domain, "LayerNormalization", {x, any("gamma"), optional(any("beta"))}, false)
+        .named("ln");
+  };
+  return any_of({ln(""), ln(kFusedDomain)});
+}
+
 Value* ones(Graph& g, const std::string& stem, int64_t e) {
   Tensor t(kF32, {e});
   std::fill(t.data<float>(), t.data<float>() + e, 1.0f);

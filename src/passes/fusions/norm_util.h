@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "pattern/pattern.h"
 
 namespace nnfuse::norm {
 
@@ -33,6 +34,8 @@ std::string layer_norm_reason(const Node& ln, int64_t rank);
 std::optional<Tensor> feature_tensor(const Value* v, int64_t n);
 // The LayerNorm's epsilon as a fused node's attribute.
 std::map<std::string, Attribute> epsilon_of(const Node& ln);
+// LayerNormalization(x, gamma[, beta]), ONNX's or ai.nnfuse's (named "ln", "gamma", "beta").
+pattern::Pat layer_norm_of(const pattern::Pat& x);
 // A float32 [E] constant of ones.
 Value* ones(Graph& g, const std::string& stem, int64_t e);
 

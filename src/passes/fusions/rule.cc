@@ -67,11 +67,7 @@ std::vector<ActivationPattern> with_activations(const pattern::Pat& base, bool b
 
 namespace guard {
 
-namespace {
-
-std::string quoted(const std::string& s) { return std::string("'").append(s).append("'"); }
-
-}  // namespace
+using norm::quoted;
 
 Guard float32(std::vector<std::string> names) {
   return [names](const RuleMatch& m) -> std::string {
@@ -130,7 +126,8 @@ Guard read_once(std::string node) {
 Guard layer_norm(std::string node, std::string input) {
   return [node, input](const RuleMatch& m) -> std::string {
     const Shape& s = m[input]->shape();
-    return norm::layer_norm_reason(*m.node(node), s.has_rank ? s.dims.size() : -1);
+    return norm::layer_norm_reason(*m.node(node),
+                                   s.has_rank ? static_cast<int64_t>(s.dims.size()) : -1);
   };
 }
 

@@ -81,16 +81,12 @@ Value* absorb_bias(Value* ops[2], int& biased, int64_t e, const Value* sum,
 Rule skip_layer_norm() {
   using namespace pattern;
   Pat add = op("Add", {any("a"), any("b")}).named("add");
-  auto ln = [&](const std::string& domain) {
-    return op_in(domain, "LayerNormalization", {add, any("gamma"), optional(any("beta"))}, false)
-        .named("ln");
-  };
   return {.name = "SkipLayerNormFusionPass",
           .description =
               "Fuses a residual Add (and a bias Add) into the LayerNormalization after it "
               "as SkipLayerNorm",
           .ops = {"Add", "LayerNormalization"},
-          .patterns = {{"", any_of({ln(""), ln(kFusedDomain)})}},
+          .patterns = {{"", norm::layer_norm_of(add)}},
           .guards = {guard::layer_norm("ln", "add"), guard::float32({"a", "b", "add", "ln"}),
                      guard::not_constant({"a", "b"})},
           .rewrite = [](const RuleMatch& m) -> std::string {
