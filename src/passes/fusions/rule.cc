@@ -25,15 +25,75 @@ Value* RuleMatch::op(const std::string& op_type, const std::string& stem,
                      const std::vector<Value*>& inputs, const Value* like,
                      const std::map<std::string, Attribute>& attrs,
                      const std::string& domain) const {
+  std::vector<Value*> ins = inputs;
+  while (!ins.empty() && !ins.back()) ins.pop_back();
   Value* y = g.add_value(g.unique_value_name(stem), like->dtype(), like->shape());
-  Node* n = g.add_node(op_type, g.unique_node_name(stem), inputs, {y}, domain);
+  Node* n = g.add_node(op_type, g.unique_node_name(stem), ins, {y}, domain);
+  made.push_back(n);
   for (const auto& [k, a] : attrs) n->set_attr(k, a);
   n->set_provenance(original_names(match.nodes()), rule.name);
   return y;
 }
 
+Value* RuleMatch::op(const std::string& op_type, const std::string& stem,
+                     const std::vector<Value*>& inputs, DType dtype, const Shape& shape,
+                     const std::vector<Node*>& from) const {
+  Value* y = g.add_value(g.unique_value_name(stem), dtype, shape);
+  Node* n = g.add_node(op_type, g.unique_node_name(stem), inputs, {y}, kFusedDomain);
+  made.push_back(n);
+  n->set_provenance(original_names(from), rule.name);
+  return y;
+}
+
+std::string RuleMatch::rewire(Node* consumer, const std::vector<Value*>& inputs,
+                              const std::map<std::string, Attribute>& attrs, const Node* fused,
+                              const std::vector<Node*>& replaced) const {
+  for (size_t i = 0; i < inputs.size(); ++i) consumer->set_input(i, inputs[i]);
+  for (const auto& [k, a] : attrs) consumer->set_attr(k, a);
+  for (Node* n : replaced) g.remove_node(n);
+  g.topological_sort();
+  ctx.applied(rule.name);
+  ctx.report.fused.push_back(
+      {fused->name(), rule.name, fused->fused_from(), 0, static_cast<int>(replaced.size()) - 1});
+  return "";
+}
+
 Value* RuleMatch::add_constant(const std::string& stem, Tensor t) const {
-  return pattern::add_constant(g, stem, std::move(t));
+  Value* v = pattern::add_constant(g, stem, std::move(t));
+  added.push_back(v);
+  return v;
+}
+
+Value* RuleMatch::feature(const std::string& name, int64_t n) const {
+  Value* v = match.value(name);
+  const Tensor* t = v ? pattern::constant_value(v) : nullptr;
+  if (!t || (t->dtype() == DType::kFloat32 && t->rank() == 1 && t->numel() == n)) return v;
+  return add_constant(v->name() + "_f32", feature_values(name, n, 0.0f));
+}
+
+Tensor RuleMatch::feature_values(const std::string& name, int64_t n, float fill) const {
+  const Tensor* t = constant(name);
+  Tensor f(DType::kFloat32, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    f.data<float>()[i] = t ? static_cast<float>(t->double_at(i % t->numel())) : fill;
+  }
+  return f;
+}
+
+float RuleMatch::scalar(const std::string& name) const {
+  return static_cast<float>(constant(name)->double_at(0));
+}
+
+std::vector<Value*> RuleMatch::outputs(const std::vector<std::string>& names,
+                                       const std::vector<std::string>& if_read) const {
+  std::vector<Value*> r;
+  for (const std::string& n : names) {
+    if (Value* v = match.value(n)) r.push_back(v);
+  }
+  for (const std::string& n : if_read) {
+    if (Value* v = match.value(n); v && read_outside(v)) r.push_back(v);
+  }
+  return r;
 }
 
 std::string RuleMatch::activation(std::map<std::string, Attribute>& attrs) const {
@@ -48,6 +108,7 @@ std::string RuleMatch::fuse(const std::string& op_type, std::vector<Value*> inpu
                             std::map<std::string, Attribute> attrs, const std::string& domain,
                             std::vector<Value*> outputs) const {
   if (outputs.empty()) outputs = {match.root()->output(0)};
+  while (!inputs.empty() && !inputs.back()) inputs.pop_back();
   return apply_fusion(g, ctx, rule.name, match.nodes(), op_type, domain, inputs, outputs,
                       std::move(attrs));
 }
@@ -56,6 +117,7 @@ std::string RuleMatch::fuse_nodes(const std::vector<Node*>& nodes, const std::st
                                   std::vector<Value*> inputs, std::vector<Value*> outputs,
                                   std::map<std::string, Attribute> attrs,
                                   const std::string& domain) const {
+  while (!inputs.empty() && !inputs.back()) inputs.pop_back();
   return apply_fusion(g, ctx, rule.name, nodes, op_type, domain, inputs, outputs, std::move(attrs));
 }
 
@@ -131,7 +193,85 @@ Guard layer_norm(std::string node, std::string input) {
   };
 }
 
+Guard per_feature(std::vector<std::string> names, Width width, std::string of, bool runtime) {
+  return [names, width, of, runtime](const RuleMatch& m) -> std::string {
+    const Value* x = of.empty() ? nullptr : m[of];
+    const int64_t rank =
+        x && x->shape().has_rank ? static_cast<int64_t>(x->shape().dims.size()) : -1;
+    for (const std::string& name : names) {
+      const Value* v = m[name];
+      if (!v) continue;
+      const int64_t n = width(m);
+      const Tensor* t = pattern::constant_value(v);
+      const Shape s = t ? Shape::of(t->shape()) : v->shape();
+      bool ok = n > 0 && s.fully_known() && !s.dims.empty() &&
+                (!x || (rank >= 0 && static_cast<int64_t>(s.dims.size()) <= rank));
+      if (ok) {
+        const Dims d = s.static_dims();
+        for (size_t i = 0; i + 1 < d.size(); ++i) ok &= d[i] == 1;
+        ok &= d.back() == n || (t && d.back() == 1);
+      }
+      if (!t && !runtime) return name + " " + quoted(v->name()) + " is not a constant";
+      if (v->dtype() != DType::kFloat32 && !(t && norm::is_float_type(v->dtype()))) {
+        return name + " " + quoted(v->name()) + " is " + dtype_name(v->dtype()) + ", not float32";
+      }
+      if (!ok) {
+        return name + " " + quoted(v->name()) + " of shape " + s.str() +
+               " is not one value per feature (" + (n < 0 ? std::string("?") : std::to_string(n)) +
+               ")";
+      }
+    }
+    return "";
+  };
+}
+
+Guard matrix(std::string name) {
+  return [name](const RuleMatch& m) -> std::string {
+    const Tensor* t = m.constant(name);
+    if (t && t->rank() == 2 && t->dtype() == DType::kFloat32) return "";
+    return quoted(m[name]->name()) + " is not a constant float32 matrix";
+  };
+}
+
+Guard scalar(std::string name, std::string what) {
+  return [name, what](const RuleMatch& m) -> std::string {
+    const Tensor* t = m.constant(name);
+    if (t && t->numel() == 1 && norm::is_float_type(t->dtype())) return "";
+    return what + " " + quoted(m[name]->name()) +
+           (t ? " is not one float (" + std::string(dtype_name(t->dtype())) + dims_str(t->shape()) +
+                    ")"
+              : " is not a constant");
+  };
+}
+
+Guard unused_output(std::string node, size_t index) {
+  return [node, index](const RuleMatch& m) -> std::string {
+    const Value* v = optional_output(m.node(node), index);
+    if (!v || (v->uses().empty() && !v->is_graph_output())) return "";
+    return m.node(node)->describe() + "'s output " + quoted(v->name()) + " is read elsewhere";
+  };
+}
+
 }  // namespace guard
+
+namespace width {
+
+Width features(std::string x, std::vector<std::string> params) {
+  return [x, params](const RuleMatch& m) {
+    std::vector<const Value*> ps;
+    for (const std::string& p : params) ps.push_back(m[p]);
+    return norm::feature_count(m[x], ps);
+  };
+}
+
+Width columns(std::string w) {
+  return [w](const RuleMatch& m) -> int64_t {
+    const Tensor* t = m.constant(w);
+    return t && t->rank() == 2 ? t->dim(1) : -1;
+  };
+}
+
+}  // namespace width
 
 std::function<bool(const pattern::Match&)> some_leaf(std::string tree, std::string name) {
   return [tree, name](const pattern::Match& m) {
@@ -143,6 +283,17 @@ std::function<bool(const pattern::Match&)> some_leaf(std::string tree, std::stri
 }
 
 namespace {
+
+// Removes what a declined rewrite added: its nodes (made by RuleMatch::op), their outputs and
+// its constants.
+void undo(Graph& g, const std::vector<Node*>& made, const std::vector<Value*>& constants) {
+  std::vector<Value*> values = constants;
+  for (auto it = made.rbegin(); it != made.rend(); ++it) {
+    for (Value* v : (*it)->outputs()) values.push_back(v);
+    g.remove_node(*it);
+  }
+  for (Value* v : values) g.remove_if_dead(v);
+}
 
 class RulePass : public Pass {
  public:
@@ -160,8 +311,17 @@ class RulePass : public Pass {
                       for (const Guard& guard : rule.guards) {
                         if (std::string why = guard(rm); !why.empty()) return why;
                       }
-                      std::string why = rule.rewrite(rm);
-                      if (why.empty()) g.remove_dead_values();  // the constants replaced
+                      std::string why;
+                      try {
+                        why = rule.rewrite(rm);
+                      } catch (const Error& e) {
+                        why = e.what();
+                      }
+                      if (why.empty()) {
+                        g.remove_dead_values();  // the constants replaced
+                      } else {
+                        undo(g, rm.made, rm.added);
+                      }
                       return why;
                     } catch (const Error& e) {
                       return e.what();  // a guard that threw: the match is declined with it

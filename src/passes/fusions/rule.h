@@ -49,13 +49,36 @@ class RuleMatch {
   Node* root() const { return match.root(); }
   // The constant bound to `name`, or nullptr.
   const Tensor* constant(const std::string& name) const;
-  // A new constant for the fused node (named after `stem`).
+  // A new constant for the fused node (named after `stem`). Constants and nodes a rewrite adds
+  // are removed again when it declines, so a rewrite may build before its last check.
   Value* add_constant(const std::string& stem, Tensor t) const;
+  // The per-feature parameter `name` (guard::per_feature) as a float32 [n] value: itself when
+  // it is one (or a runtime value), else a new constant; nullptr when the pattern left it unbound.
+  Value* feature(const std::string& name, int64_t n) const;
+  // Its n values as a float32 [n] tensor; n copies of `fill` when unbound.
+  Tensor feature_values(const std::string& name, int64_t n, float fill) const;
+  // The constant scalar `name` (guard::scalar) as a float.
+  float scalar(const std::string& name) const;
+  // The values of `names` (bound ones), then those of `if_read` that are read outside the match:
+  // the outputs of a fused node that also writes an intermediate someone else reads.
+  std::vector<Value*> outputs(const std::vector<std::string>& names,
+                              const std::vector<std::string>& if_read = {}) const;
   // The result builder: a new node writing one value of `like`'s type and shape, its
   // provenance the match's nodes (for a rewrite into more than one node).
   Value* op(const std::string& op_type, const std::string& stem, const std::vector<Value*>& inputs,
             const Value* like, const std::map<std::string, Attribute>& attrs = {},
             const std::string& domain = kFusedDomain) const;
+  // The same with the type and shape given and the provenance of `from` (a node made from some
+  // of the matched nodes, as a horizontal fusion makes).
+  Value* op(const std::string& op_type, const std::string& stem, const std::vector<Value*>& inputs,
+            DType dtype, const Shape& shape, const std::vector<Node*>& from) const;
+  // A fusion whose result feeds a node of the match instead of replacing its outputs: the node
+  // `consumer` reads `inputs` in place of its first inputs.size() ones (a null one left out)
+  // and takes `attrs`; the `replaced` nodes are removed, and `made` (by op(), in their place)
+  // is counted and reported as this rule's fused node. Returns "".
+  std::string rewire(Node* consumer, const std::vector<Value*>& inputs,
+                     const std::map<std::string, Attribute>& attrs, const Node* made,
+                     const std::vector<Node*>& replaced) const;
   // Whether `v` is read by a node outside the match or is a graph output (a value the fused
   // node must write as well).
   bool read_outside(const Value* v) const;
@@ -63,7 +86,8 @@ class RuleMatch {
   // (activation, activation_alpha, activation_beta); "" or why its parameters are unusable.
   std::string activation(std::map<std::string, Attribute>& attrs) const;
   // Replaces the matched nodes by one node writing the root's output (or `outputs`), under the
-  // rewriter's guards; "" when done, else the guard's reason.
+  // rewriter's guards; "" when done, else the guard's reason. Trailing null inputs (optional
+  // inputs left out) are dropped.
   std::string fuse(const std::string& op_type, std::vector<Value*> inputs,
                    std::map<std::string, Attribute> attrs = {},
                    const std::string& domain = kFusedDomain,
@@ -73,6 +97,10 @@ class RuleMatch {
                          std::vector<Value*> inputs, std::vector<Value*> outputs,
                          std::map<std::string, Attribute> attrs,
                          const std::string& domain = kFusedDomain) const;
+
+  // What the rewrite added (for the driver to remove when it declines).
+  mutable std::vector<Value*> added;
+  mutable std::vector<Node*> made;
 };
 
 // A guard: "" when the match may be rewritten, else the reason it is declined with.
@@ -92,6 +120,16 @@ struct Rule {
   bool default_on = true;
 };
 
+// The number of features of a per-feature parameter, read from a match (-1: unknown).
+using Width = std::function<int64_t(const RuleMatch&)>;
+namespace width {
+// The last dim of the value `x`, else the length of the first bound constant among `params`
+// with more than one element.
+Width features(std::string x, std::vector<std::string> params = {});
+// Dim 1 of the constant matrix `w`: a dense layer's output channels.
+Width columns(std::string w);
+}  // namespace width
+
 // The guards rules share; each names what it checks in its reason. `names` are the pattern's.
 namespace guard {
 // Each value is float32.
@@ -107,6 +145,18 @@ Guard read_once(std::string node);
 // The LayerNormalization can run inside a fused kernel (norm::layer_norm_reason), over the
 // last axis of the value `input`.
 Guard layer_norm(std::string node, std::string input);
+// Each of `names` the match binds is a per-feature parameter (gamma, beta, a bias) with
+// `width` values: a float32 constant [n] or [1, ..., n] (or [1], broadcast), of rank at most
+// that of the value `of` when one is named (so applying it does not grow that value); with
+// `runtime`, also a float32 runtime value of static shape [1, ..., n].
+Guard per_feature(std::vector<std::string> names, Width width, std::string of = "",
+                  bool runtime = false);
+// The value is a float32 constant matrix (a dense layer's weight).
+Guard matrix(std::string name);
+// The value is a float constant with one element (`what` names it in the reason).
+Guard scalar(std::string name, std::string what);
+// Output `index` of the node is unused (an optional output the fused node does not write).
+Guard unused_output(std::string node, size_t index);
 }  // namespace guard
 
 // For Rule::applies: some leaf of the tree() named `tree` binds `name`.
