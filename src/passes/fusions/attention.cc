@@ -88,6 +88,11 @@ std::string fuse_seq_first(Graph& g, PassContext& ctx, const std::vector<Node*>&
   return "";
 }
 
+// The attention a match is (attn::attention_of).
+Attention attention_at(const RuleMatch& m) {
+  return attention_of(m.node("softmax"), m.root(), *m.match.native("scores"), m["v"]);
+}
+
 Rule attention() {
   using namespace pattern;
   Pat softmax = op("Softmax", {scores_pattern("scores")})
@@ -99,36 +104,15 @@ Rule attention() {
               "softmax, both products) into one tiled kernel",
           .ops = {"MatMul", "Div", "Add", "Softmax", "MatMul"},
           .patterns = {{"", op("MatMul", {softmax, any("v")})}},
+          .guards = {[](const RuleMatch& m) { return attention_at(m).why; }},
           .rewrite = [](const RuleMatch& m) -> std::string {
-            Node* sm = m.node("softmax");
-            const NativeResult* found = m.match.native("scores");
-            const Scores& sc = std::any_cast<const Scores&>(found->data);
-            std::vector<Node*> nodes = {sm, m.root()};
-            nodes.insert(nodes.end(), found->nodes.begin(), found->nodes.end());
-            const std::optional<Dims> ps = static_shape(sm->output(0));
-            const int64_t rank = ps ? static_cast<int64_t>(ps->size()) : 0,
-                          axis = sm->attr_int("axis", -1);
-            if ((rank != 4 && rank != 3) || (axis != -1 && axis != rank - 1)) {
-              return "the Softmax is not over the last axis of [B, H, Sq, Sk] (or [B*H, Sq, Sk])";
-            }
-            std::string why;
-            const std::optional<Heads> h = split_qkv(sc, m["v"], rank, nodes, why);
-            if (!h) return why;
-            const HeadSplit *q = &h->q, *k = &h->k;
-            const auto merge = merge_heads(m.root()->output(0), *q, why);
-            if (!merge) return why;
-            nodes.push_back(merge->first);
-            nodes.push_back(merge->second);
-            Dims mask_heads;
-            why = mask_reason(sc.mask, *q, {q->batch, q->heads, q->seq, k->seq}, mask_heads);
-            if (!why.empty()) return why;
-            if (q->src->dtype() != DType::kFloat32) return "the attention is not float32";
-            const MhaNode mha = mha_node(sc, *h, nodes);
-            Value* out = merge->second->output(0);
-            if (!q->seq_first)
-              return m.fuse_nodes(nodes, "MultiHeadAttention", mha.inputs, {out}, mha.attrs);
-            return fuse_seq_first(m.g, m.ctx, nodes, mha.inputs, out, mha.attrs,
-                                  {q->seq, q->batch, q->heads * q->dim}, mask_heads);
+            const Attention a = attention_at(m);
+            const HeadSplit& q = a.heads.q;
+            if (!q.seq_first)
+              return m.fuse_nodes(a.nodes, "MultiHeadAttention", a.mha.inputs, {a.out},
+                                  a.mha.attrs);
+            return fuse_seq_first(m.g, m.ctx, a.nodes, a.mha.inputs, a.out, a.mha.attrs,
+                                  {q.seq, q.batch, q.heads * q.dim}, a.mask_heads);
           }};
 }
 

@@ -360,4 +360,30 @@ std::string mask_reason(const Value* mask, const HeadSplit& q, const Dims& score
   return "";
 }
 
+Attention attention_of(Node* sm, Node* pv, const pattern::NativeResult& scores, Value* v) {
+  Attention a;
+  const Scores& sc = std::any_cast<const Scores&>(scores.data);
+  a.nodes = {sm, pv};
+  a.nodes.insert(a.nodes.end(), scores.nodes.begin(), scores.nodes.end());
+  const std::optional<Dims> ps = static_shape(sm->output(0));
+  const int64_t rank = ps ? static_cast<int64_t>(ps->size()) : 0, axis = sm->attr_int("axis", -1);
+  if ((rank != 4 && rank != 3) || (axis != -1 && axis != rank - 1)) {
+    a.why = "the Softmax is not over the last axis of [B, H, Sq, Sk] (or [B*H, Sq, Sk])";
+    return a;
+  }
+  const std::optional<Heads> h = split_qkv(sc, v, rank, a.nodes, a.why);
+  if (!h) return a;
+  a.heads = *h;
+  const HeadSplit &q = h->q, &k = h->k;
+  const auto merge = merge_heads(pv->output(0), q, a.why);
+  if (!merge) return a;
+  a.nodes.push_back(merge->first);
+  a.nodes.push_back(merge->second);
+  a.out = merge->second->output(0);
+  a.why = mask_reason(sc.mask, q, {q.batch, q.heads, q.seq, k.seq}, a.mask_heads);
+  if (a.why.empty() && q.src->dtype() != DType::kFloat32) a.why = "the attention is not float32";
+  if (a.why.empty()) a.mha = mha_node(sc, *h, a.nodes);
+  return a;
+}
+
 }  // namespace nnfuse::attn

@@ -98,6 +98,20 @@ struct MhaNode {
 };
 MhaNode mha_node(const Scores& sc, const Heads& h, std::vector<Node*>& nodes);
 
+// A whole attention, from the Softmax `sm` over the scores `scores` (scores_pattern's match) to
+// the merge of the product `pv` with V `v`: the nodes it replaces, its heads, the merged
+// output, the mask's head shape (mask_reason) and the fused node; `why` says when it cannot be
+// one MultiHeadAttention.
+struct Attention {
+  std::vector<Node*> nodes;
+  Heads heads;
+  Value* out = nullptr;
+  Dims mask_heads;
+  MhaNode mha;
+  std::string why;
+};
+Attention attention_of(Node* sm, Node* pv, const pattern::NativeResult& scores, Value* v);
+
 // Broadcastable to [B, H, Sq, Sk] without growing it, float32, static shape.
 bool mask_fits(const Value* mask, const Dims& scores);
 

@@ -18,7 +18,8 @@ namespace {
 using pattern::Pat;
 
 // "" when the BatchNormalization is an inference one whose statistics nothing else reads.
-std::string inference_bn(const Node& bn) {
+std::string inference_bn(const RuleMatch& m) {
+  const Node& bn = *m.node("bn");
   if (bn.attr_int("training_mode", 0) != 0) return "BatchNormalization is in training mode";
   for (size_t k = 1; k < bn.num_outputs(); ++k) {
     if (bn.output(k)) return "BatchNormalization's running statistics are used";
@@ -50,6 +51,47 @@ std::optional<Folded> fold_bn(const RuleMatch& m, int64_t c) {
   return f;
 }
 
+// The values as a float32 vector.
+Tensor floats(const std::vector<double>& v) {
+  Tensor t(DType::kFloat32, {static_cast<int64_t>(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) t.data<float>()[i] = static_cast<float>(v[i]);
+  return t;
+}
+
+// The Conv's bias, a constant (nullptr: none).
+const Tensor* conv_bias(const RuleMatch& m) {
+  const Node* cn = m.node("conv");
+  return cn->num_inputs() > 2 && cn->input(2) ? pattern::constant_value(cn->input(2)) : nullptr;
+}
+
+// "" when the Conv's weights and bias and the BatchNormalization's parameters are float32 with
+// one value per output channel.
+std::string conv_params(const RuleMatch& m) {
+  const Node* cn = m.node("conv");
+  const Tensor* w = m.constant("w");
+  const Tensor* b = conv_bias(m);
+  if (cn->num_inputs() > 2 && cn->input(2) && !b) return "the Conv bias is not a constant";
+  if (w->dtype() != DType::kFloat32 || w->rank() < 3) return "Conv weights are not float32";
+  if (!fold_bn(m, w->dim(0))) {
+    return "BatchNormalization parameters do not have one float32 per output channel";
+  }
+  if (b && (b->dtype() != DType::kFloat32 || b->numel() != w->dim(0))) {
+    return "the Conv bias does not have one float32 per output channel";
+  }
+  return "";
+}
+
+// "" when the parameters are float32 vectors of the length of the input's dim 1.
+std::string bn_channels(const RuleMatch& m) {
+  const Shape& x = m["x"]->shape();
+  const int64_t c = m.constant("scale")->numel();
+  if (!fold_bn(m, c)) return "the parameters are not float32 vectors of one length";
+  if (!x.has_rank || x.dims.size() < 2 || (x.dims[1].known() && x.dims[1].value != c)) {
+    return "the input's dim 1 is not the parameters' length";
+  }
+  return "";
+}
+
 pattern::Pat bn_of(const pattern::Pat& x) {
   using namespace pattern;
   return op("BatchNormalization",
@@ -78,25 +120,13 @@ Rule conv_bn() {
           .description = "Folds BatchNormalization into the preceding Conv's weights and bias",
           .ops = {"Conv", "BatchNormalization"},
           .patterns = {{"", bn_of(op("Conv", {any("x"), constant("w")}, false).named("conv"))}},
+          .guards = {inference_bn, conv_params},
           .rewrite = [](const RuleMatch& m) -> std::string {
-            const Node* cn = m.node("conv");
-            if (std::string why = inference_bn(*m.node("bn")); !why.empty()) return why;
             const Tensor* w = m.constant("w");
-            const Value* bias = cn->num_inputs() > 2 ? cn->input(2) : nullptr;
-            const Tensor* b = bias ? pattern::constant_value(bias) : nullptr;
-            if (bias && !b) return "the Conv bias is not a constant";
-            if (w->dtype() != DType::kFloat32 || w->rank() < 3)
-              return "Conv weights are not float32";
-            const auto f = fold_bn(m, w->dim(0));
-            if (!f)
-              return "BatchNormalization parameters do not have one float32 per output channel";
-            if (b && (b->dtype() != DType::kFloat32 || b->numel() != w->dim(0))) {
-              return "the Conv bias does not have one float32 per output channel";
-            }
-            auto [w2, b2] = fold_into_conv(*w, b, *f);
-            Value* wv = pattern::add_constant(m.g, m["w"]->name() + "_bn", std::move(w2));
-            Value* bv = pattern::add_constant(m.g, m.node("bn")->name() + "_bias", std::move(b2));
-            return m.fuse("Conv", {m["x"], wv, bv}, cn->attrs(), "");
+            auto [w2, b2] = fold_into_conv(*w, conv_bias(m), *fold_bn(m, w->dim(0)));
+            Value* wv = m.add_constant(m["w"]->name() + "_bn", std::move(w2));
+            Value* bv = m.add_constant(m.node("bn")->name() + "_bias", std::move(b2));
+            return m.fuse("Conv", {m["x"], wv, bv}, m.node("conv")->attrs(), "");
           }};
 }
 
@@ -118,28 +148,16 @@ Rule bn_scale_shift() {
               "and shift, with a Relu, LeakyRelu or Clip after it",
           .ops = {"BatchNormalization"},
           .patterns = bn_epilogues(bn_of(pattern::any("x"))),
+          .guards = {inference_bn, guard::float32({"x"}), bn_channels},
           .rewrite = [](const RuleMatch& m) -> std::string {
-            const Node* n = m.node("bn");
-            if (std::string why = inference_bn(*n); !why.empty()) return why;
-            const Value* x = m["x"];
-            if (x->dtype() != DType::kFloat32) return "the input is not float32";
-            const int64_t c = m.constant("scale")->numel();
-            const auto f = fold_bn(m, c);
-            if (!f) return "the parameters are not float32 vectors of one length";
-            if (!x->shape().has_rank || x->shape().dims.size() < 2 ||
-                (x->shape().dims[1].known() && x->shape().dims[1].value != c)) {
-              return "the input's dim 1 is not the parameters' length";
-            }
-            Tensor a(DType::kFloat32, {c}), b(DType::kFloat32, {c});
-            for (int64_t i = 0; i < c; ++i) {
-              a.data<float>()[i] = static_cast<float>(f->s[i]);
-              b.data<float>()[i] = static_cast<float>(f->t[i]);
-            }
+            const auto f = fold_bn(m, m.constant("scale")->numel());
             std::map<std::string, Attribute> attrs;
             if (std::string why = m.activation(attrs); !why.empty()) return why;
-            Value* av = pattern::add_constant(m.g, n->name() + "_scale", std::move(a));
-            Value* bv = pattern::add_constant(m.g, n->name() + "_shift", std::move(b));
-            return m.fuse("ScaleShift", {m["x"], av, bv}, attrs);
+            const std::string& n = m.node("bn")->name();
+            return m.fuse("ScaleShift",
+                          {m["x"], m.add_constant(n + "_scale", floats(f->s)),
+                           m.add_constant(n + "_shift", floats(f->t))},
+                          attrs);
           }};
 }
 

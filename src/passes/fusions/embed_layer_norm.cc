@@ -51,28 +51,6 @@ std::string broadcasts_to(const Dims& s, const Shape& out) {
   return "";
 }
 
-// gamma or beta as a [E] value: itself, or a reshaped copy of a constant [1, ..., E] (added
-// to the graph unless `check_only`, which returns `v` when it would do).
-Value* row_param(Graph& g, Value* v, int64_t e, std::string* why, const char* what,
-                 bool check_only) {
-  if (const Tensor* t = pattern::constant_value(v)) {
-    if (t->dtype() != DType::kFloat32 || t->numel() != e) {
-      *why = std::string("the LayerNorm ") + what + " " + dims_str(t->shape()) + " is not [" +
-             std::to_string(e) + "] float32";
-      return nullptr;
-    }
-    if (t->shape() == Dims{e} || check_only) return v;
-    return pattern::add_constant(g, v->name() + "_row", t->reshaped({e}));
-  }
-  const Shape& s = v->shape();
-  if (v->dtype() != DType::kFloat32 || !(s.fully_known() && s.static_dims() == Dims{e})) {
-    *why = std::string("the LayerNorm ") + what + " " + s.str() + " is not [" + std::to_string(e) +
-           "] float32";
-    return nullptr;
-  }
-  return v;
-}
-
 // The lookups' (table, ids) pairs, left to right, and the width E of the tables; else why.
 std::string lookups(const std::vector<const Node*>& gathers, std::vector<Value*>& pairs,
                     int64_t& e) {
@@ -117,52 +95,56 @@ std::string addend_reason(const std::vector<Value*>& constants, const Shape& out
   return why.empty() ? "" : "the constant addend " + dims_str(a->shape()) + " " + why;
 }
 
+// The embedding block a match is: the lookups' (table, ids) pairs, the tables' width E and the
+// constant addend (nullptr: none); `why` is "" when it can run as one kernel.
+struct Embedding {
+  std::vector<Value*> pairs;
+  int64_t e = -1;
+  Value* addend = nullptr;
+  std::string why;
+};
+Embedding embedding(const RuleMatch& m) {
+  Embedding emb;
+  std::vector<const Node*> gathers;
+  std::vector<Value*> constants;
+  for (const Match& l : m.match.repeats("sum")) {
+    if (l.node("gather")) gathers.push_back(l.node("gather"));
+    if (l.value("addend")) constants.push_back(l.value("addend"));
+  }
+  emb.addend = constants.empty() ? nullptr : constants[0];
+  if (emb.why = lookups(gathers, emb.pairs, emb.e); !emb.why.empty()) return emb;
+  Shape out = gathers[0]->input(1)->shape();
+  if (!out.has_rank) return emb.why = "the ids' rank is unknown", emb;
+  out.dims.push_back(Dim{emb.e, ""});
+  emb.why = norm::layer_norm_reason(*m.node("ln"), out.dims.size());
+  if (emb.why.empty()) emb.why = addend_reason(constants, out);
+  return emb;
+}
+
 Rule embed_layer_norm() {
   using namespace pattern;
   // Any tree of Adds whose leaves are Gathers or constants.
   Pat leaf = any_of({op("Gather", {any("table"), any("ids")}).named("gather"), constant("addend")});
   Pat sum = tree("sum", "Add", leaf);
-  return {.name = "EmbedLayerNormFusionPass",
-          .description =
-              "Fuses embedding lookups (Gathers), their sum and the LayerNorm after them "
-              "into one kernel",
-          .ops = {"Gather", "Add", "LayerNormalization"},
-          .patterns = {{"", norm::layer_norm_of(sum)}},
-          .guards = {guard::float32({"ln"})},
-          .rewrite = [](const RuleMatch& m) -> std::string {
-            std::vector<const Node*> gathers;
-            std::vector<Value*> constants, pairs;
-            for (const Match& l : m.match.repeats("sum")) {
-              if (l.node("gather")) gathers.push_back(l.node("gather"));
-              if (l.value("addend")) constants.push_back(l.value("addend"));
-            }
-            int64_t e = -1;
-            if (std::string why = lookups(gathers, pairs, e); !why.empty()) return why;
-            Shape out = gathers[0]->input(1)->shape();
-            if (!out.has_rank) return "the ids' rank is unknown";
-            out.dims.push_back(Dim{e, ""});
-            if (std::string why = norm::layer_norm_reason(*m.node("ln"), out.dims.size());
-                !why.empty())
-              return why;
-            if (std::string why = addend_reason(constants, out); !why.empty()) return why;
-            std::vector<Value*> outputs = {m["ln"]};
-            if (m.read_outside(m["sum"])) outputs.push_back(m["sum"]);
-            // Checked before any constant is made for gamma and beta.
-            std::string why = pattern::check_replaceable(m.g, m.match.nodes(), outputs);
-            if (!why.empty() || !row_param(m.g, m["gamma"], e, &why, "scale", true) ||
-                (m["beta"] && !row_param(m.g, m["beta"], e, &why, "bias", true))) {
-              return why;
-            }
-            std::vector<Value*> inputs = {
-                row_param(m.g, m["gamma"], e, &why, "scale", false),
-                m["beta"] ? row_param(m.g, m["beta"], e, &why, "bias", false) : nullptr,
-                constants.empty() ? nullptr : constants[0]};
-            inputs.insert(inputs.end(), pairs.begin(), pairs.end());
-            return m.fuse("EmbedLayerNorm", inputs, norm::epsilon_of(*m.node("ln")), kFusedDomain,
-                          outputs);
-          },
-          // No lookup: not an embedding block.
-          .applies = some_leaf("sum", "gather")};
+  Width e = [](const RuleMatch& m) { return embedding(m).e; };
+  return {
+      .name = "EmbedLayerNormFusionPass",
+      .description =
+          "Fuses embedding lookups (Gathers), their sum and the LayerNorm after them "
+          "into one kernel",
+      .ops = {"Gather", "Add", "LayerNormalization"},
+      .patterns = {{"", norm::layer_norm_of(sum)}},
+      .guards = {guard::float32({"ln"}), [](const RuleMatch& m) { return embedding(m).why; },
+                 guard::per_feature({"gamma", "beta"}, e, "", true)},
+      .rewrite = [](const RuleMatch& m) -> std::string {
+        const Embedding emb = embedding(m);
+        std::vector<Value*> ins = {m.feature("gamma", emb.e), m.feature("beta", emb.e), emb.addend};
+        ins.insert(ins.end(), emb.pairs.begin(), emb.pairs.end());
+        return m.fuse("EmbedLayerNorm", ins, norm::epsilon_of(*m.node("ln")), kFusedDomain,
+                      m.outputs({"ln"}, {"sum"}));
+      },
+      // No lookup: not an embedding block.
+      .applies = some_leaf("sum", "gather")};
 }
 
 }  // namespace

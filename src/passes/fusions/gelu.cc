@@ -19,9 +19,9 @@ using pattern::Pat;
 
 // "" when the matched activation keeps x's shape (no constant of the pattern broadcasts it to
 // a larger one), else the reason.
-std::string keeps_shape(const Value& x, const Value& y, const Match& m) {
-  const Shape& a = x.shape();
-  const Shape& b = y.shape();
+std::string keeps_shape(const RuleMatch& m) {
+  const Shape& a = m["x"]->shape();
+  const Shape& b = m.root()->output(0)->shape();
   if (a.has_rank && b.has_rank) {
     bool same = a.dims.size() == b.dims.size();
     for (size_t i = 0; same && i < a.dims.size(); ++i) {
@@ -32,7 +32,7 @@ std::string keeps_shape(const Value& x, const Value& y, const Match& m) {
            " (a constant broadcasts it)";
   }
   // Ranks unknown: only constants of rank 0 cannot grow the shape.
-  for (const Node* n : m.nodes()) {
+  for (const Node* n : m.match.nodes()) {
     for (const Value* in : n->inputs()) {
       const Tensor* t = in ? pattern::constant_value(in) : nullptr;
       if (t && t->rank() > 0) {
@@ -44,11 +44,11 @@ std::string keeps_shape(const Value& x, const Value& y, const Match& m) {
 }
 
 // "" when the activation is float32 or float64 and keeps its input's type.
-std::string float_type_reason(const Value& in, const Value& out) {
-  const DType t = out.dtype();
-  if ((t == DType::kFloat32 || t == DType::kFloat64) && in.dtype() == t) return "";
+std::string float_type_reason(const RuleMatch& m) {
+  const DType t = m.root()->output(0)->dtype(), in = m["x"]->dtype();
+  if ((t == DType::kFloat32 || t == DType::kFloat64) && in == t) return "";
   return std::string("the activation is ") + dtype_name(t) + ", not float32 or float64 (input " +
-         dtype_name(in.dtype()) + ")";
+         dtype_name(in) + ")";
 }
 
 Rule gelu() {
@@ -63,11 +63,9 @@ Rule gelu() {
                        {"GeluTanh", gelu_tanh_pattern(x)},
                        {"SiLU", x * sigmoid(x)},
                        {"Swish", swish_pattern(x)}},
+          .guards = {float_type_reason, keeps_shape},
           .rewrite = [](const RuleMatch& m) -> std::string {
             Value* in = m["x"];
-            const Value* out = m.root()->output(0);
-            if (std::string why = float_type_reason(*in, *out); !why.empty()) return why;
-            if (std::string why = keeps_shape(*in, *out, m.match); !why.empty()) return why;
             std::string why;
             const auto a = activation_from_match(m.variant, m.match, &why);
             if (!a) return why;

@@ -18,12 +18,7 @@ namespace nnfuse {
 
 namespace {
 
-using norm::feature_count;
-using norm::feature_reason;
-using norm::feature_vector;
 using norm::is_float_type;
-using norm::ones;
-using norm::quoted;
 using pattern::Match;
 using pattern::Pat;
 
@@ -74,50 +69,60 @@ std::string last_axis_mean(const Node* rm, const Value* x) {
          " input, not over the last axis only";
 }
 
-// The fused node's boundaries. A Cast from float32 at the input and one back to float32 at
-// the output are a round trip through a wider type, absorbed (the fused op computes in
-// float32); other boundary casts (a float16 model's) stay outside the fused node. Casts left
-// inside must be to float32 or float64.
-std::string trim_casts(const Match& m, std::vector<Node*>& nodes, Value** x, Value** y) {
-  auto drop = [&](Node* n) { nodes.erase(std::find(nodes.begin(), nodes.end(), n)); };
-  *x = m.value("xin");
-  *y = m.root()->output(0);
+// The guard: each matched ReduceMean of `names` (those bound) averages over the last axis.
+Guard last_axis_means(std::vector<std::string> names) {
+  return [names](const RuleMatch& m) -> std::string {
+    for (const std::string& n : names) {
+      if (std::string why = last_axis_mean(m.node(n), m["xin"]); !why.empty()) return why;
+    }
+    return "";
+  };
+}
+
+// The fused node's boundaries: the nodes it replaces, its input and output. A Cast from float32
+// at the input and one back to float32 at the output are a round trip through a wider type,
+// absorbed (the fused op computes in float32); other boundary casts (a float16 model's) stay
+// outside the fused node. Casts left inside must be to float32 or float64 (else `why`).
+struct NormIO {
+  std::vector<Node*> nodes;
+  Value *x, *y;
+  std::string why;
+};
+NormIO norm_io(const Match& m) {
+  NormIO io{m.nodes(), m.value("xin"), m.root()->output(0), ""};
+  auto drop = [&](Node* n) { io.nodes.erase(std::find(io.nodes.begin(), io.nodes.end(), n)); };
   if (Node* c = m.node("cast_in")) {
     if (c->input(0)->dtype() == kF32 && c->output(0)->dtype() != kF32) {
-      *x = c->input(0);
+      io.x = c->input(0);
     } else {
       drop(c);
     }
   }
   Node* root = m.root();
-  if (root->op_type() == "Cast" && !(root->input(0)->dtype() != kF32 && (*y)->dtype() == kF32)) {
+  if (root->op_type() == "Cast" && !(root->input(0)->dtype() != kF32 && io.y->dtype() == kF32)) {
     drop(root);
-    *y = root->input(0);
+    io.y = root->input(0);
   }
-  for (const Node* n : nodes) {
+  for (const Node* n : io.nodes) {
     if (n->op_type() == "Cast" && !is_float_type(n->output(0)->dtype())) {
-      return n->describe() + " casts to " + dtype_name(n->output(0)->dtype()) +
-             " inside the normalization, which the fused op computes in float32";
+      io.why = n->describe() + " casts to " + dtype_name(n->output(0)->dtype()) +
+               " inside the normalization, which the fused op computes in float32";
+      return io;
     }
   }
-  if ((*x)->dtype() != kF32 || (*y)->dtype() != kF32) {
-    return std::string("the normalization's input and output are ") + dtype_name((*x)->dtype()) +
-           " and " + dtype_name((*y)->dtype()) + ", not float32";
+  if (io.x->dtype() != kF32 || io.y->dtype() != kF32) {
+    io.why = std::string("the normalization's input and output are ") + dtype_name(io.x->dtype()) +
+             " and " + dtype_name(io.y->dtype()) + ", not float32";
   }
-  return "";
+  return io;
 }
 
-// The epsilon added to the variance: a float constant with one element.
-std::string read_epsilon(const Match& m, float* eps) {
-  const Value* v = m.value("eps");
-  const Tensor* t = pattern::constant_value(v);
-  if (!t) return std::string("epsilon ") + quoted(v->name()) + " is not a constant";
-  if (t->numel() != 1 || !is_float_type(t->dtype())) {
-    return std::string("epsilon ") + quoted(v->name()) + " is not one float (" +
-           dtype_name(t->dtype()) + dims_str(t->shape()) + ")";
-  }
-  *eps = static_cast<float>(t->double_at(0));
-  return "";
+// The guards both normalizations check, in order: the casts, the means, epsilon, the
+// per-feature parameters.
+std::vector<Guard> norm_guards(std::vector<std::string> means) {
+  return {[](const RuleMatch& m) { return norm_io(m.match).why; }, last_axis_means(means),
+          guard::scalar("eps", "epsilon"),
+          guard::per_feature({"gamma", "beta"}, width::features("xin", {"gamma", "beta"}), "xin")};
 }
 
 // Variants of a normalization `norm` followed by an optional Mul gamma and (LayerNorm only)
@@ -152,31 +157,18 @@ Rule layer_norm() {
               "into LayerNormalization",
           .ops = {"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Add"},
           .patterns = with_affine(norm, true),
-          .rewrite = [](const RuleMatch& rm) -> std::string {
-            const Match& m = rm.match;
-            std::vector<Node*> nodes = m.nodes();
-            Value *x, *y;
-            std::string why = trim_casts(m, nodes, &x, &y);
-            for (const char* r : {"mean", "var"}) {
-              if (why.empty()) why = last_axis_mean(m.node(r), m.value("xin"));
-            }
-            float eps = 0;
-            if (why.empty()) why = read_epsilon(m, &eps);
-            Value* gv = m.value("gamma");
-            Value* bv = m.value("beta");
-            const int64_t e = feature_count(x, {gv, bv});
-            if (why.empty() && gv) why = feature_reason(gv, e, x, "gamma");
-            if (why.empty() && bv) why = feature_reason(bv, e, x, "beta");
-            if (why.empty() && !gv && e < 0) why = "there is no gamma and the last dim is unknown";
-            // Constants are made only for a fusion that happens.
-            if (why.empty()) why = pattern::check_replaceable(rm.g, nodes, {y});
-            if (!why.empty()) return why;
-            std::vector<Value*> ins = {x, gv ? feature_vector(rm.g, gv, e)
-                                             : ones(rm.g, m.node("var")->name() + "_gamma", e)};
-            if (bv) ins.push_back(feature_vector(rm.g, bv, e));
-            return rm.fuse_nodes(nodes, "LayerNormalization", ins, {y},
-                                 {{"axis", attr_int(-1)}, {"epsilon", attr_float(eps)}},
-                                 rm.g.opset("") >= 17 ? "" : kFusedDomain);
+          .guards = norm_guards({"mean", "var"}),
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            const NormIO io = norm_io(m.match);
+            const int64_t e = norm::feature_count(io.x, {m["gamma"], m["beta"]});
+            if (!m["gamma"] && e < 0) return "there is no gamma and the last dim is unknown";
+            Value* gamma = m["gamma"] ? m.feature("gamma", e)
+                                      : m.add_constant(m.node("var")->name() + "_gamma_ones",
+                                                       m.feature_values("gamma", e, 1.0f));
+            return m.fuse_nodes(io.nodes, "LayerNormalization", {io.x, gamma, m.feature("beta", e)},
+                                {io.y},
+                                {{"axis", attr_int(-1)}, {"epsilon", attr_float(m.scalar("eps"))}},
+                                m.g.opset("") >= 17 ? "" : kFusedDomain);
           }};
 }
 
@@ -190,22 +182,12 @@ Rule rms_norm() {
           .description = "Fuses x / sqrt(mean(x^2) + eps) * gamma into RMSNorm",
           .ops = {"Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Mul"},
           .patterns = with_affine(norm, false),
-          .rewrite = [](const RuleMatch& rm) -> std::string {
-            const Match& m = rm.match;
-            std::vector<Node*> nodes = m.nodes();
-            Value *x, *y;
-            std::string why = trim_casts(m, nodes, &x, &y);
-            if (why.empty()) why = last_axis_mean(m.node("var"), m.value("xin"));
-            float eps = 0;
-            if (why.empty()) why = read_epsilon(m, &eps);
-            Value* gv = m.value("gamma");
-            const int64_t e = feature_count(x, {gv});
-            if (why.empty() && gv) why = feature_reason(gv, e, x, "gamma");
-            if (why.empty()) why = pattern::check_replaceable(rm.g, nodes, {y});
-            if (!why.empty()) return why;
-            std::vector<Value*> ins = {x};
-            if (gv) ins.push_back(feature_vector(rm.g, gv, e));
-            return rm.fuse_nodes(nodes, "RMSNorm", ins, {y}, {{"epsilon", attr_float(eps)}});
+          .guards = norm_guards({"var"}),
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            const NormIO io = norm_io(m.match);
+            const int64_t e = norm::feature_count(io.x, {m["gamma"]});
+            return m.fuse_nodes(io.nodes, "RMSNorm", {io.x, m.feature("gamma", e)}, {io.y},
+                                {{"epsilon", attr_float(m.scalar("eps"))}});
           }};
 }
 

@@ -16,10 +16,16 @@ namespace {
 using pattern::Match;
 using pattern::Pat;
 
-// "" when g is one value per channel of the product [.., n] after the Transpose `perm`: [n] on
-// the axis the channels land on, right-aligned, 1 elsewhere.
-std::string scale_fits(const std::vector<int64_t>& perm, const Dims& ys, const Tensor& g,
-                       int64_t n) {
+// "" when g is a float32 constant of one value per channel of the static product [.., n] after
+// the Transpose: [n] on the axis the channels land on, right-aligned, 1 elsewhere.
+std::string channel_scale(const RuleMatch& m) {
+  const Tensor& g = *m.constant("g");
+  const std::vector<int64_t> perm = m.node("tr")->attr_ints("perm", {});
+  const Shape& y = m["mm"]->shape();
+  const int64_t n = m.constant("w")->dim(1);
+  if (g.dtype() != DType::kFloat32 || !y.fully_known())
+    return "not a float32 scale of a static product";
+  const Dims ys = y.static_dims();
   if (perm.size() != ys.size() || ys.back() != n) {
     return "the Transpose's perm does not match the product";
   }
@@ -55,30 +61,19 @@ Rule layer_scale() {
           "Transpose) into its weights",
       .ops = {"MatMul", "Add", "Transpose", "Mul"},
       .patterns = {{"", op("Mul", {tr, constant("g")}).named("mul")}},
-      .guards = {guard::no_activation("mm")},
+      .guards = {guard::no_activation("mm"), guard::matrix("w"),
+                 guard::per_feature({"bias"}, width::columns("w")), channel_scale},
       .rewrite = [](const RuleMatch& m) -> std::string {
-        const Tensor *w = m.constant("w"), *gv = m.constant("g");
-        const Value* y = m["mm"];
-        if (w->dtype() != DType::kFloat32 || gv->dtype() != DType::kFloat32 || w->rank() != 2 ||
-            !y->shape().fully_known()) {
-          return "not a float32 2-D weight of a static product";
-        }
+        const Tensor* w = m.constant("w");
         const int64_t n = w->dim(1);
-        const Tensor* b = m["bias"] ? m.constant("bias") : nullptr;
-        if (m["bias"] && (!b || b->dtype() != DType::kFloat32 || b->numel() != n)) {
-          return "the bias is not a constant of the output channels";
-        }
-        std::string why =
-            scale_fits(m.node("tr")->attr_ints("perm", {}), y->shape().static_dims(), *gv, n);
-        if (why.empty())
-          why = pattern::check_replaceable(m.g, m.match.nodes(), {m.root()->output(0)});
-        if (!why.empty()) return why;
+        const float* g = m.constant("g")->data<float>();
         // The scaled product, then the same Transpose: two nodes in place of the three.
-        const float* g = gv->data<float>();
-        const std::string stem = y->producer()->name() + "_scaled";
-        std::vector<Value*> ins = {m["x"], m.add_constant(stem + "_w", scaled_columns(*w, g, n))};
-        if (b) ins.push_back(m.add_constant(stem + "_b", scaled_columns(*b, g, n)));
-        Value* scaled = m.op("FusedMatMul", stem, ins, y, m.node("mm")->attrs());
+        const std::string stem = m.node("mm")->name() + "_scaled";
+        Value* wv = m.add_constant(stem + "_w", scaled_columns(*w, g, n));
+        Value* bv = m["bias"] ? m.add_constant(stem + "_b",
+                                               scaled_columns(m.feature_values("bias", n, 0), g, n))
+                              : nullptr;
+        Value* scaled = m.op("FusedMatMul", stem, {m["x"], wv, bv}, m["mm"], m.node("mm")->attrs());
         return m.fuse("Transpose", {scaled}, m.node("tr")->attrs(), "");
       }};
 }

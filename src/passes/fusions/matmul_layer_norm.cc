@@ -21,9 +21,6 @@ namespace nnfuse {
 
 namespace {
 
-using norm::feature_tensor;
-using pattern::constant_value;
-
 bool fused_matmul(const Node& n) {
   return n.op_type() == "FusedMatMul" && n.domain() == kFusedDomain;
 }
@@ -34,38 +31,26 @@ Rule matmul_skip_layer_norm() {
                .named("mm");
   auto sln = [](Pat x, Pat r) {
     return op_in(kFusedDomain, "SkipLayerNorm",
-                 {x, r, any("gamma"), optional(any("beta")), optional(any("bias2"))}, false);
+                 {x, r, any("gamma"), optional(any("beta")), optional(any("bias2"))}, false)
+        .named("sln");
   };
   return {.name = "MatMulSkipLayerNormFusionPass",
           .description = "Fuses a dense layer with the residual Add and LayerNorm after it",
           .ops = {"MatMul", "Add", "Add", "LayerNormalization"},
           .patterns = {{"", any_of({sln(mm, any("res")), sln(any("res"), mm)})}},
           .guards = {guard::no_activation("mm"), guard::same_shape("res", "mm"),
-                     guard::float32({"res"})},
+                     guard::float32({"res"}), guard::unused_output("sln", 1), guard::matrix("w"),
+                     guard::per_feature({"bias", "gamma", "beta", "bias2"}, width::columns("w"))},
           .rewrite = [](const RuleMatch& m) -> std::string {
-            const Value* sum = optional_output(m.root(), 1);
-            if (sum && (!sum->uses().empty() || sum->is_graph_output())) {
-              return "the residual sum is read elsewhere (a pre-LayerNorm block)";
-            }
-            const Tensor* w = m.constant("w");
-            if (!w || w->rank() != 2 || w->dtype() != DType::kFloat32) {
-              return "the MatMul's weight is not a constant float32 matrix";
-            }
-            const int64_t n = w->dim(1);
-            std::optional<Tensor> bias =
-                m["bias"] ? feature_tensor(m["bias"], n) : Tensor(DType::kFloat32, {n});
-            std::optional<Tensor> gamma = feature_tensor(m["gamma"], n),
-                                  beta = feature_tensor(m["beta"], n),
-                                  b2 = feature_tensor(m["bias2"], n);
-            if (!bias || !gamma || (m["beta"] && !beta) || (m["bias2"] && !b2)) {
-              return "a bias, gamma or beta is not a constant of [N]";
-            }
-            for (int64_t j = 0; b2 && j < n; ++j) bias->data<float>()[j] += b2->data<float>()[j];
-            std::vector<Value*> ins = {m["a"], m["w"],
-                                       m.add_constant(m["mm"]->name() + "_bias", *bias), m["res"],
-                                       m.add_constant(m.root()->name() + "_gamma", *gamma)};
-            if (beta) ins.push_back(m.add_constant(m.root()->name() + "_beta", *beta));
-            return m.fuse("FusedMatMulLayerNorm", ins, norm::epsilon_of(*m.root()));
+            const int64_t n = m.constant("w")->dim(1);
+            Tensor bias = m.feature_values("bias", n, 0.0f);
+            const Tensor b2 = m.feature_values("bias2", n, 0.0f);
+            for (int64_t j = 0; j < n; ++j) bias.data<float>()[j] += b2.data<float>()[j];
+            Value* b = m.add_constant(m["mm"]->name() + "_bias", std::move(bias));
+            return m.fuse(
+                "FusedMatMulLayerNorm",
+                {m["a"], m["w"], b, m["res"], m.feature("gamma", n), m.feature("beta", n)},
+                norm::epsilon_of(*m.root()));
           }};
 }
 
@@ -85,24 +70,19 @@ Rule layer_norm_matmul() {
           .patterns = {{"", norm::layer_norm_of(any("x")).where(
                                 [](const Value& y) { return matmul_reader(y) != nullptr; },
                                 "read by a FusedMatMul")}},
-          .guards = {guard::read_once("ln"), guard::layer_norm("ln", "x"), guard::float32({"x"})},
+          .guards = {guard::read_once("ln"), guard::layer_norm("ln", "x"), guard::float32({"x"}),
+                     guard::per_feature({"gamma", "beta"}, width::features("x"), "x")},
           .rewrite = [](const RuleMatch& m) -> std::string {
-            Node* ln = m.node("ln");
             Node* mm = matmul_reader(*m["ln"]);
             const Shape& xs = m["x"]->shape();
-            if (!xs.has_rank || xs.dims.size() < 2 || !xs.dims.back().known()) {
-              return "the LayerNorm's input is not a matrix with a known last dim";
-            }
+            if (xs.dims.size() < 2) return "the LayerNorm's input is not a matrix";
             const int64_t k = xs.dims.back().value;
-            std::optional<Tensor> gamma = feature_tensor(m["gamma"], k),
-                                  beta = feature_tensor(m["beta"], k);
-            if (!gamma || (m["beta"] && !beta)) return "gamma or beta is not a constant of [K]";
             std::map<std::string, Attribute> attrs = mm->attrs();
-            attrs["epsilon"] = attr_float(ln->attr_float("epsilon", 1e-5f));
-            std::vector<Value*> ins = {m["x"], mm->input(1), optional_input(mm, 2),
-                                       m.add_constant(ln->name() + "_gamma", *gamma)};
-            if (beta) ins.push_back(m.add_constant(ln->name() + "_beta", *beta));
-            return m.fuse_nodes({ln, mm}, "FusedLayerNormMatMul", ins, {mm->output(0)}, attrs);
+            attrs["epsilon"] = norm::epsilon_of(*m.node("ln")).at("epsilon");
+            return m.fuse_nodes({m.node("ln"), mm}, "FusedLayerNormMatMul",
+                                {m["x"], mm->input(1), optional_input(mm, 2), m.feature("gamma", k),
+                                 m.feature("beta", k)},
+                                {mm->output(0)}, attrs);
           }};
 }
 

@@ -42,16 +42,6 @@ std::string feature_reason(const Value* v, int64_t e, const Value* x, const char
   return "";
 }
 
-Value* feature_vector(Graph& g, Value* v, int64_t e) {
-  const Tensor* t = pattern::constant_value(v);
-  if (t->dtype() == kF32 && t->numel() == e && t->rank() == 1) return v;
-  Tensor f(kF32, {e});
-  for (int64_t i = 0; i < e; ++i) {
-    f.data<float>()[i] = static_cast<float>(t->double_at(i % t->numel()));
-  }
-  return pattern::add_constant(g, v->name() + "_f32", std::move(f));
-}
-
 std::string layer_norm_reason(const Node& ln, int64_t rank) {
   for (size_t k = 1; k < ln.num_outputs(); ++k) {
     const Value* o = ln.output(k);
@@ -68,12 +58,6 @@ std::string layer_norm_reason(const Node& ln, int64_t rank) {
   return "";
 }
 
-std::optional<Tensor> feature_tensor(const Value* v, int64_t n) {
-  const Tensor* t = v ? pattern::constant_value(v) : nullptr;
-  if (!t || t->dtype() != kF32 || t->numel() != n || t->rank() < 1) return std::nullopt;
-  return t->reshaped({n});
-}
-
 std::map<std::string, Attribute> epsilon_of(const Node& ln) {
   return {{"epsilon", attr_float(ln.attr_float("epsilon", 1e-5f))}};
 }
@@ -85,12 +69,6 @@ pattern::Pat layer_norm_of(const pattern::Pat& x) {
         .named("ln");
   };
   return any_of({ln(""), ln(kFusedDomain)});
-}
-
-Value* ones(Graph& g, const std::string& stem, int64_t e) {
-  Tensor t(kF32, {e});
-  std::fill(t.data<float>(), t.data<float>() + e, 1.0f);
-  return pattern::add_constant(g, stem + "_ones", std::move(t));
 }
 
 }  // namespace nnfuse::norm

@@ -23,20 +23,13 @@ int64_t feature_count(const Value* x, const std::vector<const Value*>& params);
 // constant with E elements (or one, repeated) whose dims before the last are 1, of rank at
 // most x's (so multiplying or adding it does not grow x's shape); else why.
 std::string feature_reason(const Value* v, int64_t e, const Value* x, const char* what);
-// A parameter accepted by feature_reason as a float32 [E] value: `v` itself when it is one
-// already, else a new constant.
-Value* feature_vector(Graph& g, Value* v, int64_t e);
 // "" when a LayerNormalization can run inside a fused kernel: over the last axis of its rank-
 // `rank` input (-1: unknown, then only axis -1 is), stash_type 1, its Mean and InvStdDev
 // outputs unused; else why.
 std::string layer_norm_reason(const Node& ln, int64_t rank);
-// A constant per-feature vector of n float32 values ([n] or [1, ..., n]) as a [n] tensor.
-std::optional<Tensor> feature_tensor(const Value* v, int64_t n);
 // The LayerNorm's epsilon as a fused node's attribute.
 std::map<std::string, Attribute> epsilon_of(const Node& ln);
 // LayerNormalization(x, gamma[, beta]), ONNX's or ai.nnfuse's (named "ln", "gamma", "beta").
 pattern::Pat layer_norm_of(const pattern::Pat& x);
-// A float32 [E] constant of ones.
-Value* ones(Graph& g, const std::string& stem, int64_t e);
 
 }  // namespace nnfuse::norm

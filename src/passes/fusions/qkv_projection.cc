@@ -72,6 +72,17 @@ Tensor concat_bias(const std::vector<Node*>& ps) {
   return r;
 }
 
+// "" when the three projections read inputs of one width and are distinct.
+std::string same_projections(const RuleMatch& m) {
+  const int64_t k = m.constant("w0")->dim(0);
+  const Node* mha = m.root();
+  if (m.constant("w1")->dim(0) != k || m.constant("w2")->dim(0) != k ||
+      mha->input(0) == mha->input(1) || mha->input(1) == mha->input(2)) {
+    return "the projections do not share their shape";
+  }
+  return "";
+}
+
 Rule qkv_projection() {
   using namespace pattern;
   Pat x = any("x");
@@ -79,41 +90,27 @@ Rule qkv_projection() {
                   {projection(x, "0"), projection(x, "1"), projection(x, "2")}, false)
                 .where_node([](const Node& n) { return n.attr_int("qkv_packed", 0) == 0; },
                             "Q, K and V given apart");
-  return {
-      .name = "QKVProjectionFusionPass",
-      .description =
-          "Fuses an attention's Q, K and V projections of one input into one MatMul "
-          "with concatenated weights",
-      .ops = {"MatMul", "MatMul", "MatMul"},
-      .patterns = {{"", mha}},
-      .rewrite = [](const RuleMatch& m) -> std::string {
-        Node* mha = m.root();
-        const std::vector<Node*> proj = {m.node("p0"), m.node("p1"), m.node("p2")};
-        const std::vector<const Tensor*> w = {m.constant("w0"), m.constant("w1"), m.constant("w2")};
-        if (w[0]->dim(0) != w[1]->dim(0) || w[0]->dim(0) != w[2]->dim(0) ||
-            mha->input(0) == mha->input(1) || mha->input(1) == mha->input(2)) {
-          return "the projections do not share their shape";
-        }
-        // The packed projection: one node in place of three, its output the attention's packed
-        // input (the nodes' outputs are not replaced, so apply_fusion does not apply).
-        const Tensor wt = concat_columns(w);
-        const std::string stem = proj[0]->name() + "_qkv";
-        Value* wv = pattern::add_constant(m.g, proj[0]->input(1)->name() + "_qkv", wt);
-        Value* bv = pattern::add_constant(m.g, proj[0]->name() + "_qkv_bias", concat_bias(proj));
-        Shape shape = mha->input(0)->shape();
-        if (shape.has_rank && !shape.dims.empty()) shape.dims.back() = Dim{wt.dim(1), ""};
-        Value* qkv = m.g.add_value(m.g.unique_value_name(stem), DType::kFloat32, shape);
-        Node* fused = m.g.add_node("FusedMatMul", m.g.unique_node_name(stem), {m["x"], wv, bv},
-                                   {qkv}, kFusedDomain);
-        fused->set_provenance(original_names(proj), m.rule.name);
-        for (size_t i = 0; i < 3; ++i) mha->set_input(i, i == 0 ? qkv : nullptr);
-        mha->set_attr("qkv_packed", attr_int(1));
-        for (Node* n : proj) m.g.remove_node(n);
-        m.g.topological_sort();
-        m.ctx.applied(m.rule.name);
-        m.ctx.report.fused.push_back({fused->name(), m.rule.name, fused->fused_from(), 0, 2});
-        return "";
-      }};
+  return {.name = "QKVProjectionFusionPass",
+          .description =
+              "Fuses an attention's Q, K and V projections of one input into one MatMul "
+              "with concatenated weights",
+          .ops = {"MatMul", "MatMul", "MatMul"},
+          .patterns = {{"", mha}},
+          .guards = {same_projections},
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            // One projection in place of three, its output the attention's packed input.
+            const std::vector<Node*> proj = {m.node("p0"), m.node("p1"), m.node("p2")};
+            const Tensor w = concat_columns({m.constant("w0"), m.constant("w1"), m.constant("w2")});
+            const std::string stem = proj[0]->name() + "_qkv";
+            Shape shape = m["x"]->shape();
+            if (shape.has_rank && !shape.dims.empty()) shape.dims.back() = Dim{w.dim(1), ""};
+            Value* qkv = m.op("FusedMatMul", stem,
+                              {m["x"], m.add_constant(proj[0]->input(1)->name() + "_qkv", w),
+                               m.add_constant(stem + "_bias", concat_bias(proj))},
+                              DType::kFloat32, shape, proj);
+            return m.rewire(m.root(), {qkv, nullptr, nullptr}, {{"qkv_packed", attr_int(1)}},
+                            qkv->producer(), proj);
+          }};
 }
 
 }  // namespace

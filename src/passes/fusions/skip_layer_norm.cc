@@ -12,7 +12,6 @@ namespace {
 
 using norm::feature_count;
 using norm::feature_reason;
-using norm::quoted;
 
 constexpr DType kF32 = DType::kFloat32;
 
@@ -34,24 +33,6 @@ bool broadcasts_to(const Shape& skip, const Shape& x) {
     if (!same_dim(s, x.dims[off + i]) && !(s.known() && s.value == 1)) return false;
   }
   return true;
-}
-
-// "" when gamma and beta are one value per feature of the E-wide last axis of a rank-r sum.
-std::string params_reason(const Node& ln, int64_t e, size_t r) {
-  for (size_t i = 1; i < 3; ++i) {
-    const Value* p = ln.input(i);
-    if (!p) continue;
-    const Shape& s = p->shape();
-    bool ok = s.has_rank && s.dims.size() <= r && !s.dims.empty() && s.dims.back().known() &&
-              s.dims.back().value == e;
-    for (size_t d = 0; ok && d + 1 < s.dims.size(); ++d)
-      ok = s.dims[d].known() && s.dims[d].value == 1;
-    if (!ok) {
-      return std::string(i == 1 ? "gamma " : "beta ") + quoted(p->name()) + " of shape " + s.str() +
-             " is not one value per feature";
-    }
-  }
-  return "";
 }
 
 // A bias Add on one operand of the sum, Add(h, bias) with bias a float32 constant of one value
@@ -78,6 +59,37 @@ Value* absorb_bias(Value* ops[2], int& biased, int64_t e, const Value* sum,
   return nullptr;
 }
 
+// The residual sum of a match: its operands X (of the sum's shape, the biased one first) and
+// Skip (broadcasting to it), the absorbed bias and the nodes to fuse; `why` says when neither
+// operand provably is X.
+struct Residual {
+  Value *x, *skip, *bias;
+  std::vector<Node*> nodes;
+  std::string why;
+};
+Residual residual(const RuleMatch& m) {
+  Value* sum = m["add"];
+  Residual r{nullptr, nullptr, nullptr, m.match.nodes(), ""};
+  Value* ops[2] = {m["a"], m["b"]};
+  int biased = -1;
+  r.bias = absorb_bias(ops, biased, feature_count(sum, {}), sum, r.nodes);
+  const Shape& xs = sum->shape();
+  auto fits = [&](int i) {
+    return broadcasts_to(ops[i]->shape(), xs) && broadcasts_to(xs, ops[i]->shape()) &&
+           broadcasts_to(ops[1 - i]->shape(), xs);
+  };
+  const int k = biased < 0 ? 0 : biased, x = fits(k) ? k : fits(1 - k) ? 1 - k : -1;
+  if (x < 0) {
+    r.why = "cannot show that one operand of " + m.node("add")->describe() + " (" +
+            ops[0]->shape().str() + ", " + ops[1]->shape().str() +
+            ") has the sum's shape and the other broadcasts to it";
+  } else {
+    r.x = ops[x];
+    r.skip = ops[1 - x];
+  }
+  return r;
+}
+
 Rule skip_layer_norm() {
   using namespace pattern;
   Pat add = op("Add", {any("a"), any("b")}).named("add");
@@ -88,34 +100,15 @@ Rule skip_layer_norm() {
           .ops = {"Add", "LayerNormalization"},
           .patterns = {{"", norm::layer_norm_of(add)}},
           .guards = {guard::layer_norm("ln", "add"), guard::float32({"a", "b", "add", "ln"}),
-                     guard::not_constant({"a", "b"})},
+                     guard::not_constant({"a", "b"}),
+                     guard::per_feature({"gamma", "beta"}, width::features("add"), "add", true),
+                     [](const RuleMatch& m) { return residual(m).why; }},
           .rewrite = [](const RuleMatch& m) -> std::string {
-            Value* sum = m["add"];
-            const Shape& xs = sum->shape();
-            const int64_t e = feature_count(sum, {});
-            if (e < 0) return "the last dim of " + quoted(sum->name()) + " is unknown";
-            if (std::string why = params_reason(*m.node("ln"), e, xs.dims.size()); !why.empty())
-              return why;
-            std::vector<Node*> nodes = m.match.nodes();
-            Value* ops[2] = {m["a"], m["b"]};
-            int biased = -1;
-            Value* bias = absorb_bias(ops, biased, e, sum, nodes);
-            // X is the operand of the sum's shape (the biased one first); Skip broadcasts to it.
-            auto fits = [&](int i) {
-              return broadcasts_to(ops[i]->shape(), xs) && broadcasts_to(xs, ops[i]->shape()) &&
-                     broadcasts_to(ops[1 - i]->shape(), xs);
-            };
-            const int k = biased < 0 ? 0 : biased, x = fits(k) ? k : fits(1 - k) ? 1 - k : -1;
-            if (x < 0) {
-              return "cannot show that one operand of " + m.node("add")->describe() + " (" +
-                     ops[0]->shape().str() + ", " + ops[1]->shape().str() +
-                     ") has the sum's shape and the other broadcasts to it";
-            }
-            std::vector<Value*> ins = {ops[x], ops[1 - x], m["gamma"], m["beta"], bias};
-            while (!ins.back()) ins.pop_back();
-            std::vector<Value*> outs = {m["ln"]};
-            if (m.read_outside(sum)) outs.push_back(sum);
-            return m.fuse_nodes(nodes, "SkipLayerNorm", ins, outs, norm::epsilon_of(*m.node("ln")));
+            const Residual r = residual(m);
+            const int64_t e = feature_count(m["add"], {});
+            return m.fuse_nodes(r.nodes, "SkipLayerNorm",
+                                {r.x, r.skip, m.feature("gamma", e), m.feature("beta", e), r.bias},
+                                m.outputs({"ln"}, {"add"}), norm::epsilon_of(*m.node("ln")));
           }};
 }
 
