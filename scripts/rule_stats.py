@@ -4,13 +4,16 @@ from its signature to its closing brace: pattern, guards and rewrite together), 
 pass not yet written as a rule (its Pass class), the average of each, and every fusion source
 file's length, with those over 400 lines marked.
 
-Usage: /usr/bin/python3 scripts/rule_stats.py [--json]
+Usage: /usr/bin/python3 scripts/rule_stats.py [--json] [--check]
+With --check, exits 1 when the average rule is over 25 lines, a fusion pass is not a rule or a
+fusion source file is over 400 lines.
 """
 import glob, json, os, re, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FUSIONS = os.path.join(ROOT, "src", "passes", "fusions")
 MAX_FILE = 400
+MAX_RULE_AVERAGE = 25
 
 
 def blocks(lines, start_re):
@@ -59,6 +62,17 @@ def main():
     print("%d rules, %.1f lines on average; %d passes not rules, %.1f lines on average; "
           "%d files over %d lines" % (len(rules), avg(rules), len(passes), avg(passes),
                                       len(report["files_over_%d" % MAX_FILE]), MAX_FILE))
+    if "--check" in sys.argv:
+        problems = []
+        if avg(rules) > MAX_RULE_AVERAGE:
+            problems.append("the average rule is %.1f lines, over %d" % (avg(rules), MAX_RULE_AVERAGE))
+        if passes:
+            problems.append("%d fusion passes are not rules" % len(passes))
+        if report["files_over_%d" % MAX_FILE]:
+            problems.append("files over %d lines: %s" % (MAX_FILE, ", ".join(report["files_over_%d" % MAX_FILE])))
+        for p in problems:
+            print("rule_stats: " + p, file=sys.stderr)
+        return 1 if problems else 0
     return 0
 
 
