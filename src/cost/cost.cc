@@ -59,12 +59,14 @@ int64_t flops(const Node& n) {
     if (conv_out < 0) return -1;  // the pool's input size is not a value of the graph
     return 2 * conv_out * per;
   }
-  if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm" || op == "FusedGemm") {
+  if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm" || op == "FusedGemm" ||
+      op == "FusedGatedMatMul" || op == "FusedMatMulResidual") {
     const auto a = dims_of(n.input(0));
     if (!a || a->empty()) return -1;
     const bool trans_a = n.attr_int("transA", 0) != 0;
     const int64_t k = a->size() == 1 ? (*a)[0] : trans_a ? (*a)[a->size() - 2] : a->back();
-    return 2 * out * k;
+    // The gated product computes both halves (gate and up) of each output element.
+    return (op == "FusedGatedMatMul" ? 4 : 2) * out * k;
   }
   return out;
 }

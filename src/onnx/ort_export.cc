@@ -48,6 +48,8 @@ const std::set<std::string>& lowered_ops() {
                                             "MultiHeadAttention",
                                             "FusedMatMulLayerNorm",
                                             "FusedLayerNormMatMul",
+                                            "FusedGatedMatMul",
+                                            "FusedMatMulResidual",
                                             "FusedRegion"};
   return ops;
 }
@@ -169,6 +171,8 @@ void OrtLowering::lower(const Node& n) {
   if (op == "MultiHeadAttention") return lower_attention(n);
   if (op == "FusedMatMulLayerNorm") return lower_matmul_layer_norm(n);
   if (op == "FusedLayerNormMatMul") return lower_layer_norm_matmul(n);
+  if (op == "FusedGatedMatMul") return lower_gated_matmul(n);
+  if (op == "FusedMatMulResidual") return lower_matmul_residual(n);
   if (op == "FusedRegion") return lower_region(n);
   fail(ErrorKind::kUnsupported, n.describe(), ": no ONNX Runtime form of ", op,
        " (domain ai.nnfuse) is known");
@@ -369,6 +373,49 @@ void OrtLowering::write_dense(const Node& n, const std::string& a, const std::st
 void OrtLowering::lower_matmul(const Node& n) {
   write_dense(n, name_of(n.input(0)), name_of(n.input(1)), name_of(n.input(2)),
               name_of(n.output(0)), n.name());
+}
+
+void OrtLowering::lower_matmul_residual(const Node& n) {
+  // FusedMatMulResidual(A, B, Bias?, R) = the FusedMatMul lowering, then Add(·, R).
+  const std::string out = name_of(n.output(0)), product = w_.fresh(out + "_product");
+  write_dense(n, name_of(n.input(0)), name_of(n.input(1)), name_of(n.input(2)), product,
+              n.name() + "_product");
+  w_.node("Add", {product, name_of(n.input(3))}, {out}, "", n.name());
+}
+
+void OrtLowering::lower_gated_matmul(const Node& n) {
+  // FusedGatedMatMul(X, W, Bias?) = act(X Wg + bg) * (X Wu + bu): the two dense layers again
+  // (constant weights and bias split back into their halves), the gate's with the activation,
+  // and a Mul, as an exporter writes them (ORT fuses those itself).
+  const std::string x = name_of(n.input(0)), out = name_of(n.output(0));
+  const Tensor* w = n.input(1)->is_constant() ? &n.input(1)->constant() : nullptr;
+  const Tensor* b = n.input(2) && n.input(2)->is_constant() ? &n.input(2)->constant() : nullptr;
+  NNFUSE_CHECK(w && w->rank() == 2 && w->dim(1) % 2 == 0 && (!n.input(2) || b), n.describe(),
+               ": W is not a constant [K, 2N] (or the bias not a constant)");
+  const int64_t k = w->dim(0), half = w->dim(1) / 2;
+  auto part = [&](const Tensor& t, int64_t rows, int64_t from) {
+    Tensor r(DType::kFloat32, rows == 0 ? Dims{half} : Dims{rows, half});
+    const int64_t rs = std::max<int64_t>(rows, 1);
+    for (int64_t i = 0; i < rs; ++i) {
+      for (int64_t j = 0; j < half; ++j) {
+        r.data<float>()[i * half + j] = t.data<float>()[i * 2 * half + from + j];
+      }
+    }
+    return r;
+  };
+  const std::string gate = w_.fresh(out + "_gate"), up = w_.fresh(out + "_up");
+  write_dense(n, x, w_.constant(out + "_wg", part(*w, k, 0)),
+              b ? w_.constant(out + "_bg", part(*b, 0, 0)) : "", gate, n.name() + "_gate");
+  const std::string wu = w_.constant(out + "_wu", part(*w, k, half));
+  if (b) {
+    const std::string mm = w_.fresh(out + "_up_product");
+    w_.node("MatMul", {x, wu}, {mm}, "", n.name() + "_up");
+    w_.node("Add", {mm, w_.constant(out + "_bu", part(*b, 0, half))}, {up}, "",
+            n.name() + "_up_bias");
+  } else {
+    w_.node("MatMul", {x, wu}, {up}, "", n.name() + "_up");
+  }
+  w_.node("Mul", {gate, up}, {out}, "", n.name());
 }
 
 void OrtLowering::lower_pool_gemm(const Node& n) {

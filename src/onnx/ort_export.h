@@ -22,6 +22,8 @@
 //                           MultiHeadAttention, the additive mask as attention_bias
 //   FusedMatMulLayerNorm -> MatMul, SkipLayerNormalization;  FusedLayerNormMatMul ->
 //                           LayerNormalization and the FusedMatMul lowering
+//   FusedGatedMatMul     -> the gate's dense form with its activation, MatMul (+ Add), Mul
+//   FusedMatMulResidual  -> the FusedMatMul lowering and Add
 //   FusedRegion          -> its ops as standard ONNX ops (ort_region.cc)
 // Standard ops are written as they are, except where ONNX Runtime has a form of fewer nodes
 // (ort_peephole.cc): sibling Slices of one axis as a Split; MatMul with a transposed operand
@@ -77,6 +79,8 @@ class OrtLowering {
   void lower_gemm(const Node& n);
   void lower_matmul(const Node& n);
   void lower_pool_gemm(const Node& n);
+  void lower_gated_matmul(const Node& n);
+  void lower_matmul_residual(const Node& n);
   void lower_standalone_activation(const Node& n);
   void lower_scale_shift(const Node& n);
   void lower_skip_layer_norm(const Node& n);

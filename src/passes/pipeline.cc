@@ -50,6 +50,10 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   p.push_back(make_layer_norm_matmul_pass());
   // GELU/Swish that no dense layer took as its epilogue.
   p.push_back(make_gelu_pass());
+  // A gated FFN: its gate (with the activation the two passes above gave it) and up projections.
+  p.push_back(make_gated_ffn_pass());
+  // The residual Adds after dense layers that no LayerNorm fusion took.
+  p.push_back(make_matmul_residual_pass());
   // A layer scale after a dense layer into its weights.
   p.push_back(make_layer_scale_pass());
   // Whatever cheap ops are left: generated kernels.

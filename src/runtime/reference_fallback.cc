@@ -31,7 +31,7 @@ bool is_compute_op(const std::string& op_type) {
       // Convolutions and dense products.
       "Conv", "ConvTranspose", "MatMul", "Gemm", "FusedConv", "FusedConvPool", "ScaledConv",
       "FusedMatMul", "FusedGemm", "FusedGlobalPoolGemm", "FusedMatMulLayerNorm",
-      "FusedLayerNormMatMul",
+      "FusedLayerNormMatMul", "FusedGatedMatMul", "FusedMatMulResidual",
       // Pooling.
       "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool", "GlobalLpPool",
       // Normalizations (Softmax normalizes rows: attention's scores).

@@ -105,6 +105,37 @@ class ActMLP(nn.Module):
         return e / e.sum(dim=-1, keepdim=True)
 
 
+# ---------- gated FFN stacks: the seed's GeGLU blocks and LLaMA's SwiGLU MLPs ----------
+class RMSNorm(nn.Module):
+    def __init__(s, d, eps=1e-6):
+        super().__init__()
+        s.w, s.eps = nn.Parameter(torch.rand(d) + 0.5), eps
+
+    def forward(s, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + s.eps) * s.w
+
+
+class GatedFFNStack(nn.Module):
+    """`layers` pre-norm residual blocks x + down(act(n(x) W1 [+ b1]) * (n(x) W2 [+ b2])):
+    GeGLU with LayerNorm and biases (`swiglu` False), or LLaMA's RMSNorm and bias-free SwiGLU."""
+
+    def __init__(s, d=512, inter=1376, layers=4, swiglu=False):
+        super().__init__()
+        b = not swiglu
+        s.swiglu = swiglu
+        s.norm = nn.ModuleList(RMSNorm(d) if swiglu else nn.LayerNorm(d) for _ in range(layers))
+        s.w1 = nn.ModuleList(nn.Linear(d, inter, bias=b) for _ in range(layers))
+        s.w2 = nn.ModuleList(nn.Linear(d, inter, bias=b) for _ in range(layers))
+        s.down = nn.ModuleList(nn.Linear(inter, d, bias=b) for _ in range(layers))
+
+    def forward(s, x):
+        for n, w1, w2, down in zip(s.norm, s.w1, s.w2, s.down):
+            h = n(x)
+            g = nn.functional.silu(w1(h)) if s.swiglu else nn.functional.gelu(w1(h))
+            x = x + down(g * w2(h))
+        return x
+
+
 def img(n=1, c=3, hw=224):
     return (torch.randn(n, c, hw, hw),), ["input"]
 
@@ -126,6 +157,10 @@ ZOO = {
     "bert_tiny": (lambda: Bert(layers=2, h=128, nh=2, inter=512), lambda: bert_inputs(1, 32), 13, False),
     "act_mlp": (lambda: ActMLP(), lambda: ((torch.randn(256, 1024),), ["x"]), 13, False),
     "mobilenet_v3_small": (lambda: TV.mobilenet_v3_small(), img, 14, True),
+    "geglu_ffn_stack": (lambda: GatedFFNStack(), lambda: ((torch.randn(1, 128, 512),), ["x"]),
+                        13, False),
+    "swiglu_mlp_stack": (lambda: GatedFFNStack(swiglu=True),
+                         lambda: ((torch.randn(1, 128, 512),), ["x"]), 13, False),
     # Batch and sequence as symbolic dims, for benchmarks at other shapes (bench --shape).
     "bert_base_dyn": (lambda: Bert(), bert_inputs, 13, False),
     "bert_tiny_dyn": (lambda: Bert(layers=2, h=128, nh=2, inter=512), lambda: bert_inputs(1, 32),

@@ -3,7 +3,10 @@
 forms, hand-written erf and tanh GELUs (Pow and x*x*x), Linear + GELU (one FusedMatMul with
 the activation), x * sigmoid(1.702 x), SiLU, and a BERT embedding block (word + position +
 token-type nn.Embedding + LayerNorm) at opset 17 (one LayerNormalization op) and at opset 13
-(the LayerNorm decomposed). For each model: `nnfuse compile` must apply the expected pass
+(the LayerNorm decomposed), and gated FFNs: LLaMA's SwiGLU MLP (no biases, with its down
+projection), the seed's GeGLU (erf GELU, biases) and a tanh-GELU GeGLU without biases, each
+gate-up pair one FusedGatedMatMul, and x + Linear(x) as one FusedMatMulResidual. For each
+model: `nnfuse compile` must apply the expected pass
 (effect_times >= 1 in fusion_result.json) and write the fused op into a checker-valid model;
 `nnfuse run` on that fused model must give PyTorch's outputs; and `nnfuse verify` (fused
 against unfused) must pass.
@@ -58,6 +61,40 @@ class Dense(nn.Module):
         return s.act(s.fc(x))
 
 
+class SwiGLU(nn.Module):
+    """LLaMA's MLP: down(silu(gate(x)) * up(x)), no biases."""
+
+    def __init__(s):
+        super().__init__()
+        s.gate, s.up = nn.Linear(E, 3 * E, bias=False), nn.Linear(E, 3 * E, bias=False)
+        s.down = nn.Linear(3 * E, E, bias=False)
+
+    def forward(s, x):
+        return s.down(nn.functional.silu(s.gate(x)) * s.up(x))
+
+
+class GeGLU(nn.Module):
+    """The seed's fused_ffn: act(x W1 + b1) * (x W2 + b2)."""
+
+    def __init__(s, act, bias):
+        super().__init__()
+        s.w1, s.w2, s.act = nn.Linear(E, 2 * E, bias=bias), nn.Linear(E, 2 * E, bias=bias), act
+
+    def forward(s, x):
+        return s.act(s.w1(x)) * s.w2(x)
+
+
+class Residual(nn.Module):
+    """x + Linear(x): a residual block's projection (no LayerNorm after it)."""
+
+    def __init__(s, bias):
+        super().__init__()
+        s.fc = nn.Linear(E, E, bias=bias)
+
+    def forward(s, x):
+        return x + s.fc(x)
+
+
 class Embeddings(nn.Module):
     """BERT's embedding block: the position ids are a buffer, so they export as a constant."""
 
@@ -106,6 +143,16 @@ CASES = [
      {"MatMulBiasAddFusionPass": 1}, [("FusedMatMul", "ai.nnfuse", {"activation": "GeluTanh"})]),
     ("linear_quick_gelu", Dense(Fn(quick_gelu)), act_inputs, 13, {"MatMulBiasAddFusionPass": 1},
      [("FusedMatMul", "ai.nnfuse", {"activation": "Swish", "activation_alpha": 1.702})]),
+    ("swiglu_mlp", SwiGLU(), act_inputs, 13, {"GatedFFNFusionPass": 1},
+     [("FusedGatedMatMul", "ai.nnfuse", {"activation": "SiLU"}), ("MatMul", "", {})]),
+    ("geglu_ffn", GeGLU(nn.GELU(), True), act_inputs, 13, {"GatedFFNFusionPass": 1},
+     [("FusedGatedMatMul", "ai.nnfuse", {"activation": "Gelu"})]),
+    ("geglu_tanh_no_bias", GeGLU(Fn(tanh_gelu_pow), False), act_inputs, 13,
+     {"GatedFFNFusionPass": 1}, [("FusedGatedMatMul", "ai.nnfuse", {"activation": "GeluTanh"})]),
+    ("linear_residual", Residual(True), act_inputs, 13, {"MatMulResidualFusionPass": 1},
+     [("FusedMatMulResidual", "ai.nnfuse", {})]),
+    ("linear_residual_no_bias", Residual(False), act_inputs, 13, {"MatMulResidualFusionPass": 1},
+     [("FusedMatMulResidual", "ai.nnfuse", {})]),
     ("embeddings_op17", Embeddings(), embed_inputs, 17, {"EmbedLayerNormFusionPass": 1},
      [("EmbedLayerNorm", "ai.nnfuse", {})]),
     ("embeddings_op13", Embeddings(), embed_inputs, 13, {"EmbedLayerNormFusionPass": 1},

@@ -1,5 +1,6 @@
 // The oneDNN kernels of the fused ops (FusedConv, FusedMatMul, FusedGemm,
-// FusedGlobalPoolGemm) against their reference kernels, plus FusedConv's in-place residual.
+// FusedGlobalPoolGemm, FusedGatedMatMul) against their reference kernels, plus FusedConv's in-place
+// residual.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -512,6 +513,62 @@ TEST(OnednnFusedMatMul, Declines) {
       {random_tensor({4, 6}, 1)}, {random_tensor({6}, 2), true}, {random_tensor({1}, 3), true}};
   EXPECT_EQ(run_kernel("FusedMatMul", vec, gelu).kernel, "ref");
   expect_matches_ref("ref", "FusedMatMul", vec, gelu);
+}
+
+// FusedGatedMatMul: act(P[.., :N]) * P[.., N:] for every activation (the vector epilogue's and
+// the reference fallback's), with and without a bias, 2-D and 3-D A.
+TEST(OnednnFusedGatedMatMul, EveryActivationWithAndWithoutBias) {
+  uint32_t seed = 300;
+  std::vector<Act> acts = activations();
+  acts.push_back({"GeluTanh"});
+  acts.push_back({"Swish", true, false, 1.702f});
+  for (const Dims& a : {Dims{7, 9}, Dims{2, 16, 64}}) {
+    for (const Act& act : acts) {
+      for (bool bias : {false, true}) {
+        SCOPED_TRACE(dims_str(a) + (bias ? " bias" : "") + " act=" + act.name);
+        std::vector<FastInput> in = {{random_tensor(a, seed, -2.0f, 2.0f)},
+                                     {random_tensor({a.back(), 2 * 40}, seed + 1), true}};
+        if (bias) in.push_back({random_tensor({2 * 40}, seed + 2), true});
+        Attrs attrs;
+        add_act_attrs(act, attrs);
+        expect_matches_ref("onednn.fused_gated_matmul", "FusedGatedMatMul", in, attrs, 1, kTol,
+                           kTol);
+        seed += 3;
+      }
+    }
+  }
+}
+
+// FusedMatMulResidual: A B (+ bias) + R, 2-D and 3-D, the bias constant or absent.
+TEST(OnednnFusedMatMulResidual, MatchesTheReference) {
+  uint32_t seed = 400;
+  for (const Dims& a : {Dims{7, 9}, Dims{2, 16, 64}}) {
+    for (bool bias : {false, true}) {
+      SCOPED_TRACE(dims_str(a) + (bias ? " bias" : ""));
+      Dims y = a;
+      y.back() = 40;
+      std::vector<FastInput> in = {{random_tensor(a, seed)},
+                                   {random_tensor({a.back(), 40}, seed + 1), true}};
+      in.push_back(bias ? FastInput{random_tensor({40}, seed + 2), true}
+                        : FastInput{Tensor(), false});
+      in.push_back({random_tensor(y, seed + 3)});
+      expect_matches_ref("onednn.fused_matmul_residual", "FusedMatMulResidual", in, {}, 1, kTol,
+                         kTol);
+      seed += 4;
+    }
+  }
+}
+
+// A W of odd width has no halves: the fast kernel declines it and the reference kernel fails
+// naming the node.
+TEST(OnednnFusedGatedMatMul, AWeightOfOddWidthIsAnError) {
+  std::vector<FastInput> in = {{random_tensor({4, 6}, 1)}, {random_tensor({6, 5}, 2), true}};
+  try {
+    run_kernel("FusedGatedMatMul", in, {});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not a [K, 2N] matrix"), std::string::npos) << e.what();
+  }
 }
 
 TEST(OnednnFusedGemm, TransposesCAndActivations) {

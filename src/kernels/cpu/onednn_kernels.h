@@ -17,6 +17,8 @@ KernelFactory scaled_conv_factory();      // ScaledConv: 1x1 Conv of a channel-s
 KernelFactory fused_conv_pool_factory();  // FusedConvPool: FusedConv + MaxPool
 KernelFactory fused_matmul_factory();     // FusedMatMul: MatMul + bias + activation
 KernelFactory fused_matmul_layer_norm_factory();  // FusedMatMulLayerNorm: + residual, LayerNorm
+KernelFactory fused_matmul_residual_factory();    // FusedMatMulResidual: A B + bias + R
+KernelFactory fused_gated_matmul_factory();       // FusedGatedMatMul: act(X Wg) * (X Wu)
 KernelFactory fused_layer_norm_matmul_factory();  // FusedLayerNormMatMul: LayerNorm, then MatMul
 KernelFactory fused_gemm_factory();               // FusedGemm: Gemm + activation
 KernelFactory pool_gemm_factory();                // FusedGlobalPoolGemm: GlobalAveragePool + Gemm

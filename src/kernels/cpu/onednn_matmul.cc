@@ -10,13 +10,17 @@
 // then the Gemm, in one kernel. FusedMatMulLayerNorm (a transformer's output projection,
 // residual and LayerNorm) is the product with its bias and the residual as a sum post-op
 // (the residual copied into Y first, unless Y is its storage), then LayerNorm over each row of
-// Y in place while the rows are still in cache.
+// Y in place while the rows are still in cache. FusedGatedMatMul (a gated FFN's gate and up
+// projections) is the product with packed [gate | up] weights and bias into a buffer of the
+// kernel's own, then act(gate) * up row by row into Y (cpu_gated.h). FusedMatMulResidual (a
+// dense layer and the residual Add after it) is FusedMatMulLayerNorm without the LayerNorm.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <mutex>
 #include <optional>
 
+#include "kernels/cpu/cpu_gated.h"
 #include "kernels/cpu/cpu_rows.h"
 #include "kernels/cpu/cpu_util.h"
 #include "kernels/cpu/onednn_common.h"
@@ -36,7 +40,9 @@ enum class MatMulOp {
   kFusedGemm,
   kPoolGemm,
   kMatMulLayerNorm,
-  kLayerNormMatMul
+  kLayerNormMatMul,
+  kGatedMatMul,
+  kMatMulResidual
 };
 
 struct MatMulSpec {
@@ -61,11 +67,17 @@ struct MatMulSpec {
   // FusedMatMulLayerNorm: residual (input 3, Y's shape), then LayerNorm over the last dim
   // with gamma (input 4) and beta (input 5, optional), constants of [N].
   bool layer_norm = false;
+  // FusedMatMulResidual and FusedMatMulLayerNorm: input 3 (Y's shape) summed into the product.
+  bool residual = false;
   // FusedLayerNormMatMul: A is LayerNorm(X) over its last dim (gamma input 3, beta input 4),
   // normalized into a buffer of the kernel's own.
   bool norm_a = false;
   float epsilon = 1e-5f;
   std::vector<float> ln_gamma, ln_beta;
+  // FusedGatedMatMul: the product [.., 2N] (dst) goes to a buffer, Y [.., N] is
+  // gate_act(product[.., :N]) * product[.., N:].
+  bool gated = false;
+  ref::Activation gate_act;
 };
 
 bool valid_dims(const Dims& d) {
@@ -104,7 +116,7 @@ bool layer_norm_spec(const NodeInfo& info, int64_t n, MatMulSpec& s) {
     return false;
   }
   if (s.act.kind != ref::ActivationKind::kNone) return false;
-  s.layer_norm = true;
+  s.layer_norm = s.residual = true;
   s.c_mode = s.c_mode == MatMulSpec::CMode::kBias ? s.c_mode : MatMulSpec::CMode::kNone;
   return true;
 }
@@ -150,9 +162,11 @@ std::optional<MatMulSpec> matmul_spec(const NodeInfo& info, MatMulOp op,
   const Node& node = info.node;
   const bool ln = op == MatMulOp::kMatMulLayerNorm;
   const bool norm_a = op == MatMulOp::kLayerNormMatMul;
-  const bool fused = op == MatMulOp::kFusedMatMul || ln || norm_a;
-  const size_t max_inputs = ln ? 6 : norm_a ? 5 : fused ? 3 : 2;
-  const size_t min_inputs = ln ? 5 : norm_a ? 4 : 2;
+  const bool gated = op == MatMulOp::kGatedMatMul;
+  const bool res = op == MatMulOp::kMatMulResidual;
+  const bool fused = op == MatMulOp::kFusedMatMul || ln || norm_a || gated || res;
+  const size_t max_inputs = ln ? 6 : norm_a ? 5 : res ? 4 : fused ? 3 : 2;
+  const size_t min_inputs = ln ? 5 : norm_a || res ? 4 : 2;
   if (node.num_outputs() != 1 || node.num_inputs() < min_inputs || node.num_inputs() > max_inputs) {
     return decline(why, node.num_inputs(), " inputs and ", node.num_outputs(), " outputs");
   }
@@ -201,6 +215,13 @@ std::optional<MatMulSpec> matmul_spec(const NodeInfo& info, MatMulOp op,
   s.y_shape = batch;
   if (!a_vec) s.y_shape.push_back(m);
   if (!b_vec) s.y_shape.push_back(n);
+  if (gated) {
+    if (b_vec || bs.size() != 2 || n % 2 != 0) {
+      return decline(why, "W ", dims_str(s.in_shape[1]), " is not a [K, 2N] matrix");
+    }
+    s.gated = true;
+    s.y_shape.back() = n / 2;
+  }
   if (!output_shape_is(info, s.y_shape)) {
     return decline(why, "output shape differs from the computed ", dims_str(s.y_shape));
   }
@@ -220,10 +241,14 @@ std::optional<MatMulSpec> matmul_spec(const NodeInfo& info, MatMulOp op,
   }
   s.const_wei = plain_constant(info, 1);
   s.runtime_wei = s.const_wei == nullptr;
+  if (gated) {
+    // The activation applies to the gate half only, in the kernel's own epilogue.
+    if (std::string r = ref::activation_reason(node); !r.empty()) return decline(why, r);
+    s.gate_act = ref::read_activation(node);
+  } else if (fused && !read_activation(info, s)) {
+    return decline(why, "an activation oneDNN's post-ops do not compute exactly");
+  }
   if (fused) {
-    if (!read_activation(info, s)) {
-      return decline(why, "an activation oneDNN's post-ops do not compute exactly");
-    }
     if (info.has_input(2)) {
       // A bias over the last dim ([N]), as the primitive's bias; not for a vector B, whose
       // product has no N dim.
@@ -241,6 +266,14 @@ std::optional<MatMulSpec> matmul_spec(const NodeInfo& info, MatMulOp op,
     }
     if (norm_a && (a_vec || !norm_a_spec(info, k, s))) {
       return decline(why, "gamma, beta or epsilon of its LayerNorm part, or a vector A");
+    }
+    if (res) {
+      if (!static_f32_input(info, 3) || *known_shape(info, 3) != s.y_shape ||
+          s.act.kind != ref::ActivationKind::kNone) {
+        return decline(why, "the residual ", input_label(info, 3), " is not float32 ",
+                       dims_str(s.y_shape), " (or an activation comes with it)");
+      }
+      s.residual = true;
     }
   }
   return s;
@@ -356,8 +389,8 @@ bool plain_strides(const memory::desc& d, int64_t* rs, int64_t* cs) {
 }
 
 bool weights_in_place(const MatMulSpec& s) {
-  if (s.runtime_wei || !s.const_wei || s.alpha != 1.0f || s.pool || s.norm_a || s.layer_norm ||
-      s.c_mode == MatMulSpec::CMode::kSum || s.runtime_c) {
+  if (s.runtime_wei || !s.const_wei || s.alpha != 1.0f || s.pool || s.norm_a || s.residual ||
+      s.gated || s.c_mode == MatMulSpec::CMode::kSum || s.runtime_c) {
     return false;
   }
   if (s.const_wei->nbytes() < kInPlaceWeightBytes || s.y_shape.size() != 2 ||
@@ -374,7 +407,7 @@ dnnl::matmul::primitive_desc make_pd(const MatMulSpec& s) {
       s.runtime_wei ? s.wei : memory::desc(s.wei.dims(), memory::data_type::f32, Tag::any);
   dnnl::matmul::desc d(s.src, wei, bias_desc(s), s.dst);
   dnnl::post_ops ops;
-  if (s.c_mode == MatMulSpec::CMode::kSum || s.layer_norm) ops.append_sum(1.0f);
+  if (s.c_mode == MatMulSpec::CMode::kSum || s.residual) ops.append_sum(1.0f);
   append_activation(s.act, ops);
   dnnl::primitive_attr attr = user_scratchpad_attr();
   attr.set_post_ops(ops);
@@ -457,9 +490,10 @@ class MatMulKernel : public Kernel {
         if (s_.runtime_c) {
           bias_ = memory(bias_desc(s_), engine(), DNNL_MEMORY_NONE);
         } else {
-          Tensor row(DType::kFloat32, {1, s_.y_shape.back()});
-          broadcast_c(scaled(*s_.const_c, s_.beta).data<float>(), 1, s_.c_dims[1], 1,
-                      s_.y_shape.back(), row.data<float>());
+          const int64_t cols = s_.dst.dims().back();
+          Tensor row(DType::kFloat32, {1, cols});
+          broadcast_c(scaled(*s_.const_c, s_.beta).data<float>(), 1, s_.c_dims[1], 1, cols,
+                      row.data<float>());
           bias_ = prepack(row, bias_desc(s_), pd.bias_desc());
         }
         args_[DNNL_ARG_BIAS] = bias_;
@@ -468,6 +502,7 @@ class MatMulKernel : public Kernel {
       }
       if (s_.pool) pooled_ = Tensor(DType::kFloat32, {s_.in_shape[0][0], s_.in_shape[0][1]});
       if (s_.norm_a) normed_ = Tensor(DType::kFloat32, s_.in_shape[0]);
+      if (s_.gated) packed_ = Tensor(DType::kFloat32, s_.dst.dims());
     });
     s_.const_wei = s_.const_c = nullptr;  // not needed after prepacking
   }
@@ -489,8 +524,8 @@ class MatMulKernel : public Kernel {
       run_gemv(io.in(0), y);
       return;
     }
-    if (s_.layer_norm) {
-      run_layer_norm(io, y);
+    if (s_.residual) {
+      run_residual(io, y);
       return;
     }
     if (s_.c_mode == MatMulSpec::CMode::kSum) {
@@ -510,9 +545,20 @@ class MatMulKernel : public Kernel {
       src_.set_data_handle(handle(s_.pool ? pooled_ : s_.norm_a ? normed_ : io.in(0)));
       if (s_.runtime_wei) wei_.set_data_handle(handle(io.in(1)));
       if (s_.runtime_c && bias_) bias_.set_data_handle(handle(io.in(2)));
-      dst_.set_data_handle(y.raw());
+      dst_.set_data_handle(s_.gated ? packed_.raw() : y.raw());
       execute(prim_, args_);
     });
+    if (s_.gated) {
+      const int64_t n = s_.y_shape.back();
+      const float* p = packed_.data<float>();
+      float* py = y.data<float>();
+      cpu::parallel_range(y.numel() / n, std::max<int64_t>(1, cpu::kParallelGrain / n),
+                          [&](int64_t lo, int64_t hi) {
+                            for (int64_t r = lo; r < hi; ++r) {
+                              cpu::gated_row(s_.gate_act, p + 2 * r * n, py + r * n, n);
+                            }
+                          });
+    }
   }
 
  private:
@@ -550,8 +596,9 @@ class MatMulKernel : public Kernel {
     });
   }
 
-  // Y = residual (a copy, or nothing when Y is its storage); Y += A B + bias; LayerNorm rows.
-  void run_layer_norm(KernelIO& io, Tensor& y) {
+  // Y = residual (a copy, or nothing when Y is its storage); Y += A B + bias; LayerNorm rows
+  // (FusedMatMulLayerNorm).
+  void run_residual(KernelIO& io, Tensor& y) {
     const Tensor& res = io.in(3);
     check_input(res, s_.y_shape, Layout::kPlain, what_, 3);
     NNFUSE_CHECK(y.raw() != io.in(0).raw(), what_, ": the output may not share A's storage");
@@ -571,6 +618,7 @@ class MatMulKernel : public Kernel {
         execute(prim_, args_);
       });
     }
+    if (!s_.layer_norm) return;
     const int64_t n = s_.y_shape.back();
     normalize_rows(y.data<float>(), y.data<float>(), y.numel() / n, n, s_.ln_gamma.data(),
                    s_.ln_beta.empty() ? nullptr : s_.ln_beta.data(), s_.epsilon);
@@ -587,6 +635,7 @@ class MatMulKernel : public Kernel {
   int64_t lda_ = 0, ldb_ = 0;
   std::vector<float> bias_row_;
   Tensor normed_;  // FusedLayerNormMatMul's A
+  Tensor packed_;  // FusedGatedMatMul's [gate | up] product
   std::unordered_map<int, memory> args_;
   std::mutex mu_;  // the memory objects are rebound on every run
 };
@@ -617,9 +666,10 @@ std::unique_ptr<Kernel> create(const NodeInfo& info) {
   return std::make_unique<MatMulKernel>(info, *s);
 }
 
-// FusedMatMulLayerNorm's output may take the residual's storage (each element of it is read
-// once, by the sum post-op, before being overwritten) unless the residual is also A.
-int layer_norm_in_place(const NodeInfo& info, size_t k) {
+// FusedMatMulLayerNorm's and FusedMatMulResidual's output may take the residual's storage (each
+// element of it is read once, by the sum post-op, before being overwritten) unless the residual
+// is also A.
+int residual_in_place(const NodeInfo& info, size_t k) {
   if (k != 0 || !info.has_input(3) || info.input(3) == info.input(0)) return -1;
   return 3;
 }
@@ -637,7 +687,13 @@ KernelFactory fused_layer_norm_matmul_factory() {
 
 KernelFactory fused_matmul_layer_norm_factory() {
   KernelFactory f = factory<matmul_spec, MatMulOp::kMatMulLayerNorm>("onednn.fused_matmul_ln");
-  f.in_place_input = layer_norm_in_place;
+  f.in_place_input = residual_in_place;
+  return f;
+}
+
+KernelFactory fused_matmul_residual_factory() {
+  KernelFactory f = factory<matmul_spec, MatMulOp::kMatMulResidual>("onednn.fused_matmul_residual");
+  f.in_place_input = residual_in_place;
   return f;
 }
 
@@ -651,6 +707,10 @@ KernelFactory fused_matmul_factory() {
 
 KernelFactory fused_gemm_factory() {
   return factory<gemm_spec, MatMulOp::kFusedGemm>("onednn.fused_gemm");
+}
+
+KernelFactory fused_gated_matmul_factory() {
+  return factory<matmul_spec, MatMulOp::kGatedMatMul>("onednn.fused_gated_matmul");
 }
 
 KernelFactory pool_gemm_factory() {

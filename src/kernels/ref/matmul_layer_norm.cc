@@ -1,4 +1,6 @@
-// Reference kernels of the dense layers with a LayerNorm, each part by its own reference kernel:
+// Reference kernels of the dense layers with a residual or a LayerNorm, each part by its own
+// reference kernel:
+//   FusedMatMulResidual(A, B, Bias?, Residual) = FusedMatMul(A, B, Bias) + Residual
 //   FusedMatMulLayerNorm(A, B, Bias?, Residual, Gamma, Beta?; epsilon)
 //     = LayerNormalization(FusedMatMul(A, B, Bias) + Residual, Gamma, Beta; axis -1, epsilon)
 //   FusedLayerNormMatMul(X, B, Bias?, Gamma, Beta?; epsilon, activation)
@@ -30,7 +32,8 @@ Tensor layer_norm(const Node& fused, const Tensor& x, const Tensor& gamma, const
   return run_op(*ln, "LayerNormalization", {&x, &gamma, beta});
 }
 
-void run_matmul_layer_norm(KernelContext& ctx) {
+// FusedMatMul(A, B, Bias) + Residual (of the product's shape).
+Tensor product_plus_residual(const KernelContext& ctx) {
   const Node& node = ctx.node;
   Tensor y = run_op(node, "FusedMatMul",
                     {&ctx.in(0), &ctx.in(1), ctx.has_input(2) ? ctx.inputs[2] : nullptr});
@@ -38,8 +41,14 @@ void run_matmul_layer_norm(KernelContext& ctx) {
   NNFUSE_CHECK(res.shape() == y.shape() && res.dtype() == y.dtype(), node.describe(),
                ": the residual ", dims_str(res.shape()), " is not of the product's shape ",
                dims_str(y.shape()));
-  y = run_op(node, "Add", {&y, &res});
-  ctx.outputs[0] = layer_norm(node, y, ctx.in(4), ctx.has_input(5) ? ctx.inputs[5] : nullptr);
+  return run_op(node, "Add", {&y, &res});
+}
+
+void run_matmul_residual(KernelContext& ctx) { ctx.outputs[0] = product_plus_residual(ctx); }
+
+void run_matmul_layer_norm(KernelContext& ctx) {
+  const Tensor y = product_plus_residual(ctx);
+  ctx.outputs[0] = layer_norm(ctx.node, y, ctx.in(4), ctx.has_input(5) ? ctx.inputs[5] : nullptr);
 }
 
 void run_layer_norm_matmul(KernelContext& ctx) {
@@ -57,6 +66,14 @@ std::string support_layer_norm_matmul(const Node& node, int64_t /*opset*/) {
   return "";
 }
 
+std::string support_matmul_residual(const Node& node, int64_t /*opset*/) {
+  if (node.num_inputs() != 4 || node.num_outputs() != 1) {
+    return "FusedMatMulResidual takes A, B, Bias (or none) and Residual and has one output";
+  }
+  if (!node.attr_string("activation", "").empty()) return "an activation is not supported";
+  return "";
+}
+
 std::string support_matmul_layer_norm(const Node& node, int64_t /*opset*/) {
   if (node.num_inputs() < 5 || node.num_outputs() != 1) {
     return "FusedMatMulLayerNorm takes A, B, Bias, Residual, Gamma (and Beta) and has one output";
@@ -69,6 +86,7 @@ std::string support_matmul_layer_norm(const Node& node, int64_t /*opset*/) {
 
 void append_matmul_layer_norm_kernels(std::vector<RefKernelEntry>& t) {
   t.push_back({"FusedMatMulLayerNorm", run_matmul_layer_norm, support_matmul_layer_norm});
+  t.push_back({"FusedMatMulResidual", run_matmul_residual, support_matmul_residual});
   t.push_back({"FusedLayerNormMatMul", run_layer_norm_matmul, support_layer_norm_matmul});
 }
 

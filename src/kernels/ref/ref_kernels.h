@@ -59,6 +59,7 @@ void append_embed_kernels(std::vector<RefKernelEntry>& t);        // EmbedLayerN
 void append_conv_pool_kernels(std::vector<RefKernelEntry>& t);    // FusedConvPool (ai.nnfuse)
 void append_scale_shift_kernels(std::vector<RefKernelEntry>& t);  // ScaleShift (ai.nnfuse)
 void append_matmul_layer_norm_kernels(std::vector<RefKernelEntry>& t);  // FusedMatMulLayerNorm
+void append_gated_matmul_kernels(std::vector<RefKernelEntry>& t);       // FusedGatedMatMul
 void append_norm_fused_kernels(std::vector<RefKernelEntry>& t);         // SkipLayerNorm, RMSNorm
 void append_fused_region_kernels(std::vector<RefKernelEntry>& t);       // FusedRegion
 // ONNX ops nnfuse also writes in kFusedDomain for models whose default opset predates them

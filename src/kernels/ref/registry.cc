@@ -38,6 +38,7 @@ const Table& table() {
     append_conv_pool_kernels(list);
     append_scale_shift_kernels(list);
     append_matmul_layer_norm_kernels(list);
+    append_gated_matmul_kernels(list);
     append_fused_region_kernels(list);
     append_user_pattern_kernels(list);
     Table r;

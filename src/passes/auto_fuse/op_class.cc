@@ -117,7 +117,8 @@ const Table& fused_table() {
     r["ScaleShift"] = OpClass::kBroadcast;  // x * scale[c] + shift[c]
     for (const char* op :
          {"FusedConv", "FusedConvPool", "FusedGemm", "FusedGlobalPoolGemm", "FusedLayerNormMatMul",
-          "FusedMatMul", "FusedMatMulLayerNorm", "MultiHeadAttention", "ScaledConv"})
+          "FusedMatMul", "FusedMatMulLayerNorm", "FusedGatedMatMul", "FusedMatMulResidual",
+          "MultiHeadAttention", "ScaledConv"})
       r[op] = OpClass::kOutEltwiseFusable;
     // FusedRegion: already a generated kernel; regions do not nest. UserPattern: the user's
     // code computes it.

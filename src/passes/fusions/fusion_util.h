@@ -66,6 +66,10 @@ std::optional<Activation> activation_from_match(const std::string& name, const p
 // Sets activation, activation_alpha and activation_beta on a fused node's attributes.
 void set_activation_attrs(std::map<std::string, Attribute>& attrs, const Activation& a);
 
+// Float32 matrices with the same number of rows side by side: [R, C1 + C2 + ...] (the packed
+// weights of a horizontal fusion).
+Tensor concat_columns(const std::vector<const Tensor*>& parts);
+
 // For passes that find their candidates by hand: scans the graph (restarting after every
 // change) for nodes `select` picks, given as the nodes the candidate involves (empty: not a
 // match); each pick is counted for `pass` and handed to `rewrite`, which returns "" when it

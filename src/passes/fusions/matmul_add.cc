@@ -2,6 +2,10 @@
 //   MatMulBiasAddFusionPass: act(MatMul(a, B) + bias) == FusedMatMul(a, B, bias, act), with
 //                            bias a constant of shape [N] (or [1, ..., N]); act optional
 //   GemmActivationFusionPass: act(Gemm(a, b, c)) == FusedGemm(a, b, c, act)
+//   MatMulResidualFusionPass: MatMul(a, W) [+ bias] + r == FusedMatMulResidual(a, W, bias, r),
+//                            the residual of the product's shape summed into it as the product
+//                            is written (a residual block's projection; the Adds the
+//                            LayerNorm fusions took are theirs)
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 #include "pattern/rewriter.h"
@@ -72,8 +76,26 @@ Rule gemm_act() {
           }};
 }
 
+Rule matmul_residual() {
+  using namespace pattern;
+  Pat mm = any_of(
+      {op_in(kFusedDomain, "FusedMatMul", {any("a"), constant("w"), optional(any("bias"))}, false)
+           .named("mm"),
+       op("MatMul", {any("a"), constant("w")}).named("mm")});
+  return {.name = "MatMulResidualFusionPass",
+          .description = "Fuses the residual Add after a dense layer into its product",
+          .ops = {"MatMul", "Add"},
+          .patterns = {{"", op("Add", {mm, any("r")})}},
+          .guards = {guard::float32({"a", "r"}), guard::not_constant({"r"}),
+                     guard::no_activation("mm"), guard::matrix("w"), guard::same_shape("r", "mm")},
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            return m.fuse("FusedMatMulResidual", {m["a"], m["w"], m["bias"], m["r"]});
+          }};
+}
+
 }  // namespace
 
+std::unique_ptr<Pass> make_matmul_residual_pass() { return make_rule_pass(matmul_residual()); }
 std::unique_ptr<Pass> make_matmul_add_act_pass() { return make_rule_pass(matmul_add_act()); }
 std::unique_ptr<Pass> make_gemm_act_pass() { return make_rule_pass(gemm_act()); }
 

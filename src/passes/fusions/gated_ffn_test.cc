@@ -1,0 +1,122 @@
+// GatedFFNFusionPass: GeGLU (erf and tanh GELU, with and without biases), SwiGLU and the
+// bilinear GLU, in either order of the product, become one FusedGatedMatMul; declined with a
+// reason where the halves differ or an intermediate is read elsewhere; fused == unfused
+// numerically.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "passes/fusions/fusion_test_util.h"
+
+namespace nnfuse {
+namespace {
+
+using namespace fusion_test;
+
+const char* const kPass = "GatedFFNFusionPass";
+
+Value* cst(B& b, float v) { return b.c(Tensor::scalar<float>(v)); }
+
+enum class Gate { kGeluErf, kGeluTanh, kSilu, kNone };
+
+// act(h) as an exporter writes it.
+Value* activation(B& b, Value* h, Gate gate) {
+  const Dims d = h->shape().static_dims();
+  switch (gate) {
+    case Gate::kGeluErf: {
+      Value* e = b.n("Erf", {b.n("Div", {h, cst(b, std::sqrt(2.0f))}, d)}, d);
+      return b.n("Mul", {b.n("Mul", {h, b.n("Add", {e, cst(b, 1)}, d)}, d), cst(b, 0.5f)}, d);
+    }
+    case Gate::kGeluTanh: {
+      Value* cube = b.n("Mul", {cst(b, 0.044715f), b.n("Mul", {h, b.n("Mul", {h, h}, d)}, d)}, d);
+      Value* t = b.n(
+          "Tanh",
+          {b.n("Mul", {cst(b, std::sqrt(2.0f / 3.14159265f)), b.n("Add", {h, cube}, d)}, d)}, d);
+      return b.n("Mul", {b.n("Mul", {cst(b, 0.5f), h}, d), b.n("Add", {cst(b, 1), t}, d)}, d);
+    }
+    case Gate::kSilu:
+      return b.n("Mul", {h, b.n("Sigmoid", {h}, d)}, d);
+    case Gate::kNone:
+      return h;
+  }
+  return h;
+}
+
+struct Ffn {
+  Gate gate = Gate::kGeluErf;
+  bool bias = true;
+  bool swap = false;       // Mul(up, gate)
+  int64_t up_width = 24;   // the up projection's N (the gate's is 24)
+  bool gate_read = false;  // the gate's activation is also a graph output
+};
+
+// x [2, 5, 16] -> act(x Wg (+ bg)) * (x Wu (+ bu)) -> y [2, 5, 24].
+std::unique_ptr<Graph> ffn(const Ffn& f) {
+  B b;
+  Value* x = b.in("x", {2, 5, 16});
+  auto dense = [&](int64_t n, uint32_t seed) {
+    Value* h = b.n("MatMul", {x, b.c(random_tensor({16, n}, seed))}, {2, 5, n});
+    return f.bias ? b.n("Add", {h, b.c(random_tensor({n}, seed + 1))}, {2, 5, n}) : h;
+  };
+  Value* g = activation(b, dense(24, 1), f.gate);
+  Value* u = dense(f.up_width, 3);
+  b.out(f.swap ? b.n("Mul", {u, g}, {2, 5, 24}) : b.n("Mul", {g, u}, {2, 5, 24}));
+  if (f.gate_read) b.out(g);
+  return std::move(b.g);
+}
+
+TEST(GatedFFNFusion, GegluSwigluAndGluBecomeOneGatedMatMul) {
+  for (Gate gate : {Gate::kGeluErf, Gate::kGeluTanh, Gate::kSilu, Gate::kNone}) {
+    for (bool bias : {true, false}) {
+      for (bool swap : {false, true}) {
+        const Ffn f{gate, bias, swap};
+        SCOPED_TRACE(std::string("gate ") + std::to_string(static_cast<int>(gate)) +
+                     (bias ? " bias" : "") + (swap ? " swapped" : ""));
+        auto r = fuse(ffn(f));
+        EXPECT_EQ(record(r.report, kPass)->effect_times, 1) << graph_to_text(*r.graph);
+        EXPECT_EQ(r.graph->num_nodes(), 1u) << graph_to_text(*r.graph);
+        EXPECT_EQ(count_op(*r.graph, "FusedGatedMatMul"), 1u);
+        expect_same_numbers(std::move(r.graph), ffn(f));
+      }
+    }
+  }
+}
+
+TEST(GatedFFNFusion, TheActivationIsTheGates) {
+  const std::pair<Gate, std::string> cases[] = {
+      {Gate::kGeluErf, "Gelu"}, {Gate::kGeluTanh, "GeluTanh"}, {Gate::kSilu, "SiLU"}};
+  for (const auto& [gate, name] : cases) {
+    for (bool bias : {true, false}) {
+      auto r = fuse(ffn({gate, bias}));
+      const Node* n = r.graph->nodes().back();
+      ASSERT_EQ(n->op_type(), "FusedGatedMatMul");
+      EXPECT_EQ(n->attr_string("activation", ""), name);
+      EXPECT_EQ(n->input(1)->shape().static_dims(), (Dims{16, 48}));
+      EXPECT_EQ(n->num_inputs(), bias ? 3u : 2u);
+    }
+  }
+}
+
+TEST(GatedFFNFusion, DeclinedWithAReason) {
+  struct Case {
+    Ffn f;
+    std::string reason;
+  };
+  const Case cases[] = {
+      {{Gate::kSilu, true, false, 1}, "differ in shape"},              // up [.., 1] broadcast
+      {{Gate::kGeluErf, true, false, 24, true}, "is a graph output"},  // the gate read elsewhere
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.reason);
+    auto r = fuse(ffn(c.f));
+    const PassRecord* rec = record(r.report, kPass);
+    ASSERT_NE(rec, nullptr);
+    EXPECT_EQ(rec->effect_times, 0);
+    ASSERT_FALSE(rec->rejected.empty()) << graph_to_text(*r.graph);
+    EXPECT_NE(rec->rejected[0].reason.find(c.reason), std::string::npos) << rec->rejected[0].reason;
+    expect_same_numbers(std::move(r.graph), ffn(c.f));
+  }
+}
+
+}  // namespace
+}  // namespace nnfuse
