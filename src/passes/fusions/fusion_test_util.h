@@ -81,6 +81,18 @@ inline const PassRecord* record(const FusionReport& r, const std::string& pass) 
   return nullptr;
 }
 
+// `pass` matched, fused nothing, and declined its first match with a reason containing
+// `reason`; then the graph (left unfused by it) computes what `plain` does.
+inline void expect_declined(Fused f, const std::string& pass, const std::string& reason,
+                            std::unique_ptr<Graph> plain) {
+  const PassRecord* r = record(f.report, pass);
+  ASSERT_NE(r, nullptr) << pass << " did not run";
+  EXPECT_EQ(r->effect_times, 0);
+  ASSERT_FALSE(r->rejected.empty()) << graph_to_text(*f.graph);
+  EXPECT_NE(r->rejected[0].reason.find(reason), std::string::npos) << r->rejected[0].reason;
+  expect_same_numbers(std::move(f.graph), std::move(plain));
+}
+
 inline size_t count_op(const Graph& g, const std::string& op) {
   size_t n = 0;
   for (const Node* x : g.nodes()) n += x->op_type() == op;
