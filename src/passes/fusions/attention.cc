@@ -104,9 +104,9 @@ Rule attention() {
               "softmax, both products) into one tiled kernel",
           .ops = {"MatMul", "Div", "Add", "Softmax", "MatMul"},
           .patterns = {{"", op("MatMul", {softmax, any("v")})}},
-          .guards = {[](const RuleMatch& m) { return attention_at(m).why; }},
           .rewrite = [](const RuleMatch& m) -> std::string {
             const Attention a = attention_at(m);
+            if (!a.why.empty()) return a.why;
             const HeadSplit& q = a.heads.q;
             if (!q.seq_first)
               return m.fuse_nodes(a.nodes, "MultiHeadAttention", a.mha.inputs, {a.out},

@@ -15,33 +15,34 @@ namespace {
 
 using pattern::Pat;
 
-// A dense layer of x with a constant weight: MatMul(x, w) or FusedMatMul(x, w[, b]), the node
-// "p"+i, the weight "w"+i, the bias "b"+i.
-Pat dense(const Pat& x, const std::string& i) {
+// The pattern's names for factor 0 and factor 1 of the product: the dense layer's node, its
+// weight and its bias.
+struct Names {
+  const char *p, *w, *b;
+};
+constexpr Names kFactor[2] = {{"p0", "w0", "b0"}, {"p1", "w1", "b1"}};
+
+// A dense layer of x with a constant weight: MatMul(x, w) or FusedMatMul(x, w[, b]).
+Pat dense(const Pat& x, int i) {
   using namespace pattern;
+  const Names& f = kFactor[i];
   return any_of(
-      {op_in(kFusedDomain, "FusedMatMul",
-             {x, constant(std::string("w").append(i)), optional(any(std::string("b").append(i)))},
-             false)
-           .named(std::string("p").append(i)),
-       op("MatMul", {x, constant(std::string("w").append(i))}).named(std::string("p").append(i))});
+      {op_in(kFusedDomain, "FusedMatMul", {x, constant(f.w), optional(any(f.b))}, false).named(f.p),
+       op("MatMul", {x, constant(f.w)}).named(f.p)});
 }
 
-// One factor of the product: a dense layer (its epilogue activation, if any, is the gate's),
-// or a Gelu or Swish node after one (the gate).
-Pat factor(const Pat& x, const std::string& i) {
+// Factor 0: a dense layer (its epilogue activation, if any, is the gate's), or a Gelu or Swish
+// node after one (the gate).
+Pat factor(const Pat& x) {
   using namespace pattern;
-  return any_of({op_in(kFusedDomain, "Gelu", {dense(x, i)}, false).named("act"),
-                 op_in(kFusedDomain, "Swish", {dense(x, i)}, false).named("act"), dense(x, i)});
+  return any_of({op_in(kFusedDomain, "Gelu", {dense(x, 0)}, false).named("act"),
+                 op_in(kFusedDomain, "Swish", {dense(x, 0)}, false).named("act"), dense(x, 0)});
 }
 
 bool has_activation(const Node* n) { return !n->attr_string("activation", "").empty(); }
 
-// Which factor is the gate: the one with an activation ("0" when neither has: a bilinear GLU).
-std::string gate_of(const RuleMatch& m) {
-  return !m.node("act") && has_activation(m.node("p1")) ? "1" : "0";
-}
-std::string up_of(const RuleMatch& m) { return gate_of(m) == "0" ? "1" : "0"; }
+// Which factor is the gate: the one with an activation (0 when neither has: a bilinear GLU).
+int gate_of(const RuleMatch& m) { return !m.node("act") && has_activation(m.node("p1")) ? 1 : 0; }
 
 // "" when both weights are [K, N] alike and only the gate has an activation, one.
 std::string gated_pair(const RuleMatch& m) {
@@ -50,9 +51,9 @@ std::string gated_pair(const RuleMatch& m) {
     return "the gate and up weights " + dims_str(w0->shape()) + " and " + dims_str(w1->shape()) +
            " differ in shape";
   }
-  const std::string g = gate_of(m), u = up_of(m);
-  if ((m.node("act") && has_activation(m.node(std::string("p").append(g)))) ||
-      has_activation(m.node(std::string("p").append(u)))) {
+  const int g = gate_of(m);
+  if ((m.node("act") && has_activation(m.node(kFactor[g].p))) ||
+      has_activation(m.node(kFactor[1 - g].p))) {
     return "both factors apply an activation";
   }
   return "";
@@ -64,8 +65,7 @@ std::map<std::string, Attribute> gate_activation(const RuleMatch& m) {
   const Node* act = m.node("act");
   if (!act) {
     for (const char* k : {"activation", "activation_alpha", "activation_beta"}) {
-      if (const Attribute* a = m.node(std::string("p").append(gate_of(m)))->find_attr(k))
-        attrs[k] = *a;
+      if (const Attribute* a = m.node(kFactor[gate_of(m)].p)->find_attr(k)) attrs[k] = *a;
     }
   } else if (act->op_type() == "Gelu") {
     const bool tanh = act->attr_string("approximate", "none") == "tanh";
@@ -86,18 +86,16 @@ Rule gated_ffn() {
           "Fuses a gated FFN's gate and up projections, the gate's activation and their "
           "product (SwiGLU, GeGLU) into one dense layer with packed weights",
       .ops = {"MatMul", "MatMul", "Sigmoid", "Mul", "Mul"},
-      .patterns = {{"", op("Mul", {factor(x, "0"), dense(x, "1")})}},
+      .patterns = {{"", op("Mul", {factor(x), dense(x, 1)})}},
       .guards = {guard::float32({"x"}), guard::matrix("w0"), guard::matrix("w1"), gated_pair,
                  guard::per_feature({"b0", "b1"}, width::columns("w0"))},
       .rewrite = [](const RuleMatch& m) -> std::string {
-        const std::string g = gate_of(m), u = up_of(m);
+        const Names &g = kFactor[gate_of(m)], &u = kFactor[1 - gate_of(m)];
         const int64_t n = m.constant("w0")->dim(1);
-        const std::string stem = m.node(std::string("p").append(g))->name() + "_gated";
-        Value* w =
-            m.add_constant(stem + "_w", concat_columns({m.constant(std::string("w").append(g)),
-                                                        m.constant(std::string("w").append(u))}));
-        const Tensor bg = m.feature_values(std::string("b").append(g), n, 0.0f).reshaped({1, n}),
-                     bu = m.feature_values(std::string("b").append(u), n, 0.0f).reshaped({1, n});
+        const std::string stem = m.node(g.p)->name() + "_gated";
+        Value* w = m.add_constant(stem + "_w", concat_columns({m.constant(g.w), m.constant(u.w)}));
+        const Tensor bg = m.feature_values(g.b, n, 0.0f).reshaped({1, n}),
+                     bu = m.feature_values(u.b, n, 0.0f).reshaped({1, n});
         Value* b = m["b0"] || m["b1"]
                        ? m.add_constant(stem + "_b", concat_columns({&bg, &bu}).reshaped({2 * n}))
                        : nullptr;

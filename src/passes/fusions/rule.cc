@@ -1,6 +1,7 @@
 #include "passes/fusions/rule.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "ir/error.h"
 #include "passes/fusions/norm_util.h"
@@ -25,22 +26,18 @@ Value* RuleMatch::op(const std::string& op_type, const std::string& stem,
                      const std::vector<Value*>& inputs, const Value* like,
                      const std::map<std::string, Attribute>& attrs,
                      const std::string& domain) const {
-  std::vector<Value*> ins = inputs;
-  while (!ins.empty() && !ins.back()) ins.pop_back();
-  Value* y = g.add_value(g.unique_value_name(stem), like->dtype(), like->shape());
-  Node* n = g.add_node(op_type, g.unique_node_name(stem), ins, {y}, domain);
-  made.push_back(n);
-  for (const auto& [k, a] : attrs) n->set_attr(k, a);
-  n->set_provenance(original_names(match.nodes()), rule.name);
-  return y;
+  return op(op_type, stem, inputs, like->dtype(), like->shape(), match.nodes(), attrs, domain);
 }
 
 Value* RuleMatch::op(const std::string& op_type, const std::string& stem,
-                     const std::vector<Value*>& inputs, DType dtype, const Shape& shape,
-                     const std::vector<Node*>& from) const {
+                     std::vector<Value*> inputs, DType dtype, const Shape& shape,
+                     const std::vector<Node*>& from, const std::map<std::string, Attribute>& attrs,
+                     const std::string& domain) const {
+  while (!inputs.empty() && !inputs.back()) inputs.pop_back();
   Value* y = g.add_value(g.unique_value_name(stem), dtype, shape);
-  Node* n = g.add_node(op_type, g.unique_node_name(stem), inputs, {y}, kFusedDomain);
+  Node* n = g.add_node(op_type, g.unique_node_name(stem), inputs, {y}, domain);
   made.push_back(n);
+  for (const auto& [k, a] : attrs) n->set_attr(k, a);
   n->set_provenance(original_names(from), rule.name);
   return y;
 }
@@ -108,9 +105,8 @@ std::string RuleMatch::fuse(const std::string& op_type, std::vector<Value*> inpu
                             std::map<std::string, Attribute> attrs, const std::string& domain,
                             std::vector<Value*> outputs) const {
   if (outputs.empty()) outputs = {match.root()->output(0)};
-  while (!inputs.empty() && !inputs.back()) inputs.pop_back();
-  return apply_fusion(g, ctx, rule.name, match.nodes(), op_type, domain, inputs, outputs,
-                      std::move(attrs));
+  return fuse_nodes(match.nodes(), op_type, std::move(inputs), std::move(outputs), std::move(attrs),
+                    domain);
 }
 
 std::string RuleMatch::fuse_nodes(const std::vector<Node*>& nodes, const std::string& op_type,
@@ -198,10 +194,12 @@ Guard per_feature(std::vector<std::string> names, Width width, std::string of, b
     const Value* x = of.empty() ? nullptr : m[of];
     const int64_t rank =
         x && x->shape().has_rank ? static_cast<int64_t>(x->shape().dims.size()) : -1;
+    std::optional<int64_t> width_of;  // read once, for the first bound parameter
     for (const std::string& name : names) {
       const Value* v = m[name];
       if (!v) continue;
-      const int64_t n = width(m);
+      if (!width_of) width_of = width(m);
+      const int64_t n = *width_of;
       const Tensor* t = pattern::constant_value(v);
       const Shape s = t ? Shape::of(t->shape()) : v->shape();
       bool ok = n > 0 && s.fully_known() && !s.dims.empty() &&
@@ -306,26 +304,22 @@ class RulePass : public Pass {
     for (const Rule& rule : stages_) {
       rewrite_all(g, ctx, info_.name, rule.patterns, rule.applies,
                   [&](const std::string& variant, const pattern::Match& m) -> std::string {
-                    try {
-                      const RuleMatch rm(g, ctx, rule, variant, m);
+                    const RuleMatch rm(g, ctx, rule, variant, m);
+                    std::string why;
+                    try {  // a guard or rewrite that throws declines the match with the message
                       for (const Guard& guard : rule.guards) {
-                        if (std::string why = guard(rm); !why.empty()) return why;
+                        if (why = guard(rm); !why.empty()) return why;  // guards add nothing
                       }
-                      std::string why;
-                      try {
-                        why = rule.rewrite(rm);
-                      } catch (const Error& e) {
-                        why = e.what();
-                      }
-                      if (why.empty()) {
-                        g.remove_dead_values();  // the constants replaced
-                      } else {
-                        undo(g, rm.made, rm.added);
-                      }
-                      return why;
+                      why = rule.rewrite(rm);
                     } catch (const Error& e) {
-                      return e.what();  // a guard that threw: the match is declined with it
+                      why = e.what();
                     }
+                    if (why.empty()) {
+                      g.remove_dead_values();  // the constants replaced
+                    } else {
+                      undo(g, rm.made, rm.added);
+                    }
+                    return why;
                   });
     }
   }

@@ -69,9 +69,11 @@ class RuleMatch {
             const Value* like, const std::map<std::string, Attribute>& attrs = {},
             const std::string& domain = kFusedDomain) const;
   // The same with the type and shape given and the provenance of `from` (a node made from some
-  // of the matched nodes, as a horizontal fusion makes).
-  Value* op(const std::string& op_type, const std::string& stem, const std::vector<Value*>& inputs,
-            DType dtype, const Shape& shape, const std::vector<Node*>& from) const;
+  // of the matched nodes, as a horizontal fusion makes). Trailing null inputs are dropped.
+  Value* op(const std::string& op_type, const std::string& stem, std::vector<Value*> inputs,
+            DType dtype, const Shape& shape, const std::vector<Node*>& from,
+            const std::map<std::string, Attribute>& attrs = {},
+            const std::string& domain = kFusedDomain) const;
   // A fusion whose result feeds a node of the match instead of replacing its outputs: the node
   // `consumer` reads `inputs` in place of its first inputs.size() ones (a null one left out)
   // and takes `attrs`; the `replaced` nodes are removed, and `made` (by op(), in their place)

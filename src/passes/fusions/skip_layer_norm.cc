@@ -101,10 +101,10 @@ Rule skip_layer_norm() {
           .patterns = {{"", norm::layer_norm_of(add)}},
           .guards = {guard::layer_norm("ln", "add"), guard::float32({"a", "b", "add", "ln"}),
                      guard::not_constant({"a", "b"}),
-                     guard::per_feature({"gamma", "beta"}, width::features("add"), "add", true),
-                     [](const RuleMatch& m) { return residual(m).why; }},
+                     guard::per_feature({"gamma", "beta"}, width::features("add"), "add", true)},
           .rewrite = [](const RuleMatch& m) -> std::string {
             const Residual r = residual(m);
+            if (!r.why.empty()) return r.why;
             const int64_t e = feature_count(m["add"], {});
             return m.fuse_nodes(r.nodes, "SkipLayerNorm",
                                 {r.x, r.skip, m.feature("gamma", e), m.feature("beta", e), r.bias},
