@@ -1,6 +1,7 @@
 // The ONNX Runtime export: the driver, and the lowerings of the convolution and dense ops.
 #include "onnx/ort_export.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -392,25 +393,26 @@ void OrtLowering::lower_gated_matmul(const Node& n) {
   const Tensor* b = n.input(2) && n.input(2)->is_constant() ? &n.input(2)->constant() : nullptr;
   NNFUSE_CHECK(w && w->rank() == 2 && w->dim(1) % 2 == 0 && (!n.input(2) || b), n.describe(),
                ": W is not a constant [K, 2N] (or the bias not a constant)");
-  const int64_t k = w->dim(0), half = w->dim(1) / 2;
-  auto part = [&](const Tensor& t, int64_t rows, int64_t from) {
-    Tensor r(DType::kFloat32, rows == 0 ? Dims{half} : Dims{rows, half});
-    const int64_t rs = std::max<int64_t>(rows, 1);
-    for (int64_t i = 0; i < rs; ++i) {
-      for (int64_t j = 0; j < half; ++j) {
-        r.data<float>()[i * half + j] = t.data<float>()[i * 2 * half + from + j];
-      }
+  const int64_t half = w->dim(1) / 2;
+  // Columns [from, from + half) of a [R, 2 half] matrix.
+  auto columns = [&](const Tensor& t, int64_t from) {
+    Tensor r(DType::kFloat32, {t.dim(0), half});
+    for (int64_t i = 0; i < t.dim(0); ++i) {
+      const float* row = t.data<float>() + i * 2 * half + from;
+      std::copy(row, row + half, r.data<float>() + i * half);
     }
     return r;
   };
+  const Tensor bias = b ? b->reshaped({1, 2 * half}) : Tensor();
+  auto bias_half = [&](int64_t from) { return columns(bias, from).reshaped({half}); };
   const std::string gate = w_.fresh(out + "_gate"), up = w_.fresh(out + "_up");
-  write_dense(n, x, w_.constant(out + "_wg", part(*w, k, 0)),
-              b ? w_.constant(out + "_bg", part(*b, 0, 0)) : "", gate, n.name() + "_gate");
-  const std::string wu = w_.constant(out + "_wu", part(*w, k, half));
+  write_dense(n, x, w_.constant(out + "_wg", columns(*w, 0)),
+              b ? w_.constant(out + "_bg", bias_half(0)) : "", gate, n.name() + "_gate");
+  const std::string wu = w_.constant(out + "_wu", columns(*w, half));
   if (b) {
     const std::string mm = w_.fresh(out + "_up_product");
     w_.node("MatMul", {x, wu}, {mm}, "", n.name() + "_up");
-    w_.node("Add", {mm, w_.constant(out + "_bu", part(*b, 0, half))}, {up}, "",
+    w_.node("Add", {mm, w_.constant(out + "_bu", bias_half(half))}, {up}, "",
             n.name() + "_up_bias");
   } else {
     w_.node("MatMul", {x, wu}, {up}, "", n.name() + "_up");
