@@ -25,7 +25,8 @@ int64_t export_opset(const Graph& g) {
     if (n->domain() != kFusedDomain) continue;
     const std::string& op = n->op_type();
     if (op == "LayerNormalization" || op == "FusedLayerNormMatMul" || op == "EmbedLayerNorm" ||
-        op == "SkipLayerNorm" || op == "FusedMatMulLayerNorm") {
+        op == "SkipLayerNorm" || op == "FusedMatMulLayerNorm" ||
+        (op == "FusedGatedMatMul" && n->num_inputs() > 3)) {
       return 17;
     }
   }
@@ -388,7 +389,10 @@ void OrtLowering::lower_gated_matmul(const Node& n) {
   // FusedGatedMatMul(X, W, Bias?) = act(X Wg + bg) * (X Wu + bu): the two dense layers again
   // (constant weights and bias split back into their halves), the gate's with the activation,
   // and a Mul, as an exporter writes them (ORT fuses those itself).
-  const std::string x = name_of(n.input(0)), out = name_of(n.output(0));
+  // A norm prologue (a Gamma input) is written first.
+  const std::string x =
+      n.num_inputs() > 3 && n.input(3) ? write_norm_prologue(n) : name_of(n.input(0));
+  const std::string out = name_of(n.output(0));
   const Tensor* w = n.input(1)->is_constant() ? &n.input(1)->constant() : nullptr;
   const Tensor* b = n.input(2) && n.input(2)->is_constant() ? &n.input(2)->constant() : nullptr;
   NNFUSE_CHECK(w && w->rank() == 2 && w->dim(1) % 2 == 0 && (!n.input(2) || b), n.describe(),

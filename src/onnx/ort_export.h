@@ -102,6 +102,9 @@ class OrtLowering {
   void write_dense(const Node& n, const std::string& a, const std::string& b,
                    const std::string& bias, const std::string& out, const std::string& name,
                    bool as_gemm = false);
+  // The norm prologue of FusedLayerNormMatMul or of FusedGatedMatMul with a Gamma: LayerNorm
+  // or RMSNorm of input 0 with Gamma (input 3) and Beta (input 4); returns the normalized value.
+  std::string write_norm_prologue(const Node& n);
   // The node's epilogue activation applied to `in`, written to `out` (an Identity when it has
   // none).
   void write_activation(const Node& n, const std::string& in, const std::string& out,

@@ -264,6 +264,40 @@ TEST(OrtExport, NormalizationsAndAttention) {
   EXPECT_EQ(attr(a, "num_heads")->i(), 2);
 }
 
+// A norm prologue is written before the dense layers: LayerNormalization (standard, so nnfuse
+// runs the export) or ORT's RMSNorm.
+TEST(OrtExport, NormPrologues) {
+  for (bool rms : {false, true}) {
+    SCOPED_TRACE(rms ? "rms" : "layer");
+    auto g = std::make_unique<Graph>();
+    Builder b;
+    Value* x = b.in("x", {2, 5, 8});
+    std::vector<Value*> ins = {x, b.c(random({8, 12}, 11)), b.c(random({12}, 12)),
+                               b.c(random({8}, 13))};
+    if (!rms) ins.push_back(b.c(random({8}, 14)));
+    Node* gated = b.node("FusedGatedMatMul", ins, {2, 5, 6}, kFusedDomain);
+    gated->set_attr("activation", attr_string(rms ? "SiLU" : "Relu"));  // SiLU: ORT's QuickGelu
+    gated->set_attr("epsilon", attr_float(1e-5f));
+    if (rms) gated->set_attr("norm", attr_string("rms"));
+    Node* ln_mm = b.node("FusedLayerNormMatMul",
+                         {gated->output(0), b.c(random({6, 4}, 15)), nullptr, b.c(random({6}, 16))},
+                         {2, 5, 4}, kFusedDomain);
+    if (rms) ln_mm->set_attr("norm", attr_string("rms"));
+    b.g->add_output(ln_mm->output(0));
+    const onnx::ModelProto m = export_ort(*b.g);
+    const std::string norm = rms ? "SkipSimplifiedLayerNormalization" : "LayerNormalization";
+    const std::vector<std::string> ops = op_types(m);
+    ASSERT_FALSE(ops.empty());
+    EXPECT_EQ(ops.front(), norm);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), norm), 2);
+    EXPECT_EQ(find(m, norm.c_str())->input(0), "x");
+    if (!rms) {
+      Tensor feed = random({2, 5, 8}, 17);
+      expect_export_runs_the_same(std::move(b.g), {{"x", feed}});
+    }
+  }
+}
+
 TEST(OrtExport, PeepholesWriteOrtsForms) {
   // Two Slices of one axis -> Split; MatMul(A, Transpose(B)) * 0.5 -> FusedMatMul.
   Builder b(13);

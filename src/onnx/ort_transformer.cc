@@ -90,21 +90,29 @@ void OrtLowering::lower_skip_layer_norm(const Node& n) {
                         epsilon_of(n), n.name());
 }
 
-void OrtLowering::lower_rms_norm(const Node& n) {
-  // SimplifiedLayerNormalization, ORT's RMSNorm, is registered in the default domain, where the
-  // ONNX checker finds no such op; SkipSimplifiedLayerNormalization (com.microsoft) with a skip
-  // of zeros computes the same exactly (x + 0 = x), broadcast over the batch.
-  const auto xd = static_dims(n.input(0));
+// RMSNorm of x (static dims xd) with gamma (a vector name, or "" for ones) into out.
+// SimplifiedLayerNormalization, ORT's RMSNorm, is registered in the default domain, where the
+// ONNX checker finds no such op; SkipSimplifiedLayerNormalization (com.microsoft) with a skip
+// of zeros computes the same exactly (x + 0 = x), broadcast over the batch.
+static void write_rms_norm(ProtoWriter& w, const Node& n, const std::string& x,
+                           const std::optional<Dims>& xd, std::string gamma, const std::string& out,
+                           float eps, const std::string& name) {
   NNFUSE_CHECK(xd && (xd->size() == 2 || xd->size() == 3), n.describe(),
                ": RMSNorm needs a static rank-2 or rank-3 input to be exported");
   const int64_t e = xd->back();
-  std::string g = as_vector(w_, n.input(1), e);
-  if (g.empty()) g = ones(w_, n.name() + "_gamma", e);
+  if (gamma.empty()) gamma = ones(w, name + "_gamma", e);
   const Dims skip_shape(xd->end() - 2, xd->end());
-  const std::string zeros = w_.constant(n.name() + "_zeros", Tensor(DType::kFloat32, skip_shape));
-  onnx::NodeProto* p = w_.node("SkipSimplifiedLayerNormalization", {name_of(n.input(0)), zeros, g},
-                               {name_of(n.output(0))}, kOrtDomain, n.name());
-  ProtoWriter::set_float(p, "epsilon", epsilon_of(n));
+  const std::string zeros = w.constant(name + "_zeros", Tensor(DType::kFloat32, skip_shape));
+  onnx::NodeProto* p =
+      w.node("SkipSimplifiedLayerNormalization", {x, zeros, gamma}, {out}, kOrtDomain, name);
+  ProtoWriter::set_float(p, "epsilon", eps);
+}
+
+void OrtLowering::lower_rms_norm(const Node& n) {
+  const auto xd = static_dims(n.input(0));
+  write_rms_norm(w_, n, name_of(n.input(0)), xd,
+                 xd ? as_vector(w_, n.input(1), xd->back()) : std::string(), name_of(n.output(0)),
+                 epsilon_of(n), n.name());
 }
 
 void OrtLowering::lower_layer_norm(const Node& n) {
@@ -282,15 +290,25 @@ void OrtLowering::lower_matmul_layer_norm(const Node& n) {
                         name_of(n.output(0)), "", epsilon_of(n), n.name());
 }
 
-void OrtLowering::lower_layer_norm_matmul(const Node& n) {
-  // FusedLayerNormMatMul(X, B, Bias?, Gamma, Beta?) = FusedMatMul(LayerNorm(X), B, Bias).
+std::string OrtLowering::write_norm_prologue(const Node& n) {
   const auto xd = static_dims(n.input(0));
   NNFUSE_CHECK(xd && !xd->empty(), n.describe(), ": the input needs a static shape");
   const std::string normed = w_.fresh(name_of(n.input(0)) + "_normed");
-  write_layer_norm(w_, name_of(n.input(0)), as_vector(w_, n.input(3), xd->back()),
-                   as_vector(w_, n.input(4), xd->back()), normed, epsilon_of(n),
+  const std::string gamma = as_vector(w_, n.input(3), xd->back());
+  if (n.attr_string("norm", "layer") == "rms") {
+    write_rms_norm(w_, n, name_of(n.input(0)), xd, gamma, normed, epsilon_of(n),
                    n.name() + "_norm");
-  write_dense(n, normed, name_of(n.input(1)), name_of(n.input(2)), name_of(n.output(0)), n.name());
+  } else {
+    write_layer_norm(w_, name_of(n.input(0)), gamma, as_vector(w_, n.input(4), xd->back()), normed,
+                     epsilon_of(n), n.name() + "_norm");
+  }
+  return normed;
+}
+
+void OrtLowering::lower_layer_norm_matmul(const Node& n) {
+  // FusedLayerNormMatMul(X, B, Bias?, Gamma, Beta?) = FusedMatMul(LayerNorm(X), B, Bias).
+  write_dense(n, write_norm_prologue(n), name_of(n.input(1)), name_of(n.input(2)),
+              name_of(n.output(0)), n.name());
 }
 
 }  // namespace nnfuse

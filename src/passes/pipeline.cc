@@ -44,14 +44,16 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   // Attention once its projections are FusedMatMuls, then those projections as one.
   p.push_back(make_attention_pass());
   p.push_back(make_qkv_projection_pass());
-  // Residual Add + LayerNorm, once the dense layers' bias Adds are in their MatMuls.
-  p.push_back(make_skip_layer_norm_pass());
-  p.push_back(make_matmul_layer_norm_pass());
-  p.push_back(make_layer_norm_matmul_pass());
   // GELU/Swish that no dense layer took as its epilogue.
   p.push_back(make_gelu_pass());
   // A gated FFN: its gate (with the activation the two passes above gave it) and up projections.
   p.push_back(make_gated_ffn_pass());
+  // A pre-norm block's norm into the dense layer that alone reads it (the gated one included),
+  // before the residual Add + LayerNorm fusions: the Add then goes into the dense layer before.
+  p.push_back(make_layer_norm_matmul_pass());
+  // Residual Add + LayerNorm, once the dense layers' bias Adds are in their MatMuls.
+  p.push_back(make_skip_layer_norm_pass());
+  p.push_back(make_matmul_layer_norm_pass());
   // The residual Adds after dense layers that no LayerNorm fusion took.
   p.push_back(make_matmul_residual_pass());
   // A layer scale after a dense layer into its weights.

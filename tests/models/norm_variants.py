@@ -81,17 +81,21 @@ class PostLN(nn.Module):
 
 
 class PreLN(nn.Module):
-    """GPT-2's blocks: x = x + f(LN(x)), twice; the first sum feeds the second LN and the
-    second residual Add, so the fused node must hand it on as output 1."""
+    """GPT-2-like blocks: x = x + f(LN(x)), then x = x + f2(h) + f3(h) with h = LN(x). The
+    first LN has one dense reader, so it goes into it (LayerNormMatMul); the second has two,
+    so the Add before it and it become a SkipLayerNorm whose sum, read by the second residual
+    Add, the fused node must hand on as output 1."""
 
     def __init__(s, e):
         super().__init__()
         s.ln1, s.f1, s.ln2, s.f2 = nn.LayerNorm(e), nn.Linear(e, e), nn.LayerNorm(e), nn.Linear(e, e)
+        s.f3 = nn.Linear(e, e)
         s.ln_f = nn.LayerNorm(e)
 
     def forward(s, x):
         x = x + s.f1(s.ln1(x))
-        x = x + s.f2(s.ln2(x))
+        h = s.ln2(x)
+        x = x + s.f2(h) + s.f3(h)
         return s.ln_f(x)
 
 
@@ -110,9 +114,10 @@ CASES = [
     ("rmsnorm", RMSNorm(E), 13, {"RMSNormFusionPass": 1}, [("RMSNorm", "ai.nnfuse")], None),
     ("post_ln_op13", PostLN(E), 13, {"LayerNormFusionPass": 1, "SkipLayerNormFusionPass": 1},
      [("SkipLayerNorm", "ai.nnfuse")], None),
-    ("pre_ln_op13", PreLN(E), 13, {"LayerNormFusionPass": 3, "SkipLayerNormFusionPass": 2},
+    ("pre_ln_op13", PreLN(E), 13, {"LayerNormFusionPass": 3, "SkipLayerNormFusionPass": 2,
+                                   "LayerNormMatMulFusionPass": 1},
      [("SkipLayerNorm", "ai.nnfuse")], "sum_output"),
-    ("pre_ln_op17", PreLN(E), 17, {"SkipLayerNormFusionPass": 2},
+    ("pre_ln_op17", PreLN(E), 17, {"SkipLayerNormFusionPass": 2, "LayerNormMatMulFusionPass": 1},
      [("SkipLayerNorm", "ai.nnfuse")], "sum_output"),
 ]
 

@@ -746,5 +746,38 @@ TEST(OnednnFusedLayerNormMatMul, MatchesTheReference) {
   }
 }
 
+// The norm prologue: FusedLayerNormMatMul with norm "rms", and FusedGatedMatMul with a
+// LayerNorm (with and without beta) or an RMSNorm, with and without a bias.
+TEST(OnednnNormPrologue, RmsAndGatedMatchTheReference) {
+  uint32_t seed = 9700;
+  for (const Dims& x : {Dims{7, 9}, Dims{2, 16, 64}}) {
+    const int64_t k = x.back(), n = 40;
+    auto inputs = [&](int64_t cols, bool bias) {
+      seed += 5;
+      std::vector<FastInput> in = {{random_tensor(x, seed, -2.0f, 2.0f)},
+                                   {random_tensor({k, cols}, seed + 1), true}};
+      in.push_back(bias ? FastInput{random_tensor({cols}, seed + 2), true} : FastInput{});
+      in.push_back({random_tensor({k}, seed + 3, 0.5f, 1.5f), true});
+      return in;
+    };
+    SCOPED_TRACE(dims_str(x));
+    Attrs rms = {{"epsilon", attr_float(1e-6f)}, {"norm", attr_string("rms")}};
+    expect_matches_ref("onednn.fused_ln_matmul", "FusedLayerNormMatMul", inputs(n, true), rms, 1,
+                       kTol, kTol);
+    for (bool bias : {false, true}) {
+      SCOPED_TRACE(bias ? "bias" : "no bias");
+      Attrs silu = rms;
+      silu["activation"] = attr_string("SiLU");
+      expect_matches_ref("onednn.fused_gated_matmul", "FusedGatedMatMul", inputs(2 * n, bias), silu,
+                         1, kTol, kTol);
+      Attrs gelu = {{"epsilon", attr_float(1e-5f)}, {"activation", attr_string("Gelu")}};
+      std::vector<FastInput> ln = inputs(2 * n, bias);
+      expect_matches_ref("onednn.fused_gated_matmul", "FusedGatedMatMul", ln, gelu, 1, kTol, kTol);
+      ln.push_back({random_tensor({k}, seed + 4), true});
+      expect_matches_ref("onednn.fused_gated_matmul", "FusedGatedMatMul", ln, gelu, 1, kTol, kTol);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nnfuse

@@ -69,9 +69,10 @@ struct MatMulSpec {
   bool layer_norm = false;
   // FusedMatMulResidual and FusedMatMulLayerNorm: input 3 (Y's shape) summed into the product.
   bool residual = false;
-  // FusedLayerNormMatMul: A is LayerNorm(X) over its last dim (gamma input 3, beta input 4),
-  // normalized into a buffer of the kernel's own.
-  bool norm_a = false;
+  // FusedLayerNormMatMul, and FusedGatedMatMul with a gamma: A is LayerNorm(X) (or RMSNorm(X),
+  // `rms`) over its last dim (gamma input 3, beta input 4), normalized into a buffer of the
+  // kernel's own.
+  bool norm_a = false, rms = false;
   float epsilon = 1e-5f;
   std::vector<float> ln_gamma, ln_beta;
   // FusedGatedMatMul: the product [.., 2N] (dst) goes to a buffer, Y [.., N] is
@@ -121,7 +122,7 @@ bool layer_norm_spec(const NodeInfo& info, int64_t n, MatMulSpec& s) {
   return true;
 }
 
-// FusedLayerNormMatMul's prologue: constant gamma and beta of [K].
+// The norm prologue: constant gamma and beta of [K] (no beta for RMSNorm, attribute norm "rms").
 bool norm_a_spec(const NodeInfo& info, int64_t k, MatMulSpec& s) {
   auto row = [&](size_t i, std::vector<float>& v) {
     const Tensor* t = plain_constant(info, i);
@@ -132,27 +133,32 @@ bool norm_a_spec(const NodeInfo& info, int64_t k, MatMulSpec& s) {
   if (!row(3, s.ln_gamma) || (info.has_input(4) && !row(4, s.ln_beta))) return false;
   try {
     s.epsilon = info.node.attr_float("epsilon", 1e-5f);
+    const std::string kind = info.node.attr_string("norm", "layer");
+    if (kind != "layer" && kind != "rms") return false;
+    s.rms = kind == "rms";
   } catch (const Error&) {
     return false;
   }
+  if (s.rms && !s.ln_beta.empty()) return false;
   s.norm_a = true;
   return true;
 }
 
-// y[r] = LayerNorm(x[r]) * gamma + beta for `rows` rows of n floats (y may be x).
+// y[r] = LayerNorm(x[r]) * gamma + beta for `rows` rows of n floats (y may be x); with `rms`,
+// x[r] / sqrt(mean(x[r]^2) + eps) * gamma.
 void normalize_rows(const float* x, float* y, int64_t rows, int64_t n, const float* gamma,
-                    const float* beta, double eps) {
-  cpu::parallel_range(rows, std::max<int64_t>(1, cpu::kParallelGrain / n),
-                      [&](int64_t lo, int64_t hi) {
-                        for (int64_t r = lo; r < hi; ++r) {
-                          const float* xr = x + r * n;
-                          const double mean = cpu::row_sum(xr, n) / static_cast<double>(n);
-                          const float m = static_cast<float>(mean);
-                          const double var = cpu::row_sq_dev(xr, n, m) / static_cast<double>(n);
-                          const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
-                          cpu::layer_norm_row(xr, y + r * n, n, m, inv, gamma, beta);
-                        }
-                      });
+                    const float* beta, double eps, bool rms = false) {
+  cpu::parallel_range(
+      rows, std::max<int64_t>(1, cpu::kParallelGrain / n), [&](int64_t lo, int64_t hi) {
+        for (int64_t r = lo; r < hi; ++r) {
+          const float* xr = x + r * n;
+          const double mean = rms ? 0.0 : cpu::row_sum(xr, n) / static_cast<double>(n);
+          const float m = static_cast<float>(mean);
+          const double var = cpu::row_sq_dev(xr, n, m) / static_cast<double>(n);
+          const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
+          cpu::layer_norm_row(xr, y + r * n, n, m, inv, gamma, beta);
+        }
+      });
 }
 
 // The product's shapes and epilogue when this kernel can run the node, else nullopt (and the
@@ -161,11 +167,11 @@ std::optional<MatMulSpec> matmul_spec(const NodeInfo& info, MatMulOp op,
                                       std::string* why = nullptr) {
   const Node& node = info.node;
   const bool ln = op == MatMulOp::kMatMulLayerNorm;
-  const bool norm_a = op == MatMulOp::kLayerNormMatMul;
   const bool gated = op == MatMulOp::kGatedMatMul;
+  const bool norm_a = op == MatMulOp::kLayerNormMatMul || (gated && info.has_input(3));
   const bool res = op == MatMulOp::kMatMulResidual;
   const bool fused = op == MatMulOp::kFusedMatMul || ln || norm_a || gated || res;
-  const size_t max_inputs = ln ? 6 : norm_a ? 5 : res ? 4 : fused ? 3 : 2;
+  const size_t max_inputs = ln ? 6 : norm_a || gated ? 5 : res ? 4 : fused ? 3 : 2;
   const size_t min_inputs = ln ? 5 : norm_a || res ? 4 : 2;
   if (node.num_outputs() != 1 || node.num_inputs() < min_inputs || node.num_inputs() > max_inputs) {
     return decline(why, node.num_inputs(), " inputs and ", node.num_outputs(), " outputs");
@@ -265,7 +271,7 @@ std::optional<MatMulSpec> matmul_spec(const NodeInfo& info, MatMulOp op,
       return decline(why, "the residual, gamma, beta or epsilon of its LayerNorm part");
     }
     if (norm_a && (a_vec || !norm_a_spec(info, k, s))) {
-      return decline(why, "gamma, beta or epsilon of its LayerNorm part, or a vector A");
+      return decline(why, "gamma, beta, epsilon or kind of its norm part, or a vector A");
     }
     if (res) {
       if (!static_f32_input(info, 3) || *known_shape(info, 3) != s.y_shape ||
@@ -539,7 +545,7 @@ class MatMulKernel : public Kernel {
       const int64_t k = s_.in_shape[0].back();
       normalize_rows(io.in(0).data<float>(), normed_.data<float>(), normed_.numel() / k, k,
                      s_.ln_gamma.data(), s_.ln_beta.empty() ? nullptr : s_.ln_beta.data(),
-                     s_.epsilon);
+                     s_.epsilon, s_.rms);
     }
     guarded(what_, [&] {
       src_.set_data_handle(handle(s_.pool ? pooled_ : s_.norm_a ? normed_ : io.in(0)));

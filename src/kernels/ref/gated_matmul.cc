@@ -1,6 +1,9 @@
 // Reference kernel of the gated dense layer (a gated FFN's gate and up projections in one):
-//   FusedGatedMatMul(X, W, Bias?; activation, activation_alpha, activation_beta)
-//     = act(P[..., :N]) * P[..., N:],  P = X W (+ Bias),  W [K, 2N] (gate columns first)
+//   FusedGatedMatMul(X, W, Bias?, Gamma?, Beta?; activation, activation_alpha, activation_beta,
+//                    epsilon, norm)
+//     = act(P[..., :N]) * P[..., N:],  P = A W (+ Bias),  W [K, 2N] (gate columns first)
+//     A = X, or with a Gamma its norm prologue: LayerNorm(X, Gamma, Beta) (RMSNorm(X, Gamma)
+//     with norm "rms") over the last axis
 // P by the FusedMatMul reference kernel, then the gate's activation in double.
 #include "kernels/ref/fused.h"
 #include "kernels/ref/ref_kernels.h"
@@ -21,10 +24,12 @@ void run_gated_matmul(KernelContext& ctx) {
   Node* mm = g.add_node("FusedMatMul", node.name(), ins, {g.add_value("p")}, kFusedDomain);
   const RefKernelEntry* e = find_ref_kernel("FusedMatMul");
   NNFUSE_CHECK(e, "no reference kernel for FusedMatMul");
-  KernelContext c{*mm,
-                  17,
-                  {&ctx.in(0), &w, ctx.has_input(2) ? ctx.inputs[2] : nullptr},
-                  std::vector<Tensor>(1)};
+  const Tensor a = ctx.has_input(3) ? ref::norm_prologue(ctx) : Tensor();
+  KernelContext c{
+      *mm,
+      17,
+      {ctx.has_input(3) ? &a : &ctx.in(0), &w, ctx.has_input(2) ? ctx.inputs[2] : nullptr},
+      std::vector<Tensor>(1)};
   e->run(c);
   const Tensor& p = c.outputs[0];
   const int64_t n2 = w.dim(1), n = n2 / 2, rows = p.numel() / n2;
@@ -44,9 +49,11 @@ void run_gated_matmul(KernelContext& ctx) {
 }
 
 std::string support_gated_matmul(const Node& node, int64_t /*opset*/) {
-  if (node.num_inputs() < 2 || node.num_inputs() > 3 || node.num_outputs() != 1) {
-    return "FusedGatedMatMul takes X, W (and Bias) and has one output";
+  if (node.num_inputs() < 2 || node.num_inputs() > 5 || node.num_outputs() != 1) {
+    return "FusedGatedMatMul takes X, W (and Bias, Gamma, Beta) and has one output";
   }
+  if (node.num_inputs() > 3 && !node.input(3)) return "a Beta without a Gamma";
+  if (std::string r = ref::norm_prologue_reason(node); !r.empty()) return r;
   return ref::activation_reason(node);
 }
 

@@ -66,4 +66,13 @@ void append_fused_region_kernels(std::vector<RefKernelEntry>& t);       // Fused
 // (LayerNormalization before opset 17); their ONNX reference kernel runs them.
 bool ref_op_also_fused(const std::string& op_type);  // norm_fused.cc
 
+namespace ref {
+// The norm prologue of FusedLayerNormMatMul and of FusedGatedMatMul with a gamma: X (input 0)
+// normalized over its last axis, LayerNorm with Gamma (input 3) and Beta (input 4) or, with
+// attribute norm "rms", RMSNorm with Gamma; epsilon from the node. The reason a node's norm
+// attributes are not supported, or "".
+Tensor norm_prologue(const KernelContext& ctx);
+std::string norm_prologue_reason(const Node& node);
+}  // namespace ref
+
 }  // namespace nnfuse

@@ -1,7 +1,8 @@
 // GatedFFNFusionPass: GeGLU (erf and tanh GELU, with and without biases), SwiGLU and the
 // bilinear GLU, in either order of the product, become one FusedGatedMatMul; declined with a
 // reason where the halves differ or an intermediate is read elsewhere; fused == unfused
-// numerically.
+// numerically. A pre-norm block (LayerNorm or RMSNorm, gated FFN, down projection, residual)
+// is two kernels: the norm as the gated product's prologue, the residual in the down one.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -109,6 +110,66 @@ TEST(GatedFFNFusion, DeclinedWithAReason) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.reason);
     expect_declined(fuse(ffn(c.f)), kPass, c.reason, ffn(c.f));
+  }
+}
+
+enum class Norm { kLayer, kRms };
+
+// y = x + down(silu(n(x) Wg + bg) * (n(x) Wu + bu)) for x [2, 5, 16], n a LayerNormalization or
+// an RMSNorm as exporters write it; with `norm_read`, n(x) is also a graph output.
+std::unique_ptr<Graph> pre_norm_block(Norm norm, bool norm_read = false) {
+  B b;
+  const Dims d = {2, 5, 16};
+  Value* x = b.in("x", d);
+  Value* gamma = b.c(random_tensor({16}, 40, 0.5f, 1.5f));
+  Value* h = nullptr;
+  if (norm == Norm::kLayer) {
+    h = b.n("LayerNormalization", {x, gamma, b.c(random_tensor({16}, 41))}, d,
+            {{"axis", attr_int(-1)}, {"epsilon", attr_float(1e-5f)}});
+  } else {
+    Value* ms = b.n("ReduceMean", {b.n("Mul", {x, x}, d)}, {2, 5, 1},
+                    {{"axes", attr_ints({-1})}, {"keepdims", attr_int(1)}});
+    Value* rms = b.n("Sqrt", {b.n("Add", {ms, cst(b, 1e-6f)}, {2, 5, 1})}, {2, 5, 1});
+    h = b.n("Mul", {b.n("Div", {x, rms}, d), gamma}, d);
+  }
+  auto dense = [&](Value* a, int64_t k, int64_t n, uint32_t seed) {
+    Value* p = b.n("MatMul", {a, b.c(random_tensor({k, n}, seed))}, {2, 5, n});
+    return b.n("Add", {p, b.c(random_tensor({n}, seed + 1))}, {2, 5, n});
+  };
+  Value* g = activation(b, dense(h, 16, 24, 42), Gate::kSilu);
+  Value* gu = b.n("Mul", {g, dense(h, 16, 24, 44)}, {2, 5, 24});
+  b.out(b.n("Add", {x, dense(gu, 24, 16, 46)}, d));
+  if (norm_read) b.out(h);
+  return std::move(b.g);
+}
+
+TEST(GatedFFNFusion, PreNormBlockIsTwoKernels) {
+  for (Norm norm : {Norm::kLayer, Norm::kRms}) {
+    SCOPED_TRACE(norm == Norm::kLayer ? "LayerNorm" : "RMSNorm");
+    auto r = fuse(pre_norm_block(norm));
+    ASSERT_EQ(r.graph->num_nodes(), 2u) << graph_to_text(*r.graph);
+    const Node* gated = r.graph->nodes()[0];
+    ASSERT_EQ(gated->op_type(), "FusedGatedMatMul");
+    EXPECT_EQ(gated->num_inputs(), norm == Norm::kLayer ? 5u : 4u);
+    EXPECT_EQ(gated->attr_string("norm", "layer"), norm == Norm::kLayer ? "layer" : "rms");
+    EXPECT_EQ(gated->input(0)->name(), "x");
+    EXPECT_EQ(r.graph->nodes()[1]->op_type(), "FusedMatMulResidual");
+    EXPECT_EQ(record(r.report, "LayerNormMatMulFusionPass")->effect_times, 1);
+    expect_same_numbers(std::move(r.graph), pre_norm_block(norm));
+  }
+}
+
+TEST(GatedFFNFusion, ANormReadElsewhereStaysOutOfTheProduct) {
+  for (Norm norm : {Norm::kLayer, Norm::kRms}) {
+    auto r = fuse(pre_norm_block(norm, true));
+    EXPECT_EQ(count_op(*r.graph, "FusedGatedMatMul"), 1u) << graph_to_text(*r.graph);
+    for (const Node* n : r.graph->nodes()) {
+      if (n->op_type() == "FusedGatedMatMul") {
+        EXPECT_LE(n->num_inputs(), 3u);
+      }
+    }
+    expect_declined(std::move(r), "LayerNormMatMulFusionPass", "does not pay",
+                    pre_norm_block(norm, true));
   }
 }
 

@@ -5,13 +5,19 @@
 // in the same kernel. Only an activation-free FusedMatMul of a constant 2-D weight qualifies,
 // with a residual of exactly the product's shape and the normalized sum not needed elsewhere.
 //
-// LayerNormMatMulFusionPass (CANN's LayerNormMatMul), a pre-LN block's LayerNorm into the
-// dense layer that reads it:
+// LayerNormMatMulFusionPass (CANN's LayerNormMatMul), a pre-norm block's LayerNorm or RMSNorm
+// into the dense layer that reads it:
 //   FusedMatMul(LayerNormalization(x, gamma, beta), W, b, act)
 //   == FusedLayerNormMatMul(x, W, b, gamma, beta; epsilon, act)
-// It pays only where the dense layer is the LayerNorm's sole reader: then the normalized rows
+//   FusedMatMul(RMSNorm(x, gamma), W, b, act) == FusedLayerNormMatMul(x, W, b, gamma; norm "rms")
+//   FusedGatedMatMul(norm(x), W, b) == FusedGatedMatMul(x, W, b, gamma, beta; epsilon, norm)
+// It pays only where the dense layer is the norm's sole reader: then the normalized rows
 // never go through the activation arena. In a post-LN block (BERT) the LayerNorm's output is
-// also the next residual, so it must be written anyway and the match is declined.
+// also the next residual, so it must be written anyway and the match is declined. It runs
+// before SkipLayerNormFusionPass: in a pre-norm block the residual Add then goes into the
+// dense layer before it (FusedMatMulResidual) and the norm into the one after, two kernels
+// where a SkipLayerNorm between them would make three.
+#include "ir/builder.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/norm_util.h"
 #include "passes/fusions/rule.h"
@@ -54,36 +60,52 @@ Rule matmul_skip_layer_norm() {
           }};
 }
 
-// A LayerNormalization read by a FusedMatMul as its A (the first such reader).
+// A dense layer reading y as its A with no prologue yet (the first such reader): a FusedMatMul
+// (which becomes a FusedLayerNormMatMul) or a FusedGatedMatMul (which takes the norm's
+// parameters as inputs 3 and 4).
 Node* matmul_reader(const Value& y) {
   for (const Use& u : y.uses()) {
-    if (u.input_index == 0 && fused_matmul(*u.node)) return u.node;
+    const Node& n = *u.node;
+    if (u.input_index != 0 || n.domain() != kFusedDomain) continue;
+    if (fused_matmul(n) || (n.op_type() == "FusedGatedMatMul" && n.num_inputs() <= 3)) {
+      return u.node;
+    }
   }
   return nullptr;
 }
 
 Rule layer_norm_matmul() {
   using namespace pattern;
-  return {.name = "LayerNormMatMulFusionPass",
-          .description = "Fuses a LayerNorm into the dense layer that is its only reader",
-          .ops = {"LayerNormalization", "MatMul"},
-          .patterns = {{"", norm::layer_norm_of(any("x")).where(
-                                [](const Value& y) { return matmul_reader(y) != nullptr; },
-                                "read by a FusedMatMul")}},
-          .guards = {guard::read_once("ln"), guard::layer_norm("ln", "x"), guard::float32({"x"}),
-                     guard::per_feature({"gamma", "beta"}, width::features("x"), "x")},
-          .rewrite = [](const RuleMatch& m) -> std::string {
-            Node* mm = matmul_reader(*m["ln"]);
-            const Shape& xs = m["x"]->shape();
-            if (xs.dims.size() < 2) return "the LayerNorm's input is not a matrix";
-            const int64_t k = xs.dims.back().value;
-            std::map<std::string, Attribute> attrs = mm->attrs();
-            attrs["epsilon"] = norm::epsilon_of(*m.node("ln")).at("epsilon");
-            return m.fuse_nodes({m.node("ln"), mm}, "FusedLayerNormMatMul",
-                                {m["x"], mm->input(1), optional_input(mm, 2), m.feature("gamma", k),
-                                 m.feature("beta", k)},
-                                {mm->output(0)}, attrs);
-          }};
+  Pat rms = op_in(kFusedDomain, "RMSNorm", {any("x"), optional(any("gamma"))}, false).named("ln");
+  return {
+      .name = "LayerNormMatMulFusionPass",
+      .description = "Fuses a LayerNorm or RMSNorm into the dense layer that is its only reader",
+      .ops = {"LayerNormalization", "MatMul"},
+      .patterns = {{"", any_of({norm::layer_norm_of(any("x")), rms})
+                            .where([](const Value& y) { return matmul_reader(y) != nullptr; },
+                                   "read by a FusedMatMul or FusedGatedMatMul")}},
+      .guards = {guard::read_once("ln"), guard::layer_norm("ln", "x"), guard::float32({"x"}),
+                 guard::per_feature({"gamma", "beta"}, width::features("x"), "x")},
+      .rewrite = [](const RuleMatch& m) -> std::string {
+        Node* mm = matmul_reader(*m["ln"]);
+        const Shape& xs = m["x"]->shape();
+        if (xs.dims.size() < 2 || !xs.dims.back().known()) {
+          return "the norm's input is not a matrix of a known width";
+        }
+        const int64_t k = xs.dims.back().value;
+        const bool rms = m.node("ln")->op_type() == "RMSNorm";
+        std::map<std::string, Attribute> attrs = mm->attrs();
+        attrs["epsilon"] = norm::epsilon_of(*m.node("ln")).at("epsilon");
+        if (rms) attrs["norm"] = attr_string("rms");
+        Value* gamma = m["gamma"] ? m.feature("gamma", k)
+                                  : m.add_constant(m.node("ln")->name() + "_gamma_ones",
+                                                   m.feature_values("gamma", k, 1.0f));
+        const bool gated = mm->op_type() == "FusedGatedMatMul";
+        return m.fuse_nodes({m.node("ln"), mm}, gated ? "FusedGatedMatMul" : "FusedLayerNormMatMul",
+                            {m["x"], mm->input(1), optional_input(mm, 2), gamma,
+                             rms ? nullptr : m.feature("beta", k)},
+                            {mm->output(0)}, attrs);
+      }};
 }
 
 }  // namespace

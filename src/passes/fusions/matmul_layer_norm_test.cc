@@ -106,5 +106,32 @@ TEST(LayerNormMatMulFusion, DeclinedWhereTheLayerNormIsReadElsewhere) {
   expect_same_numbers(std::move(f.graph), pre_ln(true));
 }
 
+// An RMSNorm (with its gamma or without) into the dense layer after it: FusedLayerNormMatMul
+// with norm "rms" and no beta.
+std::unique_ptr<Graph> pre_rms(bool gamma) {
+  B b;
+  const int64_t s = 5, e = 16;
+  Value* x = b.in("x", {1, s, e});
+  std::vector<Value*> ins = {x};
+  if (gamma) ins.push_back(b.c(random_tensor({e}, 3, 0.5f, 1.5f)));
+  Node* rms = b.node("RMSNorm", ins, {1, s, e}, kFusedDomain);
+  rms->set_attr("epsilon", attr_float(1e-6f));
+  Value* y = b.n("MatMul", {rms->output(0), b.c(random_tensor({e, 2 * e}, 1))}, {1, s, 2 * e});
+  b.out(b.n("Add", {y, b.c(random_tensor({2 * e}, 2))}, {1, s, 2 * e}));
+  return std::move(b.g);
+}
+
+TEST(LayerNormMatMulFusion, RmsNormJoinsTheDenseLayer) {
+  for (bool gamma : {true, false}) {
+    auto f = fuse(pre_rms(gamma));
+    ASSERT_EQ(f.graph->num_nodes(), 1u) << graph_to_text(*f.graph);
+    const Node* n = f.graph->nodes()[0];
+    EXPECT_EQ(n->op_type(), "FusedLayerNormMatMul");
+    EXPECT_EQ(n->attr_string("norm", ""), "rms");
+    EXPECT_EQ(n->num_inputs(), 4u);
+    expect_same_numbers(std::move(f.graph), pre_rms(gamma));
+  }
+}
+
 }  // namespace
 }  // namespace nnfuse
