@@ -88,6 +88,7 @@ class OrtLowering {
   void lower_layer_norm(const Node& n);
   void lower_embed(const Node& n);
   void lower_attention(const Node& n);
+  void lower_decoder_attention(const Node& n);  // grouped-query or rotary
   void lower_matmul_layer_norm(const Node& n);
   void lower_layer_norm_matmul(const Node& n);
   void lower_region(const Node& n);

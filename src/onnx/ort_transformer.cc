@@ -21,6 +21,14 @@ std::optional<Dims> static_dims(const Value* v) {
 
 float epsilon_of(const Node& n) { return n.attr_float("epsilon", 1e-5f); }
 
+// A MultiHeadAttention with grouped-query K/V or rotary embeddings: ORT's Attention and
+// MultiHeadAttention take neither, so they are written in standard ops before its
+// MultiHeadAttention (and a packed projection is not taken into an Attention).
+bool is_decoder_attention(const Node& n) {
+  return n.attr_int("kv_num_heads", n.attr_int("num_heads", 0)) != n.attr_int("num_heads", 0) ||
+         (n.num_inputs() > 4 && n.input(4));
+}
+
 }  // namespace
 
 // A per-feature parameter (shape [E], or [E] with leading 1s) as a vector [E]: the value itself,
@@ -220,7 +228,7 @@ void OrtLowering::plan() {
   // A packed QKV projection read only by its attention becomes part of ORT's Attention.
   for (const Node* n : g_.nodes()) {
     if (n->op_type() != "MultiHeadAttention" || n->domain() != kFusedDomain ||
-        n->attr_int("qkv_packed", 0) == 0) {
+        n->attr_int("qkv_packed", 0) == 0 || is_decoder_attention(*n)) {
       continue;
     }
     const Value* qkv = n->input(0);
@@ -239,8 +247,66 @@ void OrtLowering::plan() {
   plan_peepholes();  // on what the attentions left
 }
 
+// Rotary embeddings (kernels/ref/attention.cc) in standard ops on x [B, S, heads * D] with cos
+// and sin tables [S, R]: over x as [B, S, heads, D], the tables as [S, 1, R].
+static std::string write_rotary(ProtoWriter& w, const Node& n, const std::string& x, int64_t b,
+                                int64_t s, int64_t heads, int64_t d, const std::string& stem) {
+  const Tensor& cos = n.input(4)->constant();
+  const int64_t r = cos.dim(1), half = r / 2;
+  const bool il = n.attr_int("rotary_interleaved", 0) != 0;
+  const std::string cs = w.constant(stem + "_cos", cos.reshaped({s, 1, r}));
+  const std::string sn = w.constant(stem + "_sin", n.input(5)->constant().reshaped({s, 1, r}));
+  const std::string x4 = w.fresh(stem + "_heads");
+  w.node("Reshape", {x, w.int64s({b, s, heads, d})}, {x4}, "", stem + "_heads");
+  auto slice = [&](int64_t from, int64_t to, int64_t step) {
+    const std::string y = w.fresh(stem + "_slice");
+    w.node("Slice", {x4, w.int64s({from}), w.int64s({to}), w.int64s({3}), w.int64s({step})}, {y},
+           "", stem + "_slice");
+    return y;
+  };
+  auto op = [&](const char* type, std::vector<std::string> ins) {
+    const std::string y = w.fresh(stem + "_" + type);
+    w.node(type, ins, {y}, "", stem + "_" + type);
+    return y;
+  };
+  const std::string xr = r < d ? slice(0, r, 1) : x4;
+  std::string rot;
+  if (il) {  // pairs (x[2u], x[2u+1]) -> (-x[2u+1], x[2u])
+    const std::string axis = w.int64s({-1});
+    const std::string odd = op("Unsqueeze", {op("Neg", {slice(1, r, 2)}), axis});
+    const std::string even = op("Unsqueeze", {slice(0, r, 2), axis});
+    onnx::NodeProto* c = w.node("Concat", {odd, even}, {w.fresh(stem + "_pairs")}, "", stem);
+    ProtoWriter::set_int(c, "axis", -1);
+    rot = op("Reshape", {c->output(0), w.int64s({b, s, heads, r})});
+  } else {
+    onnx::NodeProto* c = w.node("Concat", {op("Neg", {slice(half, r, 1)}), slice(0, half, 1)},
+                                {w.fresh(stem + "_half")}, "", stem);
+    ProtoWriter::set_int(c, "axis", -1);
+    rot = c->output(0);
+  }
+  std::string y = op("Add", {op("Mul", {xr, cs}), op("Mul", {rot, sn})});
+  if (r < d) {
+    onnx::NodeProto* c = w.node("Concat", {y, slice(r, d, 1)}, {w.fresh(stem + "_rest")}, "", stem);
+    ProtoWriter::set_int(c, "axis", -1);
+    y = c->output(0);
+  }
+  return op("Reshape", {y, w.int64s({b, s, heads * d})});
+}
+
+// Grouped-query K or V [B, S, G * D] widened to [B, S, G * n * D], head h reading h / n.
+static std::string write_widen(ProtoWriter& w, const std::string& x, int64_t b, int64_t s,
+                               int64_t g, int64_t n, int64_t d, const std::string& stem) {
+  const std::string a = w.fresh(stem + "_groups"), e = w.fresh(stem + "_expanded");
+  const std::string y = w.fresh(stem + "_widened");
+  w.node("Reshape", {x, w.int64s({b, s, g, 1, d})}, {a}, "", stem + "_groups");
+  w.node("Expand", {a, w.int64s({b, s, g, n, d})}, {e}, "", stem + "_expand");
+  w.node("Reshape", {e, w.int64s({b, s, g * n * d})}, {y}, "", stem + "_widen");
+  return y;
+}
+
 void OrtLowering::lower_attention(const Node& n) {
   const int64_t heads = n.attr_int("num_heads", 0);
+  if (is_decoder_attention(n)) return lower_decoder_attention(n);
   const bool packed = n.attr_int("qkv_packed", 0) != 0;
   const bool causal = n.attr_int("causal", 0) != 0;
   const Value* q = n.input(0);
@@ -279,6 +345,50 @@ void OrtLowering::lower_attention(const Node& n) {
   std::vector<std::string> ins = {qn, kn, vn};
   if (!bias.empty()) ins.insert(ins.end(), {"", "", bias});
   set_common(w_.node("MultiHeadAttention", ins, {out}, kOrtDomain, n.name()));
+}
+
+void OrtLowering::lower_decoder_attention(const Node& n) {
+  // Grouped-query and rotary attention: the rotations and the K/V widening in standard ops, then
+  // ORT's MultiHeadAttention.
+  const int64_t heads = n.attr_int("num_heads", 0), kv = n.attr_int("kv_num_heads", heads);
+  const bool packed = n.attr_int("qkv_packed", 0) != 0;
+  const auto qd = static_dims(n.input(0));
+  NNFUSE_CHECK(qd && qd->size() == 3 && heads > 0 && kv > 0 && heads % kv == 0, n.describe(),
+               ": attention needs static [B, S, E] inputs, num_heads and kv_num_heads");
+  const bool rotary = n.num_inputs() > 5 && n.input(4) && n.input(5);
+  NNFUSE_CHECK(!rotary || (n.input(4)->is_constant() && n.input(5)->is_constant()), n.describe(),
+               ": rotary tables that are not constants");
+  const int64_t b = (*qd)[0], sq = (*qd)[1];
+  const int64_t d = packed ? (*qd)[2] / (heads + 2 * kv) : (*qd)[2] / heads;
+  const std::string out = name_of(n.output(0));
+  std::string qn = name_of(n.input(0)), kn = packed ? "" : name_of(n.input(1));
+  std::string vn = packed ? "" : name_of(n.input(2));
+  if (packed) {
+    qn = w_.fresh(out + "_q");
+    kn = w_.fresh(out + "_k");
+    vn = w_.fresh(out + "_v");
+    onnx::NodeProto* p =
+        w_.node("Split", {name_of(n.input(0)), w_.int64s({heads * d, kv * d, kv * d})},
+                {qn, kn, vn}, "", n.name() + "_split");
+    ProtoWriter::set_int(p, "axis", -1);
+  }
+  const int64_t sk = packed ? sq : static_dims(n.input(1)).value_or(Dims{0, 0, 0})[1];
+  if (rotary) {
+    qn = write_rotary(w_, n, qn, b, sq, heads, d, n.name() + "_q_rotary");
+    kn = write_rotary(w_, n, kn, b, sk, kv, d, n.name() + "_k_rotary");
+  }
+  if (kv != heads) {
+    kn = write_widen(w_, kn, b, sk, kv, heads / kv, d, n.name() + "_k");
+    vn = write_widen(w_, vn, b, sk, kv, heads / kv, d, n.name() + "_v");
+  }
+  std::vector<std::string> ins = {qn, kn, vn};
+  if (n.num_inputs() > 3 && n.input(3)) {
+    ins.insert(ins.end(), {"", "", expanded_mask(n.input(3), sq, sk)});
+  }
+  onnx::NodeProto* p = w_.node("MultiHeadAttention", ins, {out}, kOrtDomain, n.name());
+  ProtoWriter::set_int(p, "num_heads", heads);
+  if (const Attribute* s = n.find_attr("scale")) ProtoWriter::set_float(p, "scale", s->f);
+  if (n.attr_int("causal", 0) != 0) ProtoWriter::set_int(p, "unidirectional", 1);
 }
 
 void OrtLowering::lower_matmul_layer_norm(const Node& n) {

@@ -4,7 +4,9 @@ Linears, Div by sqrt(d), additive mask from attention_mask), GPT-2's (one c_attn
 in three, causal mask by torch.where over a tril bool buffer, or by masked_fill(~tril, -inf)),
 nn.MultiheadAttention (batch_first and sequence-first, with and without key_padding_mask), and
 scaled_dot_product_attention as torch 2 exports it (the scale applied to Q and to K, sqrt of
-it each; no mask and causal), at opsets 13 and 14. For each model: `nnfuse compile` must apply
+it each; no mask and causal), and decoders as Hugging Face writes them (LLaMA and Mistral with
+grouped-query K/V and rotary embeddings, multi-query, GPT-NeoX's partial rotary, T5's
+unscaled scores with a relative position bias), at opsets 13 and 14. For each model: `nnfuse compile` must apply
 the expected passes (effect_times >= 1 in fusion_result.json) and write MultiHeadAttention
 into a checker-valid model, or, for a form that does not fuse, report the attention it
 declined; `nnfuse run` on the fused model must give PyTorch's outputs; and `nnfuse verify`
@@ -104,6 +106,68 @@ class SDPA(nn.Module):
         return s.out(merge(torch.matmul(p, v)))
 
 
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class Decoder(nn.Module):
+    """A decoder's self-attention as Hugging Face writes LLaMA, Mistral, GPT-NeoX and T5:
+    bias-free q, k, v projections (k and v with `kv` heads), rotary embeddings (rotate-half
+    over the first `rot` dims of each head; cos and sin tables indexed by position), K and V
+    widened by repeat_kv (Expand + Reshape), scores scaled by 1/sqrt(d) (T5: not at all), a
+    causal mask (an additive -inf triu, or masked_fill of a tril bool) and an additive
+    relative position bias (T5)."""
+
+    def __init__(s, e, h, kv, rot, causal="triu", scale=True, rel_bias=False, t=9):
+        super().__init__()
+        s.h, s.kv, s.d, s.rot, s.causal, s.scale = h, kv, e // h, rot, causal, scale
+        s.q = nn.Linear(e, e, bias=False)
+        s.k = nn.Linear(e, kv * s.d, bias=False)
+        s.v = nn.Linear(e, kv * s.d, bias=False)
+        s.o = nn.Linear(e, e, bias=False)
+        s.bias = nn.Parameter(torch.randn(1, h, t, t)) if rel_bias else None
+        if rot:
+            inv = 1.0 / (10000 ** (torch.arange(0, rot, 2).float() / rot))
+            f = torch.outer(torch.arange(64).float(), inv)
+            s.register_buffer("cos", torch.cat((f, f), -1).cos(), persistent=False)
+            s.register_buffer("sin", torch.cat((f, f), -1).sin(), persistent=False)
+
+    def rope(s, x, pos):
+        cos, sin = s.cos[pos].unsqueeze(1), s.sin[pos].unsqueeze(1)
+        if s.rot == s.d:
+            return x * cos + rotate_half(x) * sin
+        xr, xp = x[..., : s.rot], x[..., s.rot:]
+        return torch.cat((xr * cos + rotate_half(xr) * sin, xp), dim=-1)
+
+    def widen(s, x):
+        b, kv, t, d = x.shape
+        n = s.h // s.kv
+        return x[:, :, None, :, :].expand(b, kv, n, t, d).reshape(b, kv * n, t, d)
+
+    def forward(s, x):
+        b, t, _ = x.shape
+        q = s.q(x).view(b, t, s.h, s.d).transpose(1, 2)
+        k = s.k(x).view(b, t, s.kv, s.d).transpose(1, 2)
+        v = s.v(x).view(b, t, s.kv, s.d).transpose(1, 2)
+        if s.rot:
+            pos = torch.arange(t).unsqueeze(0)
+            q, k = s.rope(q, pos), s.rope(k, pos)
+        k, v = s.widen(k), s.widen(v)
+        w = torch.matmul(q, k.transpose(2, 3))
+        if s.scale:
+            w = w / math.sqrt(s.d)
+        if s.bias is not None:
+            w = w + s.bias
+        if s.causal == "triu":
+            w = w + torch.full((t, t), float("-inf")).triu(1)[None, None]
+        elif s.causal == "masked_fill":
+            keep = torch.ones(t, t, dtype=torch.bool).tril()
+            w = w.masked_fill(~keep, torch.finfo(w.dtype).min)
+        p = torch.softmax(w.float(), dim=-1).to(q.dtype)
+        return s.o(torch.matmul(p, v).transpose(1, 2).reshape(b, t, -1))
+
+
 def x_in(e, t, seq_first=False):
     def make():
         x = torch.randn(B, t, e)
@@ -154,6 +218,18 @@ CASES = [
     # torch.tril exports from opset 14.
     ("sdpa_causal_op14", SDPA(64, 4, True), x_in(64, 12), 14, {ATT: 1},
      {"num_heads": 4, "causal": 1, "qkv_packed": 1, "scale": 1 / 4.0}),
+    # Decoders: grouped- and multi-query K/V, rotary embeddings (full, partial), no scale.
+    ("llama_gqa_op14", Decoder(64, 4, 2, 16), x_in(64, 9), 14, {ATT: 1, QKV: 1},
+     {"num_heads": 4, "kv_num_heads": 2, "causal": 1, "qkv_packed": 1, "scale": 0.25}),
+    ("mistral_gqa_op14", Decoder(64, 8, 2, 8, "masked_fill"), x_in(64, 9), 14, {ATT: 1, QKV: 1},
+     {"num_heads": 8, "kv_num_heads": 2, "causal": 1, "qkv_packed": 1,
+      "scale": 1 / math.sqrt(8)}),
+    ("mqa_op14", Decoder(64, 4, 1, 16), x_in(64, 9), 14, {ATT: 1, QKV: 1},
+     {"num_heads": 4, "kv_num_heads": 1, "causal": 1, "qkv_packed": 1, "scale": 0.25}),
+    ("neox_partial_rotary_op14", Decoder(64, 4, 4, 4), x_in(64, 9), 14, {ATT: 1, QKV: 1},
+     {"num_heads": 4, "causal": 1, "qkv_packed": 1, "scale": 0.25}),
+    ("t5_no_scale_bias_op14", Decoder(64, 4, 4, 0, None, False, True), x_in(64, 9), 14,
+     {ATT: 1, QKV: 1}, {"num_heads": 4, "causal": 0, "qkv_packed": 1, "scale": 1.0}),
 ]
 
 

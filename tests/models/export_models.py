@@ -136,6 +136,78 @@ class GatedFFNStack(nn.Module):
         return x
 
 
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class LlamaAttention(nn.Module):
+    """Hugging Face LlamaAttention's op structure: bias-free projections, rotary embeddings
+    (rotate-half, cos/sin tables indexed by position), grouped-query K/V widened by
+    repeat_kv (Expand + Reshape), scaled scores plus a causal mask of -inf above the diagonal."""
+
+    def __init__(s, d, heads, kv_heads, max_pos=2048, base=10000.0):
+        super().__init__()
+        s.h, s.kv, s.dh = heads, kv_heads, d // heads
+        s.q = nn.Linear(d, d, bias=False)
+        s.k = nn.Linear(d, kv_heads * s.dh, bias=False)
+        s.v = nn.Linear(d, kv_heads * s.dh, bias=False)
+        s.o = nn.Linear(d, d, bias=False)
+        inv = 1.0 / (base ** (torch.arange(0, s.dh, 2).float() / s.dh))
+        freqs = torch.outer(torch.arange(max_pos).float(), inv)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        s.register_buffer("cos", emb.cos(), persistent=False)
+        s.register_buffer("sin", emb.sin(), persistent=False)
+
+    def repeat_kv(s, x):
+        b, kv, t, dh = x.shape
+        n = s.h // s.kv
+        return x[:, :, None, :, :].expand(b, kv, n, t, dh).reshape(b, kv * n, t, dh)
+
+    def forward(s, x, pos, mask):
+        b, t, _ = x.shape
+        q = s.q(x).view(b, t, s.h, s.dh).transpose(1, 2)
+        k = s.k(x).view(b, t, s.kv, s.dh).transpose(1, 2)
+        v = s.v(x).view(b, t, s.kv, s.dh).transpose(1, 2)
+        cos, sin = s.cos[pos].unsqueeze(1), s.sin[pos].unsqueeze(1)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k, v = s.repeat_kv(k), s.repeat_kv(v)
+        a = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(s.dh) + mask
+        a = torch.softmax(a.float(), dim=-1).to(q.dtype)
+        o = torch.matmul(a, v).transpose(1, 2).reshape(b, t, -1)
+        return s.o(o)
+
+
+class Llama(nn.Module):
+    """A LLaMA-style decoder (token embedding, pre-norm blocks of RMSNorm, grouped-query
+    attention with rotary embeddings and SwiGLU, final RMSNorm, LM head), prefill of the whole
+    prompt: input_ids [1, S], logits [1, S, vocab]."""
+
+    def __init__(s, d=512, heads=8, kv_heads=2, inter=1376, layers=4, vocab=2048):
+        super().__init__()
+        s.embed = nn.Embedding(vocab, d)
+        s.attn = nn.ModuleList(LlamaAttention(d, heads, kv_heads) for _ in range(layers))
+        s.n1 = nn.ModuleList(RMSNorm(d) for _ in range(layers))
+        s.n2 = nn.ModuleList(RMSNorm(d) for _ in range(layers))
+        s.gate = nn.ModuleList(nn.Linear(d, inter, bias=False) for _ in range(layers))
+        s.up = nn.ModuleList(nn.Linear(d, inter, bias=False) for _ in range(layers))
+        s.down = nn.ModuleList(nn.Linear(inter, d, bias=False) for _ in range(layers))
+        s.norm = RMSNorm(d)
+        s.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(s, ids):
+        t = ids.shape[1]
+        pos = torch.arange(t).unsqueeze(0)
+        mask = torch.full((t, t), float("-inf")).triu(1)[None, None]
+        x = s.embed(ids)
+        for i in range(len(s.attn)):
+            x = x + s.attn[i](s.n1[i](x), pos, mask)
+            h = s.n2[i](x)
+            x = x + s.down[i](nn.functional.silu(s.gate[i](h)) * s.up[i](h))
+        return s.head(s.norm(x))
+
+
 def img(n=1, c=3, hw=224):
     return (torch.randn(n, c, hw, hw),), ["input"]
 
@@ -161,6 +233,10 @@ ZOO = {
                         13, False),
     "swiglu_mlp_stack": (lambda: GatedFFNStack(swiglu=True),
                          lambda: ((torch.randn(1, 128, 512),), ["x"]), 13, False),
+    "llama_prefill_128": (lambda: Llama(), lambda: ((torch.randint(0, 2048, (1, 128)),), ["input_ids"]),
+                          14, False),
+    "llama_prefill_512": (lambda: Llama(), lambda: ((torch.randint(0, 2048, (1, 512)),), ["input_ids"]),
+                          14, False),
     # Batch and sequence as symbolic dims, for benchmarks at other shapes (bench --shape).
     "bert_base_dyn": (lambda: Bert(), bert_inputs, 13, False),
     "bert_tiny_dyn": (lambda: Bert(layers=2, h=128, nh=2, inter=512), lambda: bert_inputs(1, 32),

@@ -10,7 +10,9 @@
 // broadcast) by up to 64 query lanes; the mask, the causal limit and the online softmax then run
 // across lanes with no horizontal reductions; and PV runs over D with a tile of kRows query rows,
 // reading V's rows in place (a zero-padded copy when D is not a multiple of the vector width).
-// Key blocks past every row's causal limit are skipped.
+// Key blocks past every row's causal limit are skipped. Grouped-query attention reads each K/V
+// head for its group of query heads in place; rotary embeddings are applied once per run to
+// copies of Q and K (the copies' rows then read as Q's and K's), in parallel over rows.
 //
 // The loops are written once with GCC vector extensions over a vector of W floats and compiled
 // for AVX-512 (W = 16), AVX2 + FMA (8) and baseline SSE2 (4), picked when the kernel is made.
@@ -40,11 +42,12 @@ constexpr int kKeys = 4;         // keys per QK^T register tile
 // ---- Geometry (plan time)
 
 struct Problem {
-  int64_t batch = 0, sq = 0, sk = 0, heads = 0, head_size = 0;
-  int64_t q_stride = 0, kv_stride = 0;  // row strides of Q's and K/V's tensors
-  int64_t k_col = 0, v_col = 0;         // first column of K and V in their tensors
+  int64_t batch = 0, sq = 0, sk = 0, heads = 0, kv_heads = 0, head_size = 0;
+  int64_t q_stride = 0, k_stride = 0, v_stride = 0;  // row strides of Q's, K's and V's tensors
+  int64_t k_col = 0, v_col = 0;                      // first column of K and V in their tensors
+  int64_t rotary = 0;                                // R of the cos and sin [Sq, R]; 0: none
   float scale = 1.0f;
-  bool packed = false, causal = false;
+  bool packed = false, causal = false, interleaved = false;
   Dims q_shape, kv_shape, mask_shape;  // kv_shape empty when packed, mask_shape when no mask
   int64_t ms_b = 0, ms_h = 0, ms_q = 0, ms_k = 0;  // mask strides (0 on broadcast dims)
 };
@@ -56,10 +59,14 @@ std::optional<Problem> plan(const NodeInfo& info) {
   Problem p;
   try {
     p.heads = node.attr_int("num_heads", 0);
+    p.kv_heads = node.attr_int("kv_num_heads", p.heads);
     const int64_t packed = node.attr_int("qkv_packed", 0), causal = node.attr_int("causal", 0);
+    const int64_t il = node.attr_int("rotary_interleaved", 0);
     if (p.heads < 1 || (packed != 0 && packed != 1) || (causal != 0 && causal != 1)) return {};
+    if (p.kv_heads < 1 || p.heads % p.kv_heads != 0 || (il != 0 && il != 1)) return {};
     p.packed = packed == 1;
     p.causal = causal == 1;
+    p.interleaved = il == 1;
     node.attr_float("scale", 1.0f);
   } catch (const Error&) {
     return {};
@@ -71,23 +78,36 @@ std::optional<Problem> plan(const NodeInfo& info) {
   p.sq = (*q)[1];
   int64_t hidden = (*q)[2];
   if (p.packed) {
-    if (info.has_input(1) || info.has_input(2) || hidden % 3 != 0) return {};
-    hidden /= 3;
+    const int64_t parts = p.heads + 2 * p.kv_heads;
+    if (info.has_input(1) || info.has_input(2) || hidden % parts != 0) return {};
+    p.head_size = hidden / parts;
+    hidden = p.heads * p.head_size;
     p.sk = p.sq;
-    p.q_stride = p.kv_stride = 3 * hidden;
+    p.q_stride = p.k_stride = p.v_stride = parts * p.head_size;
     p.k_col = hidden;
-    p.v_col = 2 * hidden;
+    p.v_col = hidden + p.kv_heads * p.head_size;
   } else {
+    if (hidden % p.heads != 0) return {};
+    p.head_size = hidden / p.heads;
     const std::optional<Dims> k = info.input_shape(1), v = info.input_shape(2);
-    if (!k || !v || *k != *v || k->size() != 3 || (*k)[0] != p.batch || (*k)[2] != hidden) {
+    if (!k || !v || *k != *v || k->size() != 3 || (*k)[0] != p.batch ||
+        (*k)[2] != p.kv_heads * p.head_size) {
       return {};
     }
     p.kv_shape = *k;
     p.sk = (*k)[1];
-    p.q_stride = p.kv_stride = hidden;
+    p.q_stride = hidden;
+    p.k_stride = p.v_stride = p.kv_heads * p.head_size;
   }
-  if (hidden % p.heads != 0) return {};
-  p.head_size = hidden / p.heads;
+  if (info.has_input(4) != info.has_input(5)) return {};
+  if (info.has_input(4)) {
+    const std::optional<Dims> c = info.input_shape(4), sn = info.input_shape(5);
+    if (!c || !sn || *c != *sn || c->size() != 2 || (*c)[0] != p.sq || (*c)[1] % 2 != 0 ||
+        (*c)[1] > p.head_size || (*c)[1] < 2 || p.sk != p.sq) {
+      return {};
+    }
+    p.rotary = (*c)[1];
+  }
   p.scale = node.has_attr("scale") ? node.attr_float("scale", 1.0f)
             : p.head_size > 0
                 ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.head_size)))
@@ -321,7 +341,7 @@ NNFUSE_INLINE void attend(const Args& a, Scratch& s, int64_t b, int64_t h, int64
                           int64_t rows) {
   const Problem& p = *a.p;
   const int64_t d = p.head_size, dp = (d + W - 1) / W * W;
-  const int64_t hidden = p.heads * d, col = h * d;
+  const int64_t hidden = p.heads * d, col = h * d, kv_col = h / (p.heads / p.kv_heads) * d;
   const int64_t nqv = (rows + W - 1) / W, lanes = nqv * W;   // rows padded to whole vectors
   const int64_t tiled = (rows + kRows - 1) / kRows * kRows;  // rows padded to whole PV tiles
   const int64_t off = p.sk - p.sq;  // causal: query i sees keys j <= i + off
@@ -353,7 +373,7 @@ NNFUSE_INLINE void attend(const Args& a, Scratch& s, int64_t b, int64_t h, int64
   float* const mx = s.mx;
   for (int64_t k0 = 0; k0 < kend; k0 += kKBlock) {
     const int64_t n = std::min(kKBlock, kend - k0);
-    qk_block<W>(s.qt, a.k + (b * p.sk + k0) * p.kv_stride + p.k_col + col, p.kv_stride, s.st, d, n,
+    qk_block<W>(s.qt, a.k + (b * p.sk + k0) * p.k_stride + p.k_col + kv_col, p.k_stride, s.st, d, n,
                 nqv);
     // Mask, causal limit and padding lanes; the block's max per lane.
     std::fill(mx, mx + lanes, -kInf);
@@ -398,11 +418,11 @@ NNFUSE_INLINE void attend(const Args& a, Scratch& s, int64_t b, int64_t h, int64
         l[r] += e;
       }
     }
-    const float* vb = a.v + (b * p.sk + k0) * p.kv_stride + p.v_col + col;
-    int64_t vs = p.kv_stride;
+    const float* vb = a.v + (b * p.sk + k0) * p.v_stride + p.v_col + kv_col;
+    int64_t vs = p.v_stride;
     if (copy_v) {
       for (int64_t j = 0; j < n; ++j) {
-        std::memcpy(s.vb + j * dp, vb + j * p.kv_stride, static_cast<size_t>(d) * sizeof(float));
+        std::memcpy(s.vb + j * dp, vb + j * p.v_stride, static_cast<size_t>(d) * sizeof(float));
         std::fill(s.vb + j * dp + d, s.vb + (j + 1) * dp, 0.0f);
       }
       vb = s.vb;
@@ -466,6 +486,34 @@ RangeFn pick_range() {
   return range_base;
 }
 
+// Rotary embeddings (the contract: kernels/ref/attention.cc) from the `heads` heads of rows
+// [r0, r1) of x (row stride xs, from column col) into y (row stride ys): row r of a batch entry
+// is position r % sq.
+void rotate_rows(const Problem& p, const float* x, int64_t xs, int64_t col, int64_t heads, float* y,
+                 int64_t ys, const float* cos, const float* sin, int64_t r0, int64_t r1) {
+  const int64_t d = p.head_size, r = p.rotary, half = r / 2;
+  for (int64_t row = r0; row < r1; ++row) {
+    const float* c = cos + (row % p.sq) * r;
+    const float* sn = sin + (row % p.sq) * r;
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* xh = x + row * xs + col + h * d;
+      float* yh = y + row * ys + h * d;
+      if (p.interleaved) {
+        for (int64_t t = 0; t < r; t += 2) {
+          yh[t] = xh[t] * c[t] - xh[t + 1] * sn[t];
+          yh[t + 1] = xh[t + 1] * c[t + 1] + xh[t] * sn[t + 1];
+        }
+      } else {
+#pragma omp simd
+        for (int64_t t = 0; t < half; ++t) yh[t] = xh[t] * c[t] - xh[t + half] * sn[t];
+#pragma omp simd
+        for (int64_t t = half; t < r; ++t) yh[t] = xh[t] * c[t] + xh[t - half] * sn[t];
+      }
+      std::memcpy(yh + r, xh + r, static_cast<size_t>(d - r) * sizeof(float));
+    }
+  }
+}
+
 // ---- The kernel
 
 class AttentionKernel : public Kernel {
@@ -480,6 +528,10 @@ class AttentionKernel : public Kernel {
       check(io, 2, p_.kv_shape);
     }
     if (!p_.mask_shape.empty() || io.has_input(3)) check(io, 3, p_.mask_shape);
+    if (p_.rotary > 0) {
+      check(io, 4, {p_.sq, p_.rotary});
+      check(io, 5, {p_.sq, p_.rotary});
+    }
     Tensor& y = io.output(0, DType::kFloat32, {p_.batch, p_.sq, p_.heads * p_.head_size});
     float* out = y.data<float>();
     if (y.numel() == 0) return;
@@ -488,10 +540,32 @@ class AttentionKernel : public Kernel {
       return;
     }
     const float* q = io.in(0).data<float>();
-    const Args a{&p_,
+    const float* k = p_.packed ? q : io.in(1).data<float>();
+    Problem p = p_;
+    std::vector<float> rq, rk;
+    if (p.rotary > 0) {
+      // Rotated copies of Q [B, Sq, H*D] and K [B, Sk, G*D], read in their place.
+      const int64_t rows = p.batch * p.sq, hd = p.heads * p.head_size;
+      const int64_t kd = p.kv_heads * p.head_size;
+      rq.resize(static_cast<size_t>(rows * hd));
+      rk.resize(static_cast<size_t>(rows * kd));
+      const float* cos = io.in(4).data<float>();
+      const float* sin = io.in(5).data<float>();
+      parallel_range(
+          rows, std::max<int64_t>(1, kParallelGrain / (hd + kd)), [&](int64_t r0, int64_t r1) {
+            rotate_rows(p, q, p.q_stride, 0, p.heads, rq.data(), hd, cos, sin, r0, r1);
+            rotate_rows(p, k, p.k_stride, p.k_col, p.kv_heads, rk.data(), kd, cos, sin, r0, r1);
+          });
+      q = rq.data();
+      k = rk.data();
+      p.q_stride = hd;
+      p.k_stride = kd;
+      p.k_col = 0;
+    }
+    const Args a{&p,
                  q,
-                 p_.packed ? q : io.in(1).data<float>(),
-                 p_.packed ? q : io.in(2).data<float>(),
+                 k,
+                 p_.packed ? io.in(0).data<float>() : io.in(2).data<float>(),
                  io.has_input(3) ? io.in(3).data<float>() : nullptr,
                  out};
     const int64_t tasks = p_.batch * p_.heads * ((p_.sq + kQBlock - 1) / kQBlock);
@@ -519,8 +593,8 @@ class AttentionKernel : public Kernel {
 // Why the kernel declines a MultiHeadAttention, "" when it runs it.
 std::string attention_declines(const NodeInfo& info) {
   const Node& n = info.node;
-  if (n.domain() != kFusedDomain || n.num_inputs() > 4 || !single_output(n)) {
-    return "not an ai.nnfuse MultiHeadAttention of at most 4 inputs and 1 output";
+  if (n.domain() != kFusedDomain || n.num_inputs() > 6 || !single_output(n)) {
+    return "not an ai.nnfuse MultiHeadAttention of at most 6 inputs and 1 output";
   }
   if (std::string r = float_inputs_problem(info); !r.empty()) return r;
   if (!info.all_inputs_in(Layout::kPlain)) return "an input is not plain";
@@ -528,7 +602,7 @@ std::string attention_declines(const NodeInfo& info) {
   for (size_t i = 0; i < n.num_inputs(); ++i) {
     if (info.has_input(i) && !info.input_shape(i)) return not_static_f32(info, i);
   }
-  return "heads, Q/K/V, mask or output shapes it does not run";
+  return "heads, Q/K/V, mask, cos/sin or output shapes it does not run";
 }
 
 std::unique_ptr<Kernel> attention_create(const NodeInfo& info) {

@@ -57,12 +57,16 @@ struct Case {
   int64_t batch, heads, head_size, sq, sk;
   Mask mask = Mask::kNone;
   bool causal = false, packed = false;
+  int64_t kv_heads = 0;  // 0: heads
+  int64_t rotary = 0;    // R of the cos and sin tables; 0: none
+  bool interleaved = false;
 };
 
 std::string describe(const Case& c) {
   std::ostringstream os;
   os << "B" << c.batch << " H" << c.heads << " D" << c.head_size << " Sq" << c.sq << " Sk" << c.sk
-     << " mask " << mask_name(c.mask) << (c.causal ? " causal" : "") << (c.packed ? " packed" : "");
+     << " mask " << mask_name(c.mask) << (c.causal ? " causal" : "") << (c.packed ? " packed" : "")
+     << " G" << c.kv_heads << " R" << c.rotary << (c.interleaved ? " interleaved" : "");
   return os.str();
 }
 
@@ -101,20 +105,27 @@ Attrs attrs_of(const Case& c) {
   Attrs a = {{"num_heads", attr_int(c.heads)}};
   if (c.causal) a["causal"] = attr_int(1);
   if (c.packed) a["qkv_packed"] = attr_int(1);
+  if (c.kv_heads) a["kv_num_heads"] = attr_int(c.kv_heads);
+  if (c.interleaved) a["rotary_interleaved"] = attr_int(1);
   return a;
 }
 
 std::vector<FastInput> inputs_of(const Case& c, uint32_t seed) {
   const int64_t hidden = c.heads * c.head_size;
+  const int64_t kv = (c.kv_heads ? c.kv_heads : c.heads) * c.head_size;
   std::vector<FastInput> in;
   if (c.packed) {
-    in = {{random_tensor({c.batch, c.sq, 3 * hidden}, seed, -2, 2)}, {Tensor()}, {Tensor()}};
+    in = {{random_tensor({c.batch, c.sq, hidden + 2 * kv}, seed, -2, 2)}, {Tensor()}, {Tensor()}};
   } else {
     in = {{random_tensor({c.batch, c.sq, hidden}, seed, -2, 2)},
-          {random_tensor({c.batch, c.sk, hidden}, seed + 1, -2, 2)},
-          {random_tensor({c.batch, c.sk, hidden}, seed + 2)}};
+          {random_tensor({c.batch, c.sk, kv}, seed + 1, -2, 2)},
+          {random_tensor({c.batch, c.sk, kv}, seed + 2)}};
   }
-  if (c.mask != Mask::kNone) in.push_back({make_mask(c, seed + 3)});
+  if (c.mask != Mask::kNone || c.rotary) in.push_back({make_mask(c, seed + 3)});
+  if (c.rotary) {
+    in.push_back({random_tensor({c.sq, c.rotary}, seed + 4, -1, 1), true});
+    in.push_back({random_tensor({c.sq, c.rotary}, seed + 5, -1, 1), true});
+  }
   return in;
 }
 
@@ -163,6 +174,25 @@ TEST(CpuAttention, SmallShapesEveryMask) {
       }
     }
   }
+}
+
+// Grouped- and multi-query attention, rotary embeddings (rotate-half and interleaved, full and
+// partial), packed and not, with a causal mask.
+TEST(CpuAttention, GroupedQueryAndRotary) {
+  uint32_t seed = 5000;
+  for (bool packed : {false, true}) {
+    for (int64_t kv : {1, 2, 4}) {
+      for (int64_t r : {0, 8, 24}) {
+        for (bool il : {false, true}) {
+          if (il && r == 0) continue;
+          check({2, 4, 24, 19, 19, Mask::kNone, true, packed, kv, r, il}, seed += 6);
+        }
+      }
+    }
+  }
+  // LLaMA's prefill shapes: H 8, G 2, D 64, S 128.
+  check({1, 8, 64, 128, 128, Mask::kNone, true, false, 2, 64}, seed += 6);
+  check({1, 8, 64, 128, 128, Mask::kNone, true, true, 2, 64}, seed += 6);
 }
 
 TEST(CpuAttention, BertBase) {

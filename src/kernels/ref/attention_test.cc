@@ -176,6 +176,99 @@ TEST(RefAttention, MatchesComposedOps) {
   for (const Case& c : cases) check_composed(c, seed += 5);
 }
 
+// The rotate-half rotary embedding as the exporter writes it (Slice, Neg, Concat, Mul, Add on
+// [B, H, S, D]), of the first R dims of every head, for x [B, S, H*D] and cos, sin [S, R].
+Tensor rotary_composed(const Tensor& x, int64_t heads, const Tensor& cos, const Tensor& sin) {
+  const int64_t b = x.dim(0), s = x.dim(1), d = x.dim(2) / heads, r = cos.dim(1);
+  const Tensor x4 = split_heads(x, heads, false);
+  auto slice = [&](int64_t from, int64_t to) {
+    return run_ref1("Slice", {x4, i64({from}), i64({to}), i64({3})});
+  };
+  const Tensor rot = run_ref1("Concat", {run_ref1("Neg", {slice(r / 2, r)}), slice(0, r / 2)},
+                              {{"axis", attr_int(-1)}});
+  Tensor y = run_ref1("Add", {run_ref1("Mul", {slice(0, r), cos}), run_ref1("Mul", {rot, sin})});
+  if (r < d) y = run_ref1("Concat", {y, slice(r, d)}, {{"axis", attr_int(-1)}});
+  const Tensor t = run_ref1("Transpose", {y}, {{"perm", attr_ints({0, 2, 1, 3})}});
+  return run_ref1("Reshape", {t, i64({b, s, heads * d})});
+}
+
+// K/V of G heads [B, S, G*D] widened to H heads, head h reading h / (H / G) (repeat_kv).
+Tensor widen(const Tensor& x, int64_t kv_heads, int64_t heads) {
+  const int64_t b = x.dim(0), s = x.dim(1), d = x.dim(2) / kv_heads;
+  Tensor y(DType::kFloat32, {b, s, heads * d});
+  for (int64_t r = 0; r < b * s; ++r) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* from = x.data<float>() + r * kv_heads * d + h / (heads / kv_heads) * d;
+      std::copy(from, from + d, y.data<float>() + (r * heads + h) * d);
+    }
+  }
+  return y;
+}
+
+// Grouped-query attention with rotary embeddings (rotate-half, full and partial) against the
+// composed ops: the rotation as exported, the K/V heads widened, then plain attention.
+TEST(RefAttention, GroupedQueryWithRotaryMatchesComposedOps) {
+  struct G {
+    int64_t batch, heads, kv_heads, d, s, rotary;
+    bool packed;
+  };
+  uint32_t seed = 500;
+  for (const G& c : {G{1, 4, 2, 8, 5, 8, false}, G{2, 4, 1, 8, 6, 4, false},
+                     G{1, 6, 3, 4, 3, 0, false}, G{2, 4, 2, 8, 5, 8, true}}) {
+    SCOPED_TRACE(c.heads * 100 + c.kv_heads * 10 + c.rotary);
+    const int64_t hd = c.heads * c.d, kd = c.kv_heads * c.d;
+    Tensor q = random_tensor({c.batch, c.s, hd}, seed++),
+           k = random_tensor({c.batch, c.s, kd}, seed++);
+    Tensor v = random_tensor({c.batch, c.s, kd}, seed++);
+    Tensor cos = random_tensor({c.s, std::max<int64_t>(c.rotary, 2)}, seed++);
+    Tensor sin = random_tensor({c.s, std::max<int64_t>(c.rotary, 2)}, seed++);
+    Attrs a = mha_attrs(c.heads, true, c.packed);
+    a["kv_num_heads"] = attr_int(c.kv_heads);
+    std::vector<Tensor> in = {q, k, v, Tensor()};
+    if (c.packed)
+      in = {run_ref1("Concat", {q, k, v}, {{"axis", attr_int(-1)}}), Tensor(), Tensor(), Tensor()};
+    if (c.rotary > 0) in.insert(in.end(), {cos, sin});
+    const Tensor got = run_ref1("MultiHeadAttention", in, a);
+    const Tensor rq = c.rotary > 0 ? rotary_composed(q, c.heads, cos, sin) : q;
+    const Tensor rk = c.rotary > 0 ? rotary_composed(k, c.kv_heads, cos, sin) : k;
+    const Tensor want =
+        composed(rq, widen(rk, c.kv_heads, c.heads), widen(v, c.kv_heads, c.heads), Tensor(),
+                 c.heads, 1.0f / std::sqrt(static_cast<float>(c.d)), true);
+    expect_close(got, want, 1e-5f, 1e-5f);
+  }
+}
+
+// Interleaved (GPT-J) rotary is rotate-half on each head's dims reordered evens first: the
+// scores are the same when Q, K and the tables are reordered alike.
+TEST(RefAttention, InterleavedRotaryIsRotateHalfOnReorderedDims) {
+  const int64_t b = 1, h = 2, d = 8, s = 4, r = 6;
+  const Tensor q = random_tensor({b, s, h * d}, 1), k = random_tensor({b, s, h * d}, 2);
+  const Tensor v = random_tensor({b, s, h * d}, 3);
+  const Tensor cos = random_tensor({s, r}, 4), sin = random_tensor({s, r}, 5);
+  auto reorder = [&](const Tensor& x, int64_t width, int64_t stride) {
+    Tensor y = x.clone();
+    for (int64_t row = 0; row < x.numel() / stride; ++row) {
+      for (int64_t hh = 0; hh < stride / width; ++hh) {
+        const float* from = x.data<float>() + row * stride + hh * width;
+        float* to = y.data<float>() + row * stride + hh * width;
+        for (int64_t t = 0; t < r / 2; ++t) {
+          to[t] = from[2 * t];
+          to[r / 2 + t] = from[2 * t + 1];
+        }
+      }
+    }
+    return y;
+  };
+  Attrs il = mha_attrs(h);
+  il["rotary_interleaved"] = attr_int(1);
+  const Tensor got = run_ref1("MultiHeadAttention", {q, k, v, Tensor(), cos, sin}, il);
+  const Tensor want = run_ref1("MultiHeadAttention",
+                               {reorder(q, d, h * d), reorder(k, d, h * d), v, Tensor(),
+                                reorder(cos, r, r), reorder(sin, r, r)},
+                               mha_attrs(h));
+  expect_close(got, want, 1e-6f, 1e-6f);
+}
+
 TEST(RefAttention, FullyMaskedRowsAreNaN) {
   // Causal with Sq > Sk: query 0 of 3 sees no key of 2. Padding -inf over every key of batch 1.
   const Tensor q = random_tensor({2, 3, 4}, 1), k = random_tensor({2, 2, 4}, 2);
@@ -240,6 +333,12 @@ TEST(RefAttention, Errors) {
   expect_error({random_tensor({2, 3, 10}, 1)}, mha_attrs(1, false, true), "does not split");
   expect_error({q, k, v}, mha_attrs(2, false, true), "must be omitted");
   expect_error({q}, mha_attrs(2), "K and V are required");
+  expect_error({q, k, v}, {{"num_heads", attr_int(2)}, {"kv_num_heads", attr_int(3)}},
+               "does not divide num_heads");
+  expect_error({q, k, v}, {{"num_heads", attr_int(2)}, {"kv_num_heads", attr_int(1)}},
+               "must both be [2, Sk, 4]");
+  expect_error({q, k, v, Tensor(), random_tensor({3, 3}, 5), random_tensor({3, 3}, 6)},
+               mha_attrs(2), "R even");
   Tensor half(DType::kFloat16, {2, 3, 8});
   expect_error({half, half, half}, mha_attrs(2), "float16");
 }

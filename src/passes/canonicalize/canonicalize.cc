@@ -79,7 +79,7 @@ class IdentityElimination : public Pass {
   const PassInfo& info() const override {
     static const PassInfo i{"IdentityEliminationPass",
                             "Removes Identity, inference-mode Dropout, 1x1 stride-1 pools, "
-                            "zero Pads and scalings by 1",
+                            "zero Pads, scalings by 1 and Casts to the input's own type",
                             false, true};
     return i;
   }
@@ -113,6 +113,13 @@ class IdentityElimination : public Pass {
         identity = is_noop_pool(*n);
       }
       if (n->op_type() == "Pad") identity = is_noop_pad(*n);
+      // A Cast to the type its input already has (x.float() on a float tensor).
+      if (n->op_type() == "Cast" && n->num_inputs() == 1 && n->input(0) && n->has_attr("to")) {
+        const DType from = n->input(0)->dtype();
+        const Attribute* to = n->find_attr("to");
+        identity = from != DType::kUndefined && to && to->kind == Attribute::Kind::kInt &&
+                   static_cast<int64_t>(dtype_to_onnx(from)) == to->i;
+      }
       int data = 0;  // the input that passes through
       if (n->op_type() == "Mul" || n->op_type() == "Div") {
         data = unit_scale_input(*n);

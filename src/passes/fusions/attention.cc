@@ -108,9 +108,13 @@ Rule attention() {
             const Attention a = attention_at(m);
             if (!a.why.empty()) return a.why;
             const HeadSplit& q = a.heads.q;
+            std::vector<Value*> ins = a.mha.inputs;
+            if (a.mha.cos.defined()) {
+              ins.push_back(m.add_constant(a.out->name() + "_rotary_cos", a.mha.cos));
+              ins.push_back(m.add_constant(a.out->name() + "_rotary_sin", a.mha.sin));
+            }
             if (!q.seq_first)
-              return m.fuse_nodes(a.nodes, "MultiHeadAttention", a.mha.inputs, {a.out},
-                                  a.mha.attrs);
+              return m.fuse_nodes(a.nodes, "MultiHeadAttention", ins, {a.out}, a.mha.attrs);
             return fuse_seq_first(m.g, m.ctx, a.nodes, a.mha.inputs, a.out, a.mha.attrs,
                                   {q.seq, q.batch, q.heads * q.dim}, a.mask_heads);
           }};

@@ -31,63 +31,6 @@ std::optional<Dims> known_shape(const Value* v) {
   return d;
 }
 
-// Walks back from `v` through Transposes to the Reshape; their composition must give Q or V
-// as [B, H, S, D] (or [B*H, S, D]), K (`key`) as [B, H, D, S] (or [B*H, D, S]). Collects the
-// nodes.
-std::optional<HeadSplit> split_heads(Value* v, bool key, std::vector<Node*>& nodes,
-                                     std::string& why) {
-  std::vector<int64_t> perm;  // v's dims as dims of the reshape output
-  std::vector<Node*> seen;
-  while (Node* t = producer_of(v, "Transpose")) {
-    const std::vector<int64_t> p = t->attr_ints("perm");
-    if (perm.empty()) {
-      for (int64_t i = 0; i < static_cast<int64_t>(p.size()); ++i) perm.push_back(i);
-    }
-    if (p.size() != perm.size() || std::any_of(p.begin(), p.end(), [&](int64_t x) {
-          return x < 0 || x >= static_cast<int64_t>(p.size());
-        })) {
-      break;
-    }
-    // v dim i is t's input dim p[i]: compose from the output side.
-    std::vector<int64_t> next(p.size());
-    for (size_t i = 0; i < p.size(); ++i) next[i] = p[static_cast<size_t>(perm[i])];
-    perm = next;
-    seen.push_back(t);
-    v = t->input(0);
-  }
-  const std::vector<int64_t> want4 =
-      key ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3};
-  const std::vector<int64_t> want3 =
-      key ? std::vector<int64_t>{1, 2, 0} : std::vector<int64_t>{1, 0, 2};
-  Node* r = producer_of(v, "Reshape");
-  if (!r || (perm != want4 && perm != want3)) {
-    why = "a head split is not Reshape [B, S, H, D] then Transpose";
-    return std::nullopt;
-  }
-  std::optional<Dims> in = known_shape(r->input(0)), out = static_shape(r->output(0));
-  HeadSplit h{r->input(0)};
-  if (perm == want4) {
-    if (!in || !out || in->size() != 3 || out->size() != 4 || (*out)[0] != (*in)[0] ||
-        (*out)[1] != (*in)[1] || (*out)[2] * (*out)[3] != (*in)[2]) {
-      why = "a head split's Reshape is not [B, S, H*D] -> [B, S, H, D] with static shapes";
-      return std::nullopt;
-    }
-    h.batch = (*out)[0], h.seq = (*out)[1], h.heads = (*out)[2], h.dim = (*out)[3];
-  } else {
-    if (!in || !out || in->size() != 3 || out->size() != 3 || (*out)[0] != (*in)[0] ||
-        (*in)[1] <= 0 || (*out)[1] % (*in)[1] != 0 ||
-        (*out)[1] / (*in)[1] * (*out)[2] != (*in)[2]) {
-      why = "a head split's Reshape is not [S, B, H*D] -> [S, B*H, D] with static shapes";
-      return std::nullopt;
-    }
-    h.batch = (*in)[1], h.seq = (*in)[0], h.heads = (*out)[1] / (*in)[1], h.dim = (*out)[2];
-    h.seq_first = true;
-  }
-  seen.push_back(r);
-  nodes.insert(nodes.end(), seen.begin(), seen.end());
-  return h;
-}
-
 // Q, K, V as the three equal parts of one tensor along its last axis: the outputs of one
 // Split, or three Slices (chunk()). The tensor, and the nodes to absorb; nullopt otherwise.
 std::optional<std::pair<Value*, std::vector<Node*>>> packed_source(Value* q, Value* k, Value* v,
@@ -277,10 +220,16 @@ std::optional<Heads> split_qkv(const Scores& sc, Value* v, int64_t rank, std::ve
     return std::nullopt;
   }
   const bool seq_first = q->seq_first;
-  if (q->heads != k->heads || q->heads != vs->heads || q->dim != k->dim || q->dim != vs->dim ||
-      q->batch != k->batch || q->batch != vs->batch || k->seq != vs->seq ||
-      seq_first != k->seq_first || seq_first != vs->seq_first || rank != (seq_first ? 3 : 4)) {
-    why = "Q, K and V do not split into the same heads";
+  if (q->heads != k->heads * k->group || q->group != 1 || k->heads != vs->heads ||
+      k->group != vs->group || q->dim != k->dim || q->dim != vs->dim || q->batch != k->batch ||
+      q->batch != vs->batch || k->seq != vs->seq || seq_first != k->seq_first ||
+      seq_first != vs->seq_first || rank != (seq_first ? 3 : 4)) {
+    why = "Q, K and V do not split into the same heads (or K/V into a group of them)";
+    return std::nullopt;
+  }
+  if (vs->rotary || q->rotary.has_value() != k->rotary.has_value() ||
+      (q->rotary && (q->seq != k->seq || !same_tables(*q->rotary, *k->rotary)))) {
+    why = "rotary embeddings not on Q and K alike (or on V)";
     return std::nullopt;
   }
   return Heads{*q, *k, *vs};
@@ -292,12 +241,20 @@ MhaNode mha_node(const Scores& sc, const Heads& h, std::vector<Node*>& nodes) {
              {"scale", attr_float(static_cast<float>(sc.scaled ? sc.scale : 1.0))}};
   if (sc.causal) r.attrs["causal"] = attr_int(1);
   r.inputs = {h.q.src, h.k.src, h.v.src, sc.mask};
-  if (auto packed = packed_source(h.q.src, h.k.src, h.v.src, h.q.heads * h.q.dim)) {
+  if (h.k.group > 1) r.attrs["kv_num_heads"] = attr_int(h.k.heads);
+  if (h.q.rotary) {
+    r.cos = h.q.rotary->cos;
+    r.sin = h.q.rotary->sin;
+    if (h.q.rotary->interleaved) r.attrs["rotary_interleaved"] = attr_int(1);
+  }
+  if (h.k.group > 1) {
+    // Packed with grouped K/V: the projections are packed later (QKVProjectionFusionPass).
+  } else if (auto packed = packed_source(h.q.src, h.k.src, h.v.src, h.q.heads * h.q.dim)) {
     nodes.insert(nodes.end(), packed->second.begin(), packed->second.end());
     r.inputs = {packed->first, nullptr, nullptr, sc.mask};
     r.attrs["qkv_packed"] = attr_int(1);
   }
-  if (!sc.mask) r.inputs.pop_back();
+  if (!sc.mask && !r.cos.defined()) r.inputs.pop_back();
   return r;
 }
 

@@ -24,13 +24,40 @@ std::optional<double> scalar_value(const Value* v);
 // v's static shape, or for a Slice output of unknown shape, the one its constant bounds give.
 std::optional<Dims> known_shape(const Value* v);
 
+// Rotary position embeddings on x [B, H, S, D] as exporters write them (attention_rotary.cc):
+//   y = x * cos + rotate_half(x) * sin, rotate_half(x) = Concat(-x[.., R/2:R], x[.., :R/2])
+// (either order of every sum and product), or partial: Concat(that of x[.., :R], x[.., R:]);
+// cos and sin constants [.., S, R] broadcast over batch and heads. The tables as [S, R].
+struct Rotary {
+  Value* x = nullptr;
+  Tensor cos, sin;
+  int64_t dims = 0;  // R
+  bool interleaved = false;
+  std::vector<Node*> nodes;
+};
+std::optional<Rotary> rotary_of(Value* y);
+bool same_tables(const Rotary& a, const Rotary& b);
+
+// Grouped-query K/V widened from G to G*n heads, as repeat_kv writes it:
+//   Reshape(Expand(Unsqueeze(x [B, G, S, D], axes [2]), [B, G, n, S, D]), [B, G*n, S, D])
+struct Widening {
+  Value* x = nullptr;
+  int64_t group = 1;  // n
+  std::vector<Node*> nodes;
+};
+std::optional<Widening> widening_of(Value* y);
+
 // One of Q, K, V split into heads: src [B, S, H*D] -> Reshape [B, S, H, D] -> Transpose(s);
 // or, as nn.MultiheadAttention writes it, sequence-first src [S, B, H*D] -> Reshape
-// [S, B*H, D] -> Transpose(s) (`seq_first`).
+// [S, B*H, D] -> Transpose(s) (`seq_first`). Between the first Transpose<0,2,1,3> and the
+// rest, rotary embeddings (Q and K) and the widening of grouped-query heads (K and V): then
+// `heads` is the split's own (G) and `group` the widening's n.
 struct HeadSplit {
   Value* src = nullptr;
   int64_t batch = 0, seq = 0, heads = 0, dim = 0;
   bool seq_first = false;
+  int64_t group = 1;
+  std::optional<Rotary> rotary;
 };
 
 // Walks back from `v` through Transposes to the Reshape; their composition must give Q or V
@@ -95,6 +122,7 @@ std::string mask_reason(const Value* mask, const HeadSplit& q, const Dims& score
 struct MhaNode {
   std::vector<Value*> inputs;
   std::map<std::string, Attribute> attrs;
+  Tensor cos, sin;  // the rotary tables [S, R], inputs 4 and 5 once made constants
 };
 MhaNode mha_node(const Scores& sc, const Heads& h, std::vector<Node*>& nodes);
 
