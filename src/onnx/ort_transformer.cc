@@ -26,7 +26,7 @@ float epsilon_of(const Node& n) { return n.attr_float("epsilon", 1e-5f); }
 // MultiHeadAttention (and a packed projection is not taken into an Attention).
 bool is_decoder_attention(const Node& n) {
   return n.attr_int("kv_num_heads", n.attr_int("num_heads", 0)) != n.attr_int("num_heads", 0) ||
-         (n.num_inputs() > 4 && n.input(4));
+         (n.num_inputs() > 4 && n.input(4)) || (n.num_inputs() > 6 && n.input(6));
 }
 
 }  // namespace
@@ -348,8 +348,8 @@ void OrtLowering::lower_attention(const Node& n) {
 }
 
 void OrtLowering::lower_decoder_attention(const Node& n) {
-  // Grouped-query and rotary attention: the rotations and the K/V widening in standard ops, then
-  // ORT's MultiHeadAttention.
+  // Grouped-query, rotary and KV-cache attention: the rotations, the cache's Concat and the K/V
+  // widening in standard ops, then ORT's MultiHeadAttention.
   const int64_t heads = n.attr_int("num_heads", 0), kv = n.attr_int("kv_num_heads", heads);
   const bool packed = n.attr_int("qkv_packed", 0) != 0;
   const auto qd = static_dims(n.input(0));
@@ -377,18 +377,54 @@ void OrtLowering::lower_decoder_attention(const Node& n) {
     qn = write_rotary(w_, n, qn, b, sq, heads, d, n.name() + "_q_rotary");
     kn = write_rotary(w_, n, kn, b, sk, kv, d, n.name() + "_k_rotary");
   }
-  if (kv != heads) {
+  int64_t total = sk;
+  if (n.num_inputs() > 7 && n.input(6) && n.input(7)) {
+    // The KV cache: present = Concat(past, the new rows as [B, G, S, D]) over the sequence,
+    // widened to [B, H, P + S, D], the form of ORT's MultiHeadAttention's key and value that
+    // are already split into heads.
+    const auto pd = static_dims(n.input(6));
+    NNFUSE_CHECK(pd && pd->size() == 4, n.describe(), ": the past needs a static shape");
+    NNFUSE_CHECK(n.attr_int("causal", 0) == 0 || sq == 1, n.describe(),
+                 ": a causal attention over a KV cache with more than one query row is not "
+                 "exported");
+    total = (*pd)[2] + sk;
+    for (int c = 0; c < 2; ++c) {
+      std::string& x = c == 0 ? kn : vn;
+      const std::string stem = n.name() + (c == 0 ? "_key" : "_value");
+      const std::string split = w_.fresh(stem + "_split"), bgsd = w_.fresh(stem + "_new");
+      w_.node("Reshape", {x, w_.int64s({b, sk, kv, d})}, {split}, "", stem + "_split");
+      ProtoWriter::set_ints(w_.node("Transpose", {split}, {bgsd}, "", stem + "_heads"), "perm",
+                            {0, 2, 1, 3});
+      const size_t o = 1 + static_cast<size_t>(c);
+      const std::string present =
+          n.num_outputs() > o && n.output(o) ? name_of(n.output(o)) : w_.fresh(stem + "_present");
+      ProtoWriter::set_int(
+          w_.node("Concat", {name_of(n.input(5 + o)), bgsd}, {present}, "", stem + "_cache"),
+          "axis", 2);
+      x = present;
+      if (kv != heads) {
+        const std::string a = w_.fresh(stem + "_groups"), e = w_.fresh(stem + "_expanded");
+        x = w_.fresh(stem + "_widened");
+        w_.node("Reshape", {present, w_.int64s({b, kv, 1, total, d})}, {a}, "", stem + "_groups");
+        w_.node("Expand", {a, w_.int64s({b, kv, heads / kv, total, d})}, {e}, "", stem + "_expand");
+        w_.node("Reshape", {e, w_.int64s({b, heads, total, d})}, {x}, "", stem + "_widen");
+      }
+    }
+  } else if (kv != heads) {
     kn = write_widen(w_, kn, b, sk, kv, heads / kv, d, n.name() + "_k");
     vn = write_widen(w_, vn, b, sk, kv, heads / kv, d, n.name() + "_v");
   }
   std::vector<std::string> ins = {qn, kn, vn};
   if (n.num_inputs() > 3 && n.input(3)) {
-    ins.insert(ins.end(), {"", "", expanded_mask(n.input(3), sq, sk)});
+    ins.insert(ins.end(), {"", "", expanded_mask(n.input(3), sq, total)});
   }
   onnx::NodeProto* p = w_.node("MultiHeadAttention", ins, {out}, kOrtDomain, n.name());
   ProtoWriter::set_int(p, "num_heads", heads);
   if (const Attribute* s = n.find_attr("scale")) ProtoWriter::set_float(p, "scale", s->f);
-  if (n.attr_int("causal", 0) != 0) ProtoWriter::set_int(p, "unidirectional", 1);
+  // Causal over one query row (a decode step) masks nothing.
+  if (n.attr_int("causal", 0) != 0 && !(sq == 1 && total > sk)) {
+    ProtoWriter::set_int(p, "unidirectional", 1);
+  }
 }
 
 void OrtLowering::lower_matmul_layer_norm(const Node& n) {

@@ -6,7 +6,8 @@ nn.MultiheadAttention (batch_first and sequence-first, with and without key_padd
 scaled_dot_product_attention as torch 2 exports it (the scale applied to Q and to K, sqrt of
 it each; no mask and causal), and decoders as Hugging Face writes them (LLaMA and Mistral with
 grouped-query K/V and rotary embeddings, multi-query, GPT-NeoX's partial rotary, T5's
-unscaled scores with a relative position bias), at opsets 13 and 14. For each model: `nnfuse compile` must apply
+unscaled scores with a relative position bias, and decode steps with a KV cache: past K and V
+in, present out), at opsets 13 and 14. For each model: `nnfuse compile` must apply
 the expected passes (effect_times >= 1 in fusion_result.json) and write MultiHeadAttention
 into a checker-valid model, or, for a form that does not fuse, report the attention it
 declined; `nnfuse run` on the fused model must give PyTorch's outputs; and `nnfuse verify`
@@ -145,14 +146,18 @@ class Decoder(nn.Module):
         n = s.h // s.kv
         return x[:, :, None, :, :].expand(b, kv, n, t, d).reshape(b, kv * n, t, d)
 
-    def forward(s, x):
+    def forward(s, x, past_k=None, past_v=None):
         b, t, _ = x.shape
         q = s.q(x).view(b, t, s.h, s.d).transpose(1, 2)
         k = s.k(x).view(b, t, s.kv, s.d).transpose(1, 2)
         v = s.v(x).view(b, t, s.kv, s.d).transpose(1, 2)
+        p = 0 if past_k is None else past_k.shape[2]
         if s.rot:
-            pos = torch.arange(t).unsqueeze(0)
+            pos = torch.arange(p, p + t).unsqueeze(0)
             q, k = s.rope(q, pos), s.rope(k, pos)
+        if past_k is not None:
+            k, v = torch.cat((past_k, k), dim=2), torch.cat((past_v, v), dim=2)
+            s.present = (k, v)
         k, v = s.widen(k), s.widen(v)
         w = torch.matmul(q, k.transpose(2, 3))
         if s.scale:
@@ -166,6 +171,22 @@ class Decoder(nn.Module):
             w = w.masked_fill(~keep, torch.finfo(w.dtype).min)
         p = torch.softmax(w.float(), dim=-1).to(q.dtype)
         return s.o(torch.matmul(p, v).transpose(1, 2).reshape(b, t, -1))
+
+
+class DecodeStep(Decoder):
+    """One decode step of Decoder with a KV cache: x [B, 1, E] at position P, past K and V
+    [B, kv, P, D]; the output and both present caches, flattened into one."""
+
+    def forward(s, x, past_k, past_v):
+        y = super().forward(x, past_k, past_v)
+        return torch.cat([y.flatten(), s.present[0].flatten(), s.present[1].flatten()])
+
+
+def decode_in(e, kv, d, p):
+    def make():
+        return {"x": torch.randn(B, 1, e), "past_k": torch.randn(B, kv, p, d),
+                "past_v": torch.randn(B, kv, p, d)}
+    return make
 
 
 def x_in(e, t, seq_first=False):
@@ -228,6 +249,11 @@ CASES = [
      {"num_heads": 4, "kv_num_heads": 1, "causal": 1, "qkv_packed": 1, "scale": 0.25}),
     ("neox_partial_rotary_op14", Decoder(64, 4, 4, 4), x_in(64, 9), 14, {ATT: 1, QKV: 1},
      {"num_heads": 4, "causal": 1, "qkv_packed": 1, "scale": 0.25}),
+    ("llama_decode_step_op14", DecodeStep(64, 4, 2, 16, None), decode_in(64, 2, 16, 11), 14,
+     {ATT: 1, QKV: 1},
+     {"num_heads": 4, "kv_num_heads": 2, "causal": 0, "qkv_packed": 1, "scale": 0.25}),
+    ("mha_decode_step_op14", DecodeStep(64, 4, 4, 8, None), decode_in(64, 4, 16, 5), 14,
+     {ATT: 1, QKV: 1}, {"num_heads": 4, "causal": 0, "qkv_packed": 1, "scale": 0.25}),
     ("t5_no_scale_bias_op14", Decoder(64, 4, 4, 0, None, False, True), x_in(64, 9), 14,
      {ATT: 1, QKV: 1}, {"num_heads": 4, "causal": 0, "qkv_packed": 1, "scale": 1.0}),
 ]

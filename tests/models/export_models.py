@@ -164,7 +164,7 @@ class LlamaAttention(nn.Module):
         n = s.h // s.kv
         return x[:, :, None, :, :].expand(b, kv, n, t, dh).reshape(b, kv * n, t, dh)
 
-    def forward(s, x, pos, mask):
+    def forward(s, x, pos, mask, past=None):
         b, t, _ = x.shape
         q = s.q(x).view(b, t, s.h, s.dh).transpose(1, 2)
         k = s.k(x).view(b, t, s.kv, s.dh).transpose(1, 2)
@@ -172,11 +172,16 @@ class LlamaAttention(nn.Module):
         cos, sin = s.cos[pos].unsqueeze(1), s.sin[pos].unsqueeze(1)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
+        if past is not None:  # the KV cache: past [B, G, P, D] and the new keys and values
+            k, v = torch.cat((past[0], k), dim=2), torch.cat((past[1], v), dim=2)
+        present = (k, v)
         k, v = s.repeat_kv(k), s.repeat_kv(v)
-        a = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(s.dh) + mask
+        a = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(s.dh)
+        if mask is not None:
+            a = a + mask
         a = torch.softmax(a.float(), dim=-1).to(q.dtype)
         o = torch.matmul(a, v).transpose(1, 2).reshape(b, t, -1)
-        return s.o(o)
+        return s.o(o), present
 
 
 class Llama(nn.Module):
@@ -202,10 +207,38 @@ class Llama(nn.Module):
         mask = torch.full((t, t), float("-inf")).triu(1)[None, None]
         x = s.embed(ids)
         for i in range(len(s.attn)):
-            x = x + s.attn[i](s.n1[i](x), pos, mask)
+            x = x + s.attn[i](s.n1[i](x), pos, mask)[0]
             h = s.n2[i](x)
             x = x + s.down[i](nn.functional.silu(s.gate[i](h)) * s.up[i](h))
         return s.head(s.norm(x))
+
+
+class LlamaDecode(Llama):
+    """One decode step of Llama with a KV cache: the next token input_ids [1, 1] at position
+    P, past_key_i and past_value_i [1, kv_heads, P, head_dim] per layer; logits [1, 1, vocab]
+    and present_key_i, present_value_i [1, kv_heads, P + 1, head_dim] (past and the new)."""
+
+    def forward(s, ids, *past):
+        p = past[0].shape[2]
+        pos = torch.arange(p, p + ids.shape[1]).unsqueeze(0)
+        x = s.embed(ids)
+        presents = []
+        for i in range(len(s.attn)):
+            a, present = s.attn[i](s.n1[i](x), pos, None, (past[2 * i], past[2 * i + 1]))
+            presents += list(present)
+            x = x + a
+            h = s.n2[i](x)
+            x = x + s.down[i](nn.functional.silu(s.gate[i](h)) * s.up[i](h))
+        return (s.head(s.norm(x)), *presents)
+
+
+def decode_inputs(p, layers=4, kv_heads=2, dh=64):
+    past = []
+    names = ["input_ids"]
+    for i in range(layers):
+        past += [torch.randn(1, kv_heads, p, dh), torch.randn(1, kv_heads, p, dh)]
+        names += ["past_key_%d" % i, "past_value_%d" % i]
+    return (torch.randint(0, 2048, (1, 1)), *past), names
 
 
 def img(n=1, c=3, hw=224):
@@ -237,6 +270,8 @@ ZOO = {
                           14, False),
     "llama_prefill_512": (lambda: Llama(), lambda: ((torch.randint(0, 2048, (1, 512)),), ["input_ids"]),
                           14, False),
+    "llama_decode_256": (lambda: LlamaDecode(), lambda: decode_inputs(256), 14, False),
+    "llama_decode_1024": (lambda: LlamaDecode(), lambda: decode_inputs(1024), 14, False),
     # Batch and sequence as symbolic dims, for benchmarks at other shapes (bench --shape).
     "bert_base_dyn": (lambda: Bert(), bert_inputs, 13, False),
     "bert_tiny_dyn": (lambda: Bert(layers=2, h=128, nh=2, inter=512), lambda: bert_inputs(1, 32),
@@ -268,7 +303,10 @@ def export(name, outdir):
     path = os.path.join(outdir, name + ".onnx")
     mode = torch.onnx.TrainingMode.PRESERVE if keep_bn else torch.onnx.TrainingMode.EVAL
     # grad stays enabled: under no_grad, nn.MultiheadAttention takes a fast path torch can't export
-    torch.onnx.export(m, args, path, input_names=names, opset_version=opset,
+    outs = None
+    if name.startswith("llama_decode"):
+        outs = ["logits"] + [n.replace("past", "present") for n in names[1:]]
+    torch.onnx.export(m, args, path, input_names=names, output_names=outs, opset_version=opset,
                       training=mode, do_constant_folding=True, dynamic_axes=DYNAMIC.get(name))
     print(name, os.path.getsize(path) // (1 << 20), "MiB")
 

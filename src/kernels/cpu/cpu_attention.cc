@@ -12,7 +12,9 @@
 // reading V's rows in place (a zero-padded copy when D is not a multiple of the vector width).
 // Key blocks past every row's causal limit are skipped. Grouped-query attention reads each K/V
 // head for its group of query heads in place; rotary embeddings are applied once per run to
-// copies of Q and K (the copies' rows then read as Q's and K's), in parallel over rows.
+// copies of Q and K (the copies' rows then read as Q's and K's), in parallel over rows. With a
+// KV cache the past is copied once into the present outputs and the new (rotated) rows after
+// it; attention then reads K and V there, head by head.
 //
 // The loops are written once with GCC vector extensions over a vector of W floats and compiled
 // for AVX-512 (W = 16), AVX2 + FMA (8) and baseline SSE2 (4), picked when the kernel is made.
@@ -46,8 +48,13 @@ struct Problem {
   int64_t q_stride = 0, k_stride = 0, v_stride = 0;  // row strides of Q's, K's and V's tensors
   int64_t k_col = 0, v_col = 0;                      // first column of K and V in their tensors
   int64_t rotary = 0;                                // R of the cos and sin [Sq, R]; 0: none
+  int64_t past = 0;                                  // P of past_key, past_value [B, G, P, D]
+  // Where attention reads K and V: row j of head g of batch b at b * kb + g * kh + j * kr
+  // (+ k_col); likewise V. Set per run.
+  int64_t kb = 0, kh = 0, kr = 0, vb = 0, vh = 0, vr = 0;
   float scale = 1.0f;
-  bool packed = false, causal = false, interleaved = false;
+  bool packed = false, causal = false, interleaved = false, cached = false;
+  Dims past_shape;
   Dims q_shape, kv_shape, mask_shape;  // kv_shape empty when packed, mask_shape when no mask
   int64_t ms_b = 0, ms_h = 0, ms_q = 0, ms_k = 0;  // mask strides (0 on broadcast dims)
 };
@@ -107,6 +114,24 @@ std::optional<Problem> plan(const NodeInfo& info) {
       return {};
     }
     p.rotary = (*c)[1];
+  }
+  if (info.has_input(6) != info.has_input(7) || node.num_outputs() > (info.has_input(6) ? 3 : 1)) {
+    return {};
+  }
+  if (info.has_input(6)) {
+    const std::optional<Dims> pk = info.input_shape(6), pv = info.input_shape(7);
+    if (!pk || !pv || *pk != *pv || pk->size() != 4 || (*pk)[0] != p.batch ||
+        (*pk)[1] != p.kv_heads || (*pk)[3] != p.head_size) {
+      return {};
+    }
+    p.past = (*pk)[2];
+    p.past_shape = *pk;
+    p.cached = true;
+    const Dims present = {p.batch, p.kv_heads, p.past + p.sk, p.head_size};
+    for (size_t o = 1; o < node.num_outputs(); ++o) {
+      if (std::optional<Dims> d = info.output_shape(o); d && *d != present) return {};
+    }
+    p.sk += p.past;
   }
   p.scale = node.has_attr("scale") ? node.attr_float("scale", 1.0f)
             : p.head_size > 0
@@ -341,7 +366,7 @@ NNFUSE_INLINE void attend(const Args& a, Scratch& s, int64_t b, int64_t h, int64
                           int64_t rows) {
   const Problem& p = *a.p;
   const int64_t d = p.head_size, dp = (d + W - 1) / W * W;
-  const int64_t hidden = p.heads * d, col = h * d, kv_col = h / (p.heads / p.kv_heads) * d;
+  const int64_t hidden = p.heads * d, col = h * d, g = h / (p.heads / p.kv_heads);
   const int64_t nqv = (rows + W - 1) / W, lanes = nqv * W;   // rows padded to whole vectors
   const int64_t tiled = (rows + kRows - 1) / kRows * kRows;  // rows padded to whole PV tiles
   const int64_t off = p.sk - p.sq;  // causal: query i sees keys j <= i + off
@@ -373,8 +398,7 @@ NNFUSE_INLINE void attend(const Args& a, Scratch& s, int64_t b, int64_t h, int64
   float* const mx = s.mx;
   for (int64_t k0 = 0; k0 < kend; k0 += kKBlock) {
     const int64_t n = std::min(kKBlock, kend - k0);
-    qk_block<W>(s.qt, a.k + (b * p.sk + k0) * p.k_stride + p.k_col + kv_col, p.k_stride, s.st, d, n,
-                nqv);
+    qk_block<W>(s.qt, a.k + b * p.kb + g * p.kh + k0 * p.kr + p.k_col, p.kr, s.st, d, n, nqv);
     // Mask, causal limit and padding lanes; the block's max per lane.
     std::fill(mx, mx + lanes, -kInf);
     for (int64_t j = 0; j < n; ++j) {
@@ -418,11 +442,11 @@ NNFUSE_INLINE void attend(const Args& a, Scratch& s, int64_t b, int64_t h, int64
         l[r] += e;
       }
     }
-    const float* vb = a.v + (b * p.sk + k0) * p.v_stride + p.v_col + kv_col;
-    int64_t vs = p.v_stride;
+    const float* vb = a.v + b * p.vb + g * p.vh + k0 * p.vr + p.v_col;
+    int64_t vs = p.vr;
     if (copy_v) {
       for (int64_t j = 0; j < n; ++j) {
-        std::memcpy(s.vb + j * dp, vb + j * p.v_stride, static_cast<size_t>(d) * sizeof(float));
+        std::memcpy(s.vb + j * dp, vb + j * p.vr, static_cast<size_t>(d) * sizeof(float));
         std::fill(s.vb + j * dp + d, s.vb + (j + 1) * dp, 0.0f);
       }
       vb = s.vb;
@@ -534,7 +558,7 @@ class AttentionKernel : public Kernel {
     }
     Tensor& y = io.output(0, DType::kFloat32, {p_.batch, p_.sq, p_.heads * p_.head_size});
     float* out = y.data<float>();
-    if (y.numel() == 0) return;
+    if (y.numel() == 0 && !p_.cached) return;
     if (p_.sk == 0) {  // no keys: the products over an empty axis are 0
       std::fill(out, out + y.numel(), 0.0f);
       return;
@@ -562,12 +586,49 @@ class AttentionKernel : public Kernel {
       p.k_stride = kd;
       p.k_col = 0;
     }
-    const Args a{&p,
-                 q,
-                 k,
-                 p_.packed ? io.in(0).data<float>() : io.in(2).data<float>(),
-                 io.has_input(3) ? io.in(3).data<float>() : nullptr,
-                 out};
+    const float* v = p_.packed ? io.in(0).data<float>() : io.in(2).data<float>();
+    const int64_t d = p.head_size, fresh = p.sk - p.past;
+    p.kb = fresh * p.k_stride, p.kh = d, p.kr = p.k_stride;
+    p.vb = fresh * p.v_stride, p.vh = d, p.vr = p.v_stride;
+    std::vector<float> own[2];
+    if (p.cached) {
+      // The present K and V [B, G, P + S, D] (outputs 1 and 2, else buffers of the run's own):
+      // each head's past rows in one copy, then its new rows; attention reads them there.
+      const Dims present = {p.batch, p.kv_heads, p.sk, d};
+      float* dst[2];
+      for (size_t c = 0; c < 2; ++c) {
+        check(io, 6 + c, p_.past_shape);
+        if (io.outputs.size() > 1 + c) {
+          dst[c] = io.output(1 + c, DType::kFloat32, present).data<float>();
+        } else {
+          own[c].resize(static_cast<size_t>(p.batch * p.kv_heads * p.sk * d));
+          dst[c] = own[c].data();
+        }
+      }
+      const float* src[2] = {k + p.k_col, v + p.v_col};
+      const int64_t strides[2] = {p.k_stride, p.v_stride};
+      const float* past[2] = {io.in(6).data<float>(), io.in(7).data<float>()};
+      const int64_t heads = p.batch * p.kv_heads;
+      parallel_range(2 * heads, 1, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t c = t / heads, bg = t % heads, b = bg / p.kv_heads, g = bg % p.kv_heads;
+          float* to = dst[c] + bg * p.sk * d;
+          std::memcpy(to, past[c] + bg * p.past * d,
+                      static_cast<size_t>(p.past * d) * sizeof(float));
+          for (int64_t j = 0; j < fresh; ++j) {
+            std::memcpy(to + (p.past + j) * d, src[c] + (b * fresh + j) * strides[c] + g * d,
+                        static_cast<size_t>(d) * sizeof(float));
+          }
+        }
+      });
+      k = dst[0];
+      v = dst[1];
+      p.k_col = p.v_col = 0;
+      p.kb = p.vb = p.kv_heads * p.sk * d;
+      p.kh = p.vh = p.sk * d;
+      p.kr = p.vr = d;
+    }
+    const Args a{&p, q, k, v, io.has_input(3) ? io.in(3).data<float>() : nullptr, out};
     const int64_t tasks = p_.batch * p_.heads * ((p_.sq + kQBlock - 1) / kQBlock);
     const int64_t work = p_.batch * p_.heads * p_.sq * p_.sk * p_.head_size;
     const RangeFn range = range_;
@@ -593,8 +654,8 @@ class AttentionKernel : public Kernel {
 // Why the kernel declines a MultiHeadAttention, "" when it runs it.
 std::string attention_declines(const NodeInfo& info) {
   const Node& n = info.node;
-  if (n.domain() != kFusedDomain || n.num_inputs() > 6 || !single_output(n)) {
-    return "not an ai.nnfuse MultiHeadAttention of at most 6 inputs and 1 output";
+  if (n.domain() != kFusedDomain || n.num_inputs() > 8 || n.num_outputs() > 3 || !n.output(0)) {
+    return "not an ai.nnfuse MultiHeadAttention of at most 8 inputs and 3 outputs";
   }
   if (std::string r = float_inputs_problem(info); !r.empty()) return r;
   if (!info.all_inputs_in(Layout::kPlain)) return "an input is not plain";

@@ -60,18 +60,20 @@ struct Case {
   int64_t kv_heads = 0;  // 0: heads
   int64_t rotary = 0;    // R of the cos and sin tables; 0: none
   bool interleaved = false;
+  int64_t past = -1;  // P of a KV cache (inputs 6 and 7, outputs 1 and 2); -1: none
 };
 
 std::string describe(const Case& c) {
   std::ostringstream os;
   os << "B" << c.batch << " H" << c.heads << " D" << c.head_size << " Sq" << c.sq << " Sk" << c.sk
      << " mask " << mask_name(c.mask) << (c.causal ? " causal" : "") << (c.packed ? " packed" : "")
-     << " G" << c.kv_heads << " R" << c.rotary << (c.interleaved ? " interleaved" : "");
+     << " G" << c.kv_heads << " R" << c.rotary << (c.interleaved ? " interleaved" : "") << " P"
+     << c.past;
   return os.str();
 }
 
 Tensor make_mask(const Case& c, uint32_t seed) {
-  const int64_t b = c.batch, h = c.heads, sq = c.sq, sk = c.sk;
+  const int64_t b = c.batch, h = c.heads, sq = c.sq, sk = c.sk + std::max<int64_t>(c.past, 0);
   switch (c.mask) {
     case Mask::kNone:
       return Tensor();
@@ -121,10 +123,17 @@ std::vector<FastInput> inputs_of(const Case& c, uint32_t seed) {
           {random_tensor({c.batch, c.sk, kv}, seed + 1, -2, 2)},
           {random_tensor({c.batch, c.sk, kv}, seed + 2)}};
   }
-  if (c.mask != Mask::kNone || c.rotary) in.push_back({make_mask(c, seed + 3)});
+  if (c.mask != Mask::kNone || c.rotary || c.past >= 0) in.push_back({make_mask(c, seed + 3)});
   if (c.rotary) {
     in.push_back({random_tensor({c.sq, c.rotary}, seed + 4, -1, 1), true});
     in.push_back({random_tensor({c.sq, c.rotary}, seed + 5, -1, 1), true});
+  } else if (c.past >= 0) {
+    in.insert(in.end(), {{Tensor()}, {Tensor()}});
+  }
+  if (c.past >= 0) {
+    const Dims d = {c.batch, c.kv_heads ? c.kv_heads : c.heads, c.past, c.head_size};
+    in.push_back({random_tensor(d, seed + 6, -2, 2)});
+    in.push_back({random_tensor(d, seed + 7)});
   }
   return in;
 }
@@ -150,11 +159,13 @@ void check(const Case& c, uint32_t seed) {
   SCOPED_TRACE(describe(c));
   const std::vector<FastInput> in = inputs_of(c, seed);
   const Attrs a = attrs_of(c);
-  const testing::FastRun fast = testing::run_kernel(kOp, in, a, 1, kKernel);
+  const size_t outs = c.past >= 0 ? 3 : 1;
+  const testing::FastRun fast = testing::run_kernel(kOp, in, a, outs, kKernel);
   std::vector<Tensor> plain;
   for (const FastInput& i : in) plain.push_back(i.value);
-  const Tensor want = testing::run_ref1(kOp, plain, a);
-  expect_close_nan(fast.outputs[0], want);
+  const std::vector<Tensor> want = testing::run_ref(kOp, plain, a, outs);
+  ASSERT_EQ(fast.outputs.size(), want.size());
+  for (size_t k = 0; k < outs; ++k) expect_close_nan(fast.outputs[k], want[k]);
 }
 
 TEST(CpuAttention, SmallShapesEveryMask) {
@@ -193,6 +204,20 @@ TEST(CpuAttention, GroupedQueryAndRotary) {
   // LLaMA's prefill shapes: H 8, G 2, D 64, S 128.
   check({1, 8, 64, 128, 128, Mask::kNone, true, false, 2, 64}, seed += 6);
   check({1, 8, 64, 128, 128, Mask::kNone, true, true, 2, 64}, seed += 6);
+}
+
+// A decode step with a KV cache: one new query row (and key and value) after P cached ones,
+// and a few new rows (a chunk of the prompt), with grouped K/V and rotary embeddings; the
+// present outputs are the past and the new rows.
+TEST(CpuAttention, KvCache) {
+  uint32_t seed = 6000;
+  for (int64_t past : {0, 1, 70, 256}) {
+    for (bool packed : {false, true}) {
+      check({1, 8, 64, 1, 1, Mask::kNone, false, packed, 2, 64, false, past}, seed += 8);
+      check({2, 4, 24, 5, 5, Mask::kNone, true, packed, 4, 8, false, past}, seed += 8);
+    }
+  }
+  check({1, 4, 16, 1, 1, Mask::kPerRow, false, false, 1, 0, false, 9}, seed += 8);
 }
 
 TEST(CpuAttention, BertBase) {

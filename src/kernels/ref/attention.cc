@@ -7,7 +7,11 @@
 //            [B, H, Sq, Sk], rank <= 4); with qkv_packed = 1, input 0 is [B, S, (H+2G)*D]
 //            holding [Q | K | V] and inputs 1 and 2 are omitted; cos?, sin? (inputs 4 and 5,
 //            both or neither) [Sq, R], R even and at most D, with Sk = Sq: rotary position
-//            embeddings applied to Q and K first (below).
+//            embeddings applied to Q and K first (below); past_key?, past_value? (inputs 6
+//            and 7, both or neither) [B, G, P, D]: the KV cache, K and V then being the new
+//            keys and values, attended after the past ones (Sk = P + the new ones).
+//   outputs: [B, Sq, H*D]; with a past, present_key and present_value [B, G, Sk, D] (the past
+//            then the new, rotated keys and values), the next step's past.
 //   attrs:   num_heads (required), kv_num_heads G (default H; grouped-query attention: query
 //            head h reads K/V head h / (H / G), H a multiple of G), scale (default 1 / sqrt(D)),
 //            causal (0), qkv_packed (0), rotary_interleaved (0).
@@ -64,7 +68,8 @@ struct AttnShape {
   int64_t q_stride = 0, kv_stride = 0;  // row strides of Q's and K/V's tensors, in elements
   int64_t k_col = 0, v_col = 0;         // first column of head 0 of K and V in their tensors
   int64_t rotary = 0;                   // R, 0 without rotary embeddings
-  bool interleaved = false;
+  int64_t past = 0;                     // P: keys and values in the cache (inputs 6 and 7)
+  bool interleaved = false, cached = false;
   Dims mask_strides;  // [B, H, Sq, Sk] strides of the mask, 0 on broadcast
   double scale = 0.0;
   bool causal = false;
@@ -121,11 +126,23 @@ AttnShape attn_shape(const KernelContext& ctx) {
                  " must both be [Sq, R] with R even and at most ", s.head_size, ", and Sk = Sq");
     s.rotary = c.dim(1);
   }
+  NNFUSE_CHECK(ctx.has_input(6) == ctx.has_input(7), who,
+               ": past_key and past_value come together");
+  if (ctx.has_input(6)) {
+    const Tensor& pk = ctx.in(6);
+    NNFUSE_CHECK(pk.rank() == 4 && pk.shape() == ctx.in(7).shape() && pk.dim(0) == s.batch &&
+                     pk.dim(1) == s.kv_heads && pk.dim(3) == s.head_size,
+                 who, ": past_key ", dims_str(pk.shape()), " and past_value ",
+                 dims_str(ctx.in(7).shape()), " must both be [", s.batch, ", ", s.kv_heads, ", P, ",
+                 s.head_size, "]");
+    s.past = pk.dim(2);
+    s.cached = true;
+  }
   const double dflt = s.head_size > 0 ? 1.0 / std::sqrt(static_cast<double>(s.head_size)) : 1.0;
   s.scale = node.has_attr("scale") ? static_cast<double>(node.attr_float("scale", 1.0f)) : dflt;
   if (ctx.has_input(3)) {
     const Tensor& m = ctx.in(3);
-    const Dims full = {s.batch, s.heads, s.sq, s.sk};
+    const Dims full = {s.batch, s.heads, s.sq, s.past + s.sk};
     bool ok = m.rank() <= 4;
     for (int64_t i = 0; ok && i < m.rank(); ++i) {
       const int64_t want = full[static_cast<size_t>(4 - m.rank() + i)];
@@ -223,7 +240,7 @@ void run_attention(KernelContext& ctx) {
   const Tensor& q = ctx.in(0);
   for (size_t i = 1; i < 4; ++i) check_input_dtype(ctx, i, q.dtype());
   const bool packed = !ctx.has_input(1);
-  for (size_t i = 4; i < 6; ++i) check_input_dtype(ctx, i, q.dtype());
+  for (size_t i = 4; i < 8; ++i) check_input_dtype(ctx, i, q.dtype());
   dispatch_float(q.dtype(), ctx.node.describe(), [&](auto tag) {
     using T = decltype(tag);
     Tensor y(q.dtype(), {s.batch, s.sq, s.heads * s.head_size});
@@ -245,16 +262,53 @@ void run_attention(KernelContext& ctx) {
     const T* pk = packed ? pq : s.rotary > 0 ? rk.data<T>() : ctx.in(1).data<T>();
     const T* pv = packed ? pq : ctx.in(2).data<T>();
     const T* pm = ctx.has_input(3) ? ctx.in(3).data<T>() : nullptr;
-    attention<T>(s, pq, pk, pv, pm, y.data<T>());
+    if (!s.cached) {
+      attention<T>(s, pq, pk, pv, pm, y.data<T>());
+      ctx.outputs[0] = std::move(y);
+      return;
+    }
+    // The cache: present [B, G, P + S, D] is the past then the new rows; attention reads them
+    // as [B, P + S, G*D].
+    const int64_t g = s.kv_heads, d = s.head_size, total = s.past + s.sk;
+    Tensor present[2] = {Tensor(q.dtype(), {s.batch, g, total, d}),
+                         Tensor(q.dtype(), {s.batch, g, total, d})};
+    Tensor rows[2] = {Tensor(q.dtype(), {s.batch, total, g * d}),
+                      Tensor(q.dtype(), {s.batch, total, g * d})};
+    const T* fresh[2] = {pk + s.k_col, pv + s.v_col};
+    for (int c = 0; c < 2; ++c) {
+      const T* past = ctx.in(6 + static_cast<size_t>(c)).data<T>();
+      T* pr = present[c].data<T>();
+      for (int64_t b = 0; b < s.batch; ++b) {
+        for (int64_t h = 0; h < g; ++h) {
+          for (int64_t j = 0; j < total; ++j) {
+            const T* from = j < s.past ? past + ((b * g + h) * s.past + j) * d
+                                       : fresh[c] + (b * s.sk + j - s.past) * s.kv_stride + h * d;
+            std::copy(from, from + d, pr + ((b * g + h) * total + j) * d);
+            std::copy(from, from + d, rows[c].data<T>() + (b * total + j) * g * d + h * d);
+          }
+        }
+      }
+    }
+    AttnShape all = s;
+    all.sk = total;
+    all.kv_stride = g * d;
+    all.k_col = all.v_col = 0;
+    attention<T>(all, pq, rows[0].data<T>(), rows[1].data<T>(), pm, y.data<T>());
     ctx.outputs[0] = std::move(y);
+    if (ctx.outputs.size() > 1) ctx.outputs[1] = std::move(present[0]);
+    if (ctx.outputs.size() > 2) ctx.outputs[2] = std::move(present[1]);
   });
 }
 
 std::string support_attention(const Node& node, int64_t /*opset*/) {
   std::string why = float_inputs_reason(node);
   if (!why.empty()) return why;
-  if (node.num_inputs() < 1 || node.num_inputs() > 6 || !node.input(0)) {
-    return "expects inputs Q, K, V, an optional mask and optional cos and sin";
+  if (node.num_inputs() < 1 || node.num_inputs() > 8 || !node.input(0)) {
+    return "expects inputs Q, K, V, an optional mask, cos and sin, past key and value";
+  }
+  const bool cached = node.num_inputs() > 6 && node.input(6);
+  if (node.num_outputs() > (cached ? 3u : 1u)) {
+    return "present key and value outputs come with past key and value inputs";
   }
   try {
     const AttnAttrs a = read_attn_attrs(node);

@@ -269,6 +269,33 @@ TEST(RefAttention, InterleavedRotaryIsRotateHalfOnReorderedDims) {
   expect_close(got, want, 1e-6f, 1e-6f);
 }
 
+// With a KV cache the present outputs are the past then the new keys and values, and the
+// attention is the one over all of them.
+TEST(RefAttention, KvCacheAttendsThePastAndTheNew) {
+  const int64_t b = 2, h = 4, g = 2, d = 8, p = 5, s = 2;
+  const Tensor q = random_tensor({b, s, h * d}, 1), k = random_tensor({b, s, g * d}, 2);
+  const Tensor v = random_tensor({b, s, g * d}, 3);
+  const Tensor pk = random_tensor({b, g, p, d}, 4), pv = random_tensor({b, g, p, d}, 5);
+  Attrs a = mha_attrs(h, true);
+  a["kv_num_heads"] = attr_int(g);
+  const std::vector<Tensor> got =
+      run_ref("MultiHeadAttention", {q, k, v, Tensor(), Tensor(), Tensor(), pk, pv}, a, 3);
+  ASSERT_EQ(got.size(), 3u);
+  const Tensor* fresh[2] = {&k, &v};
+  const Tensor* past[2] = {&pk, &pv};
+  Tensor rows[2];
+  for (int c = 0; c < 2; ++c) {
+    // [B, G, S, D] of the new rows, then along the sequence after the past.
+    const Tensor heads4 = split_heads(*fresh[c], g, false);
+    const Tensor want = run_ref1("Concat", {*past[c], heads4}, {{"axis", attr_int(2)}});
+    expect_close(got[1 + static_cast<size_t>(c)], want, 0.0f, 0.0f);
+    const Tensor t = run_ref1("Transpose", {want}, {{"perm", attr_ints({0, 2, 1, 3})}});
+    rows[c] = run_ref1("Reshape", {t, i64({b, p + s, g * d})});
+  }
+  const Tensor want = run_ref1("MultiHeadAttention", {q, rows[0], rows[1]}, a);
+  expect_close(got[0], want, 0.0f, 0.0f);
+}
+
 TEST(RefAttention, FullyMaskedRowsAreNaN) {
   // Causal with Sq > Sk: query 0 of 3 sees no key of 2. Padding -inf over every key of batch 1.
   const Tensor q = random_tensor({2, 3, 4}, 1), k = random_tensor({2, 2, 4}, 2);

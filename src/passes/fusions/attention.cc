@@ -109,12 +109,20 @@ Rule attention() {
             if (!a.why.empty()) return a.why;
             const HeadSplit& q = a.heads.q;
             std::vector<Value*> ins = a.mha.inputs;
+            std::vector<Value*> outs = {a.out};
+            const HeadSplit &k = a.heads.k, &v = a.heads.v;
+            ins.resize(4);
             if (a.mha.cos.defined()) {
               ins.push_back(m.add_constant(a.out->name() + "_rotary_cos", a.mha.cos));
               ins.push_back(m.add_constant(a.out->name() + "_rotary_sin", a.mha.sin));
             }
+            if (k.past) {
+              ins.resize(6);
+              ins.insert(ins.end(), {k.past, v.past});
+              outs.insert(outs.end(), {k.present, v.present});
+            }
             if (!q.seq_first)
-              return m.fuse_nodes(a.nodes, "MultiHeadAttention", ins, {a.out}, a.mha.attrs);
+              return m.fuse_nodes(a.nodes, "MultiHeadAttention", ins, outs, a.mha.attrs);
             return fuse_seq_first(m.g, m.ctx, a.nodes, a.mha.inputs, a.out, a.mha.attrs,
                                   {q.seq, q.batch, q.heads * q.dim}, a.mask_heads);
           }};

@@ -181,6 +181,21 @@ std::optional<HeadSplit> split_heads(Value* v, bool key, std::vector<Node*>& nod
       v = peeled = w->x;
       continue;
     }
+    if (Node* cat = h.past || h.rotary ? nullptr : producer_of(v, "Concat")) {
+      // The KV cache: Concat(past, new) over the sequence axis of [B, G, S, D].
+      const std::optional<Dims> past =
+          static_shape(cat->num_inputs() == 2 ? cat->input(0) : nullptr);
+      const int64_t axis = cat->attr_int("axis", 0);
+      if (past && past->size() == 4 && (axis == 2 || axis == -2) &&
+          cat->input(0)->dtype() == DType::kFloat32) {
+        h.past = cat->input(0);
+        h.present = v;
+        h.past_len = (*past)[2];
+        seen.push_back(cat);
+        v = peeled = cat->input(1);
+        continue;
+      }
+    }
     if (std::optional<Rotary> r = h.rotary ? std::nullopt : rotary_of(v)) {
       seen.insert(seen.end(), r->nodes.begin(), r->nodes.end());
       v = peeled = r->x;

@@ -227,6 +227,13 @@ std::optional<Heads> split_qkv(const Scores& sc, Value* v, int64_t rank, std::ve
     why = "Q, K and V do not split into the same heads (or K/V into a group of them)";
     return std::nullopt;
   }
+  if (!k->past != !vs->past || (k->past && k->past_len != vs->past_len) || q->past ||
+      (k->past &&
+       (k->past->shape().static_dims() != Dims{k->batch, k->heads, k->past_len, k->dim} ||
+        vs->past->shape() != k->past->shape()))) {
+    why = "K and V do not append to caches of [B, G, P, D] alike";
+    return std::nullopt;
+  }
   if (vs->rotary || q->rotary.has_value() != k->rotary.has_value() ||
       (q->rotary && (q->seq != k->seq || !same_tables(*q->rotary, *k->rotary)))) {
     why = "rotary embeddings not on Q and K alike (or on V)";
@@ -337,7 +344,7 @@ Attention attention_of(Node* sm, Node* pv, const pattern::NativeResult& scores, 
   a.nodes.push_back(merge->first);
   a.nodes.push_back(merge->second);
   a.out = merge->second->output(0);
-  a.why = mask_reason(sc.mask, q, {q.batch, q.heads, q.seq, k.seq}, a.mask_heads);
+  a.why = mask_reason(sc.mask, q, {q.batch, q.heads, q.seq, k.past_len + k.seq}, a.mask_heads);
   if (a.why.empty() && q.src->dtype() != DType::kFloat32) a.why = "the attention is not float32";
   if (a.why.empty()) a.mha = mha_node(sc, *h, a.nodes);
   return a;

@@ -58,6 +58,11 @@ struct HeadSplit {
   bool seq_first = false;
   int64_t group = 1;
   std::optional<Rotary> rotary;
+  // A KV cache: Concat(past [B, G, P, D], the new rows, axis 2) = present, between the rotary
+  // embeddings and the widening (K and V).
+  Value* past = nullptr;
+  Value* present = nullptr;
+  int64_t past_len = 0;
 };
 
 // Walks back from `v` through Transposes to the Reshape; their composition must give Q or V

@@ -2,6 +2,8 @@
 // MatMul) of the same input with constant weights, become one FusedMatMul with the weights (and
 // biases) concatenated, feeding the attention (AttentionFusionPass, attention.cc) in packed
 // form: MultiHeadAttention(qkv; qkv_packed = 1).
+#include <algorithm>
+
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 #include "pattern/rewriter.h"
@@ -54,6 +56,11 @@ Tensor concat_bias(const std::vector<Node*>& ps) {
   return r;
 }
 
+bool has_bias(const std::vector<Node*>& ps) {
+  return std::any_of(ps.begin(), ps.end(),
+                     [](const Node* p) { return p->num_inputs() > 2 && p->input(2); });
+}
+
 // "" when the three projections read inputs of one width and are distinct.
 std::string same_projections(const RuleMatch& m) {
   const int64_t k = m.constant("w0")->dim(0);
@@ -86,10 +93,11 @@ Rule qkv_projection() {
             const std::string stem = proj[0]->name() + "_qkv";
             Shape shape = m["x"]->shape();
             if (shape.has_rank && !shape.dims.empty()) shape.dims.back() = Dim{w.dim(1), ""};
-            Value* qkv = m.op("FusedMatMul", stem,
-                              {m["x"], m.add_constant(proj[0]->input(1)->name() + "_qkv", w),
-                               m.add_constant(stem + "_bias", concat_bias(proj))},
-                              DType::kFloat32, shape, proj);
+            Value* qkv =
+                m.op("FusedMatMul", stem,
+                     {m["x"], m.add_constant(proj[0]->input(1)->name() + "_qkv", w),
+                      has_bias(proj) ? m.add_constant(stem + "_bias", concat_bias(proj)) : nullptr},
+                     DType::kFloat32, shape, proj);
             return m.rewire(m.root(), {qkv, nullptr, nullptr}, {{"qkv_packed", attr_int(1)}},
                             qkv->producer(), proj);
           }};
