@@ -48,6 +48,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   p.push_back(make_gelu_pass());
   // A gated FFN: its gate (with the activation the two passes above gave it) and up projections.
   p.push_back(make_gated_ffn_pass());
+  p.push_back(make_gated_ffn_chunk_pass());
   // A pre-norm block's norm into the dense layer that alone reads it (the gated one included),
   // before the residual Add + LayerNorm fusions: the Add then goes into the dense layer before.
   p.push_back(make_layer_norm_matmul_pass());

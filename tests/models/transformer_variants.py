@@ -5,7 +5,8 @@ the activation), x * sigmoid(1.702 x), SiLU, and a BERT embedding block (word + 
 token-type nn.Embedding + LayerNorm) at opset 17 (one LayerNormalization op) and at opset 13
 (the LayerNorm decomposed), and gated FFNs: LLaMA's SwiGLU MLP (no biases, with its down
 projection), the seed's GeGLU (erf GELU, biases) and a tanh-GELU GeGLU without biases, each
-gate-up pair one FusedGatedMatMul, and x + Linear(x) as one FusedMatMulResidual. For each
+gate-up pair one FusedGatedMatMul (also F.glu's and chunk(2)'s one projection cut in
+halves), and x + Linear(x) as one FusedMatMulResidual. For each
 model: `nnfuse compile` must apply the expected pass
 (effect_times >= 1 in fusion_result.json) and write the fused op into a checker-valid model;
 `nnfuse run` on that fused model must give PyTorch's outputs; and `nnfuse verify` (fused
@@ -84,6 +85,21 @@ class GeGLU(nn.Module):
         return s.act(s.w1(x)) * s.w2(x)
 
 
+class ChunkGLU(nn.Module):
+    """One projection cut in halves: F.glu (a * sigmoid(b)) or chunk(2) with silu(a) * b."""
+
+    def __init__(s, glu):
+        super().__init__()
+        s.fc, s.glu = nn.Linear(E, 4 * E), glu
+
+    def forward(s, x):
+        h = s.fc(x)
+        if s.glu:
+            return nn.functional.glu(h, dim=-1)
+        a, b = h.chunk(2, dim=-1)
+        return nn.functional.silu(a) * b
+
+
 class Residual(nn.Module):
     """x + Linear(x): a residual block's projection (no LayerNorm after it)."""
 
@@ -149,6 +165,10 @@ CASES = [
      [("FusedGatedMatMul", "ai.nnfuse", {"activation": "Gelu"})]),
     ("geglu_tanh_no_bias", GeGLU(Fn(tanh_gelu_pow), False), act_inputs, 13,
      {"GatedFFNFusionPass": 1}, [("FusedGatedMatMul", "ai.nnfuse", {"activation": "GeluTanh"})]),
+    ("glu_halves", ChunkGLU(True), act_inputs, 13, {"GatedFFNChunkFusionPass": 1},
+     [("FusedGatedMatMul", "ai.nnfuse", {"activation": "Sigmoid"})]),
+    ("swiglu_chunk", ChunkGLU(False), act_inputs, 13, {"GatedFFNChunkFusionPass": 1},
+     [("FusedGatedMatMul", "ai.nnfuse", {"activation": "SiLU"})]),
     ("linear_residual", Residual(True), act_inputs, 13, {"MatMulResidualFusionPass": 1},
      [("FusedMatMulResidual", "ai.nnfuse", {})]),
     ("linear_residual_no_bias", Residual(False), act_inputs, 13, {"MatMulResidualFusionPass": 1},

@@ -37,6 +37,9 @@ NNFUSE_TARGET_CLONES bool fast_gate(ActivationKind kind, float alpha, const floa
       gate_loop(g, u, y, n,
                 NNFUSE_GATE(v * sigmoid_f(kTwoSqrt2OverPi * (v + 0.044715f * v * v * v))));
       return true;
+    case ActivationKind::kSigmoid:
+      gate_loop(g, u, y, n, NNFUSE_GATE(sigmoid_f(v)));
+      return true;
     case ActivationKind::kSiLU:
       gate_loop(g, u, y, n, NNFUSE_GATE(v * sigmoid_f(v)));
       return true;

@@ -31,6 +31,7 @@ std::unique_ptr<Pass> make_layer_norm_pass();         // layer_norm.cc
 std::unique_ptr<Pass> make_rms_norm_pass();           // layer_norm.cc
 std::unique_ptr<Pass> make_skip_layer_norm_pass();    // layer_norm.cc
 std::unique_ptr<Pass> make_gelu_pass();               // gelu.cc
+std::unique_ptr<Pass> make_gated_ffn_chunk_pass();    // gated_ffn.cc
 std::unique_ptr<Pass> make_gated_ffn_pass();          // gated_ffn.cc
 std::unique_ptr<Pass> make_matmul_residual_pass();    // matmul_add.cc
 std::unique_ptr<Pass> make_embed_layer_norm_pass();   // embed_layer_norm.cc

@@ -6,6 +6,15 @@
 //   == FusedGatedMatMul(x, [Wg | Wu], [bg | bu]; activation)
 // The activation is the gate's epilogue (MatMulBiasAddFusionPass) or a Gelu or Swish node of
 // its own (GeluFusionPass). The product [.., 2N] never leaves the kernel.
+//
+// GatedFFNChunkFusionPass: the same written as one projection cut in halves, F.glu's and
+// chunk(2)'s form: h = FusedMatMul(x, W [K, 2N], b); a, c = the halves of h (a Split in two or
+// two Slices of the last axis); Mul(act(a), c) with act a Gelu, Swish or Sigmoid node (F.glu:
+// c * sigmoid(a) of the second half as the gate) == FusedGatedMatMul(x, W, b; activation), the
+// weight's halves swapped when the gate is the second.
+#include <algorithm>
+
+#include "ir/builder.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 
@@ -67,6 +76,8 @@ std::map<std::string, Attribute> gate_activation(const RuleMatch& m) {
     for (const char* k : {"activation", "activation_alpha", "activation_beta"}) {
       if (const Attribute* a = m.node(kFactor[gate_of(m)].p)->find_attr(k)) attrs[k] = *a;
     }
+  } else if (act->op_type() == "Sigmoid") {
+    attrs["activation"] = attr_string("Sigmoid");
   } else if (act->op_type() == "Gelu") {
     const bool tanh = act->attr_string("approximate", "none") == "tanh";
     attrs["activation"] = attr_string(tanh ? "GeluTanh" : "Gelu");
@@ -103,8 +114,102 @@ Rule gated_ffn() {
       }};
 }
 
+// The halves of one value along its last axis that `a` and `c` are (a Split in two equal parts,
+// or two Slices [0, N) and [N, 2N)): the value, whether `a` is the second half, and the nodes.
+struct Halves {
+  Value* whole = nullptr;
+  bool gate_second = false;
+  std::vector<Node*> nodes;
+};
+std::optional<Halves> halves_of(Value* a, Value* c) {
+  Node* sa = a->producer();
+  Node* sc = c->producer();
+  if (!sa || !sc) return std::nullopt;
+  const std::optional<Dims> d = static_shape(sa->input(0));
+  if (!d || d->empty() || d->back() % 2 != 0) return std::nullopt;
+  const int64_t n = d->back() / 2, last = static_cast<int64_t>(d->size()) - 1;
+  if (sa == sc && sa->op_type() == "Split" && sa->num_outputs() == 2) {
+    const int64_t axis = sa->attr_int("axis", 0);
+    const std::optional<Dims> o0 = static_shape(sa->output(0)), o1 = static_shape(sa->output(1));
+    if ((axis != -1 && axis != last) || !o0 || !o1 || o0->back() != n || o1->back() != n) {
+      return std::nullopt;
+    }
+    return Halves{sa->input(0), sa->output(1) == a, {sa}};
+  }
+  const auto ra = pattern::slice_range(sa), rc = pattern::slice_range(sc);
+  if (!ra || !rc || ra->src != rc->src || ra->axis != last || rc->axis != last) return std::nullopt;
+  const bool a_first = ra->start == 0 && ra->end == n && rc->start == n && rc->end == 2 * n;
+  const bool a_second = rc->start == 0 && rc->end == n && ra->start == n && ra->end == 2 * n;
+  if (!a_first && !a_second) return std::nullopt;
+  return Halves{ra->src, a_second, {sa, sc}};
+}
+
+// The activation-free dense layer writing v, with a float32 [K, 2N] constant weight and a
+// constant bias of its width (or none); else nullptr.
+Node* dense_of(Value* v) {
+  Node* p = v->producer();
+  const bool dense =
+      p && ((p->op_type() == "MatMul" && is_default_domain(p->domain())) ||
+            (p->op_type() == "FusedMatMul" && p->domain() == kFusedDomain && !has_activation(p)));
+  const Tensor* w = dense && p->num_inputs() > 1 ? pattern::constant_value(p->input(1)) : nullptr;
+  if (!w || w->rank() != 2 || w->dtype() != DType::kFloat32) return nullptr;
+  if (p->num_inputs() > 2 && p->input(2)) {
+    const Tensor* b = pattern::constant_value(p->input(2));
+    if (!b || b->numel() != w->dim(1) || b->dtype() != DType::kFloat32) return nullptr;
+  }
+  return p;
+}
+
+// W [K, 2N] (or a bias [2N]) with its column halves swapped.
+Tensor swap_halves(const Tensor& t) {
+  const int64_t cols = t.shape().back(), rows = t.numel() / cols, n = cols / 2;
+  Tensor r(DType::kFloat32, t.shape());
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* from = t.data<float>() + i * cols;
+    float* to = r.data<float>() + i * cols;
+    std::copy(from + n, from + cols, to);
+    std::copy(from, from + n, to + n);
+  }
+  return r;
+}
+
+Rule gated_ffn_chunk() {
+  using namespace pattern;
+  Pat a = any("a");
+  Pat gate = any_of({op_in(kFusedDomain, "Gelu", {a}, false).named("act"),
+                     op_in(kFusedDomain, "Swish", {a}, false).named("act"),
+                     op("Sigmoid", {a}).named("act")});
+  return {.name = "GatedFFNChunkFusionPass",
+          .description =
+              "Fuses a gated FFN written as one projection cut in halves (F.glu, "
+              "chunk(2)) into one dense layer whose epilogue computes act(gate) * up",
+          .ops = {"MatMul", "Split", "Sigmoid", "Mul"},
+          .patterns = {{"", op("Mul", {gate, any("c")})}},
+          .guards = {guard::float32({"c"})},
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            const std::optional<Halves> h = halves_of(m["a"], m["c"]);
+            Node* p = h ? dense_of(h->whole) : nullptr;
+            if (!p) return "the gate and up values are not the halves of one dense layer's output";
+            const Tensor* w = pattern::constant_value(p->input(1));
+            const Tensor* b =
+                p->num_inputs() > 2 && p->input(2) ? pattern::constant_value(p->input(2)) : nullptr;
+            const std::map<std::string, Attribute> attrs = gate_activation(m);
+            const std::string stem = p->name() + "_gated";
+            Value* wv = h->gate_second ? m.add_constant(stem + "_w", swap_halves(*w)) : p->input(1);
+            Value* bv = b && h->gate_second ? m.add_constant(stem + "_b", swap_halves(*b))
+                        : b                 ? p->input(2)
+                                            : nullptr;
+            std::vector<Node*> nodes = {m.root(), m.node("act"), p};
+            nodes.insert(nodes.end(), h->nodes.begin(), h->nodes.end());
+            return m.fuse_nodes(nodes, "FusedGatedMatMul", {p->input(0), wv, bv},
+                                {m.root()->output(0)}, attrs);
+          }};
+}
+
 }  // namespace
 
 std::unique_ptr<Pass> make_gated_ffn_pass() { return make_rule_pass(gated_ffn()); }
+
+std::unique_ptr<Pass> make_gated_ffn_chunk_pass() { return make_rule_pass(gated_ffn_chunk()); }
 
 }  // namespace nnfuse

@@ -173,5 +173,71 @@ TEST(GatedFFNFusion, ANormReadElsewhereStaysOutOfTheProduct) {
   }
 }
 
+// One projection x W [16, 48] (+ b) cut in halves a, c by a Split or two Slices; y = act(a) * c
+// with act SiLU or GELU, or F.glu's c * sigmoid(a) with a the second half.
+struct Chunk {
+  bool split = true, glu = false, bias = true;
+};
+std::unique_ptr<Graph> chunked(const Chunk& c) {
+  B b;
+  Value* x = b.in("x", {2, 5, 16});
+  Value* h = b.n("MatMul", {x, b.c(random_tensor({16, 48}, 60))}, {2, 5, 48});
+  if (c.bias) h = b.n("Add", {h, b.c(random_tensor({48}, 61))}, {2, 5, 48});
+  Value *lo = nullptr, *hi = nullptr;
+  if (c.split) {
+    Node* sp =
+        b.g->add_node("Split", "split", {h, b.c(Tensor::from_vector<int64_t>({2}, {24, 24}))},
+                      {b.g->add_value("lo", DType::kFloat32, Shape::of({2, 5, 24})),
+                       b.g->add_value("hi", DType::kFloat32, Shape::of({2, 5, 24}))});
+    sp->set_attr("axis", attr_int(-1));
+    lo = sp->output(0);
+    hi = sp->output(1);
+  } else {
+    auto slice = [&](int64_t from, int64_t to) {
+      auto i = [&](int64_t v) { return b.c(Tensor::from_vector<int64_t>({1}, {v})); };
+      return b.n("Slice", {h, i(from), i(to), i(-1)}, {2, 5, 24});
+    };
+    lo = slice(0, 24);
+    hi = slice(24, 48);
+  }
+  Value* gate = c.glu ? hi : lo;
+  Value* up = c.glu ? lo : hi;
+  const Dims d = {2, 5, 24};
+  Value* g = c.glu ? b.n("Sigmoid", {gate}, d) : activation(b, gate, Gate::kSilu);
+  b.out(b.n("Mul", {up, g}, d));
+  return std::move(b.g);
+}
+
+TEST(GatedFFNFusion, OneProjectionCutInHalvesIsOneGatedMatMul) {
+  for (bool split : {true, false}) {
+    for (bool glu : {false, true}) {
+      for (bool bias : {true, false}) {
+        const Chunk c{split, glu, bias};
+        SCOPED_TRACE(std::string(split ? "split" : "slices") + (glu ? " glu" : " swiglu") +
+                     (bias ? " bias" : ""));
+        auto r = fuse(chunked(c));
+        ASSERT_EQ(r.graph->num_nodes(), 1u) << graph_to_text(*r.graph);
+        const Node* n = r.graph->nodes()[0];
+        EXPECT_EQ(n->op_type(), "FusedGatedMatMul");
+        EXPECT_EQ(n->attr_string("activation", ""), glu ? "Sigmoid" : "SiLU");
+        EXPECT_EQ(record(r.report, "GatedFFNChunkFusionPass")->effect_times, 1);
+        expect_same_numbers(std::move(r.graph), chunked(c));
+      }
+    }
+  }
+}
+
+TEST(GatedFFNFusion, AGateNotOfHalvesIsDeclined) {
+  // x * sigmoid(y) of two inputs (a squeeze-and-excitation's form): not one projection's halves.
+  auto plain = [] {
+    B b;
+    Value* x = b.in("x", {2, 8});
+    Value* y = b.in("y", {2, 8});
+    b.out(b.n("Mul", {x, b.n("Sigmoid", {y}, {2, 8})}, {2, 8}));
+    return std::move(b.g);
+  };
+  expect_declined(fuse(plain()), "GatedFFNChunkFusionPass", "halves", plain());
+}
+
 }  // namespace
 }  // namespace nnfuse
