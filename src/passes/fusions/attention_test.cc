@@ -3,8 +3,8 @@
 // scaled_dot_product_attention (scale on Q and on K), GPT-2 (one QKV projection Split in
 // three, causal Where); Q, K, V as three Slices (chunk()) of unknown shape; a causal Where
 // filled with -inf, and a constant 0 / -inf causal bias (torch 2's SDPA); nn.MultiheadAttention's
-// sequence-first form ([S, B*H, D] heads, Q divided alone); guards; fused == unfused on random
-// inputs.
+// sequence-first form ([S, B*H, D] heads, Q divided alone); rotary embeddings on Q and K (and
+// declined on Q alone); guards; fused == unfused on random inputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,7 +32,27 @@ struct AttnOptions {
   bool chunked = false;      // with `packed`: three Slices (chunk()), outputs of unknown shape
   bool causal_inf = false;   // causal as Where(masked, -inf, s)
   bool causal_bias = false;  // causal as Add(s, constant 0 / -inf bias [S, S])
+  // Rotate-half rotary embeddings on [1, H, S, D]: 1 on Q and K (K^T then two Transposes),
+  // 2 on Q alone, 3 on both with K's tables different.
+  int rotary = 0;
 };
+
+// x * cos + Concat(-x[.., D/2:], x[.., :D/2]) * sin with cos, sin constants [1, 1, S, D].
+Value* rotary(B& b, Value* x, uint32_t seed) {
+  const Dims d = x->shape().static_dims();
+  const int64_t half = d.back() / 2;
+  auto i = [&](int64_t v) { return b.c(Tensor::from_vector<int64_t>({1}, {v})); };
+  Dims hd = d;
+  hd.back() = half;
+  Value* lo = b.n("Slice", {x, i(0), i(half), i(-1)}, hd);
+  Value* hi = b.n("Slice", {x, i(half), i(2 * half), i(-1)}, hd);
+  Value* rot = b.n("Concat", {b.n("Neg", {hi}, hd), lo}, d, {{"axis", attr_int(-1)}});
+  const Dims table = {1, 1, d[2], d[3]};
+  return b.n("Add",
+             {b.n("Mul", {x, b.c(random_tensor(table, seed))}, d),
+              b.n("Mul", {rot, b.c(random_tensor(table, seed + 1))}, d)},
+             d);
+}
 
 Tensor shape_tensor(const Dims& d) {
   Tensor t(DType::kInt64, {static_cast<int64_t>(d.size())});
@@ -79,9 +99,15 @@ std::unique_ptr<Graph> attention_graph(const AttnOptions& o) {
     return b.n("Reshape", {t, b.c(shape_tensor({1, s, h, d}))}, {1, s, h, d});
   };
   Value* q4 = transpose(b, heads(q), {0, 2, 1, 3}, {1, h, s, d});
-  Value* kt = o.k_two_transposes ? transpose(b, transpose(b, heads(k), {0, 2, 1, 3}, {1, h, s, d}),
-                                             {0, 1, 3, 2}, {1, h, d, s})
-                                 : transpose(b, heads(k), {0, 2, 3, 1}, {1, h, d, s});
+  if (o.rotary) q4 = rotary(b, q4, 70);
+  Value* kt = nullptr;
+  if (o.k_two_transposes || o.rotary) {
+    Value* k4 = transpose(b, heads(k), {0, 2, 1, 3}, {1, h, s, d});
+    if (o.rotary == 1 || o.rotary == 3) k4 = rotary(b, k4, o.rotary == 1 ? 70 : 80);
+    kt = transpose(b, k4, {0, 1, 3, 2}, {1, h, d, s});
+  } else {
+    kt = transpose(b, heads(k), {0, 2, 3, 1}, {1, h, d, s});
+  }
   Value* v4 = transpose(b, heads(v), {0, 2, 1, 3}, {1, h, s, d});
   const float root = std::sqrt(static_cast<float>(d));
   if (o.scale == Scale::kQandK) {
@@ -307,6 +333,29 @@ TEST(AttentionFusion, GuardsDeclineWithReasons) {
   AttnOptions merge;  // heads reshaped away without the transpose: not attention's merge
   merge.merge_without_transpose = true;
   expect_declined(merge, "merged back");
+}
+
+TEST(AttentionFusion, RotaryEmbeddingsGoIntoTheNode) {
+  AttnOptions o;
+  o.rotary = 1;
+  o.dim = 8;
+  auto f = fuse(attention_graph(o));
+  const Node* mha = only(*f.graph, "MultiHeadAttention");
+  ASSERT_NE(mha, nullptr) << graph_to_text(*f.graph);
+  ASSERT_EQ(mha->num_inputs(), 6u);
+  EXPECT_EQ(mha->input(4)->shape().static_dims(), (Dims{7, 8}));
+  EXPECT_EQ(only(*f.graph, "Concat"), nullptr);
+  expect_same_numbers(std::move(f.graph), attention_graph(o));
+}
+
+TEST(AttentionFusion, RotaryOnQAloneOrWithOtherTablesIsDeclined) {
+  for (int r : {2, 3}) {
+    AttnOptions o;
+    o.rotary = r;
+    o.dim = 8;
+    expect_declined(fuse(attention_graph(o)), "AttentionFusionPass",
+                    "rotary embeddings not on Q and K alike", attention_graph(o));
+  }
 }
 
 }  // namespace
