@@ -61,13 +61,21 @@ Rule matmul_skip_layer_norm() {
 }
 
 // A dense layer reading y as its A with no prologue yet (the first such reader): a FusedMatMul
-// (which becomes a FusedLayerNormMatMul) or a FusedGatedMatMul (which takes the norm's
-// parameters as inputs 3 and 4).
+// or a bias-free MatMul by a constant matrix (which become a FusedLayerNormMatMul), or a
+// FusedGatedMatMul (which takes the norm's parameters as inputs 3 and 4).
 Node* matmul_reader(const Value& y) {
   for (const Use& u : y.uses()) {
     const Node& n = *u.node;
     if (u.input_index != 0 || n.domain() != kFusedDomain) continue;
     if (fused_matmul(n) || (n.op_type() == "FusedGatedMatMul" && n.num_inputs() <= 3)) {
+      return u.node;
+    }
+  }
+  for (const Use& u : y.uses()) {  // a bias-free MatMul by a constant matrix (an LM head)
+    const Node& n = *u.node;
+    const Tensor* w = n.num_inputs() == 2 ? pattern::constant_value(n.input(1)) : nullptr;
+    if (u.input_index == 0 && n.op_type() == "MatMul" && is_default_domain(n.domain()) && w &&
+        w->rank() == 2 && w->dtype() == DType::kFloat32) {
       return u.node;
     }
   }
@@ -83,7 +91,7 @@ Rule layer_norm_matmul() {
       .ops = {"LayerNormalization", "MatMul"},
       .patterns = {{"", any_of({norm::layer_norm_of(any("x")), rms})
                             .where([](const Value& y) { return matmul_reader(y) != nullptr; },
-                                   "read by a FusedMatMul or FusedGatedMatMul")}},
+                                   "read by a dense layer")}},
       .guards = {guard::read_once("ln"), guard::layer_norm("ln", "x"), guard::float32({"x"}),
                  guard::per_feature({"gamma", "beta"}, width::features("x"), "x")},
       .rewrite = [](const RuleMatch& m) -> std::string {
