@@ -5,7 +5,8 @@ in three, causal mask by torch.where over a tril bool buffer, or by masked_fill(
 nn.MultiheadAttention (batch_first and sequence-first, with and without key_padding_mask), and
 scaled_dot_product_attention as torch 2 exports it (the scale applied to Q and to K, sqrt of
 it each; no mask and causal), and decoders as Hugging Face writes them (LLaMA and Mistral with
-grouped-query K/V and rotary embeddings, multi-query, GPT-NeoX's partial rotary, T5's
+grouped-query K/V and rotary embeddings, multi-query, GPT-NeoX's partial rotary, GPT-J's
+interleaved partial rotary on [B, S, H, D], T5's
 unscaled scores with a relative position bias, and decode steps with a KV cache: past K and V
 in, present out), at opsets 13 and 14. For each model: `nnfuse compile` must apply
 the expected passes (effect_times >= 1 in fusion_result.json) and write MultiHeadAttention
@@ -173,6 +174,47 @@ class Decoder(nn.Module):
         return s.o(torch.matmul(p, v).transpose(1, 2).reshape(b, t, -1))
 
 
+def rotate_every_two(x):
+    x1, x2 = x[:, :, :, ::2], x[:, :, :, 1::2]
+    return torch.stack((-x2, x1), dim=-1).flatten(-2)
+
+
+class GPTJ(nn.Module):
+    """GPT-J's self-attention as Hugging Face writes it: interleaved rotary embeddings
+    (rotate_every_two, sin and cos repeat_interleave'd) over the first `rot` dims of each head,
+    applied to [B, S, H, D] before the heads are permuted; causal by torch.where."""
+
+    def __init__(s, e, h, rot):
+        super().__init__()
+        s.h, s.d, s.rot = h, e // h, rot
+        s.q, s.k, s.v = (nn.Linear(e, e, bias=False) for _ in range(3))
+        s.o = nn.Linear(e, e, bias=False)
+        inv = 1.0 / (10000 ** (torch.arange(0, rot, 2).float() / rot))
+        f = torch.outer(torch.arange(64).float(), inv)
+        s.register_buffer("sincos", torch.cat((f.sin(), f.cos()), dim=1), persistent=False)
+
+    def rope(s, x, sin, cos):
+        xr, xp = x[:, :, :, : s.rot], x[:, :, :, s.rot:]
+        return torch.cat([xr * cos + rotate_every_two(xr) * sin, xp], dim=-1)
+
+    def forward(s, x):
+        b, t, e = x.shape
+        q = s.q(x).view(b, t, s.h, s.d)
+        k = s.k(x).view(b, t, s.h, s.d)
+        v = s.v(x).view(b, t, s.h, s.d).permute(0, 2, 1, 3)
+        sc = s.sincos[torch.arange(t)].unsqueeze(0)
+        sin, cos = torch.split(sc, sc.shape[-1] // 2, dim=-1)
+        sin = torch.repeat_interleave(sin[:, :, None, :], 2, 3)
+        cos = torch.repeat_interleave(cos[:, :, None, :], 2, 3)
+        q = s.rope(q, sin, cos).permute(0, 2, 1, 3)
+        k = s.rope(k, sin, cos).permute(0, 2, 1, 3)
+        w = torch.matmul(q, k.transpose(-1, -2))
+        keep = torch.ones(t, t, dtype=torch.bool).tril()[None, None]
+        w = torch.where(keep, w, torch.tensor(torch.finfo(w.dtype).min)) / math.sqrt(s.d)
+        p = torch.softmax(w, dim=-1)
+        return s.o(torch.matmul(p, v).permute(0, 2, 1, 3).reshape(b, t, e))
+
+
 class DecodeStep(Decoder):
     """One decode step of Decoder with a KV cache: x [B, 1, E] at position P, past K and V
     [B, kv, P, D]; the output and both present caches, flattened into one."""
@@ -254,6 +296,8 @@ CASES = [
      {"num_heads": 4, "kv_num_heads": 2, "causal": 0, "qkv_packed": 1, "scale": 0.25}),
     ("mha_decode_step_op14", DecodeStep(64, 4, 4, 8, None), decode_in(64, 4, 16, 5), 14,
      {ATT: 1, QKV: 1}, {"num_heads": 4, "causal": 0, "qkv_packed": 1, "scale": 0.25}),
+    ("gptj_interleaved_rotary_op14", GPTJ(64, 4, 8), x_in(64, 9), 14, {ATT: 1, QKV: 1},
+     {"num_heads": 4, "causal": 1, "qkv_packed": 1, "scale": 0.25, "rotary_interleaved": 1}),
     ("t5_no_scale_bias_op14", Decoder(64, 4, 4, 0, None, False, True), x_in(64, 9), 14,
      {ATT: 1, QKV: 1}, {"num_heads": 4, "causal": 0, "qkv_packed": 1, "scale": 1.0}),
 ]

@@ -43,15 +43,63 @@ int64_t rotate_half_width(Value* v, const Value* x, std::vector<Node*>& nodes) {
   return lo->end;
 }
 
-// A constant table broadcast over the batch and heads of [B, H, S, D] x: [.., S, R] with leading
-// 1s. As [S, R], or undefined.
-Tensor table_of(const Value* t, int64_t s, int64_t r) {
+// A Slice of x's last axis from `start` to the end with step 2 (x[..., start::2]).
+bool every_other(const Node* n, const Value* x, int64_t start) {
+  if (!n || n->op_type() != "Slice" || n->num_inputs() != 5 || n->input(0) != x) return false;
+  const std::optional<Dims> d = static_shape(x);
+  const Tensor* st = constant_value(n->input(1));
+  const Tensor* en = constant_value(n->input(2));
+  const Tensor* ax = constant_value(n->input(3));
+  const Tensor* sp = constant_value(n->input(4));
+  if (!d || !st || !en || !ax || !sp || st->numel() != 1 || en->numel() != 1 || ax->numel() != 1 ||
+      sp->numel() != 1) {
+    return false;
+  }
+  const int64_t last = static_cast<int64_t>(d->size()) - 1, axis = ax->int_at(0);
+  return (axis == last || axis == -1) && st->int_at(0) == start && en->int_at(0) >= d->back() &&
+         sp->int_at(0) == 2;
+}
+
+// Reshape(Concat(Unsqueeze(Neg(x[.., 1::2]), -1), Unsqueeze(x[.., 0::2], -1)), x's shape):
+// GPT-J's rotate_every_two (torch.stack((-x2, x1), -1).flatten(-2)). Returns x's last dim, or 0.
+int64_t rotate_every_two_width(Value* v, const Value* x, std::vector<Node*>& nodes) {
+  Node* rs = producer_of(v, "Reshape");
+  Node* cat = rs ? producer_of(rs->input(0), "Concat") : nullptr;
+  const std::optional<Dims> d = static_shape(x);
+  if (!cat || cat->num_inputs() != 2 || !d || static_shape(v) != d || d->back() % 2 != 0) {
+    return 0;
+  }
+  Node* u0 = producer_of(cat->input(0), "Unsqueeze");
+  Node* u1 = producer_of(cat->input(1), "Unsqueeze");
+  Node* neg = u0 ? producer_of(u0->input(0), "Neg") : nullptr;
+  if (!neg || !u1 || !every_other(neg->input(0)->producer(), x, 1) ||
+      !every_other(u1->input(0)->producer(), x, 0)) {
+    return 0;
+  }
+  nodes.insert(nodes.end(),
+               {rs, cat, u0, u1, neg, neg->input(0)->producer(), u1->input(0)->producer()});
+  return d->back();
+}
+
+// A constant table of x [B, A, C, D]'s positions: [.., C, R] with leading 1s, positions along
+// C (x as [B, H, S, D], `heads_first`), or [.., A, 1, R], positions along A (x as [B, S, H, D]).
+// As [S, R], or undefined.
+Tensor table_of(const Value* t, const Dims& x, int64_t r, bool& heads_first) {
   const Tensor* c = constant_value(t);
   if (!c || c->dtype() != DType::kFloat32 || c->rank() < 2 || c->rank() > 4 ||
-      c->numel() != s * r || c->dim(c->rank() - 1) != r || c->dim(c->rank() - 2) != s) {
+      c->dim(c->rank() - 1) != r) {
     return Tensor();
   }
-  return c->reshaped({s, r});
+  const int64_t k = c->rank();
+  if (c->dim(k - 2) == x[2] && c->numel() == x[2] * r) {
+    heads_first = true;
+    return c->reshaped({x[2], r});
+  }
+  if (k >= 3 && c->dim(k - 2) == 1 && c->dim(k - 3) == x[1] && c->numel() == x[1] * r) {
+    heads_first = false;
+    return c->reshaped({x[1], r});
+  }
+  return Tensor();
 }
 
 }  // namespace
@@ -87,7 +135,9 @@ std::optional<Rotary> rotary_of(Value* y) {
       for (int b = 0; b < 2; ++b) {
         Value* xr = mc->input(a);
         std::vector<Node*> rot;
-        const int64_t h = rotate_half_width(ms->input(b), xr, rot);
+        int64_t h = rotate_half_width(ms->input(b), xr, rot);
+        r.interleaved = h == 0;
+        if (h == 0) h = rotate_every_two_width(ms->input(b), xr, rot) / 2;
         if (h == 0) continue;
         Value* base = xr;
         if (x) {  // partial: xr is x[.., :R]
@@ -101,9 +151,12 @@ std::optional<Rotary> rotary_of(Value* y) {
           r.dims = 2 * h;
         }
         const Dims d = *static_shape(base);
-        r.cos = table_of(mc->input(1 - a), d[2], r.dims);
-        r.sin = table_of(ms->input(1 - b), d[2], r.dims);
-        if (!r.cos.defined() || !r.sin.defined()) return std::nullopt;
+        bool sin_first = true;
+        r.cos = table_of(mc->input(1 - a), d, r.dims, r.heads_first);
+        r.sin = table_of(ms->input(1 - b), d, r.dims, sin_first);
+        if (!r.cos.defined() || !r.sin.defined() || sin_first != r.heads_first) {
+          return std::nullopt;
+        }
         r.x = base;
         r.nodes.insert(r.nodes.end(), {add, mc, ms});
         r.nodes.insert(r.nodes.end(), rot.begin(), rot.end());
@@ -204,9 +257,14 @@ std::optional<HeadSplit> split_heads(Value* v, bool key, std::vector<Node*>& nod
     }
     break;
   }
-  // What was peeled sits on [B, H, S, D]: right above the head split's Transpose<0,2,1,3>.
-  if (peeled && (!has_perm(peeled->producer(), {0, 2, 1, 3}) ||
-                 !producer_of(peeled->producer()->input(0), "Reshape"))) {
+  // What was peeled sits on [B, H, S, D], right above the head split's Transpose<0,2,1,3>; or
+  // (GPT-J) rotary embeddings alone on [B, S, H, D], right above its Reshape.
+  const bool on_split = peeled && h.rotary && !h.rotary->heads_first && h.group == 1 && !h.past &&
+                        producer_of(peeled, "Reshape");
+  const bool on_heads = peeled && (!h.rotary || h.rotary->heads_first) &&
+                        has_perm(peeled->producer(), {0, 2, 1, 3}) &&
+                        producer_of(peeled->producer()->input(0), "Reshape");
+  if (peeled && !on_split && !on_heads) {
     why = "rotary embeddings or a K/V widening not right after the head split";
     return std::nullopt;
   }

@@ -24,15 +24,19 @@ std::optional<double> scalar_value(const Value* v);
 // v's static shape, or for a Slice output of unknown shape, the one its constant bounds give.
 std::optional<Dims> known_shape(const Value* v);
 
-// Rotary position embeddings on x [B, H, S, D] as exporters write them (attention_rotary.cc):
+// Rotary position embeddings on x [B, H, S, D] (or [B, S, H, D]) as exporters write them
+// (attention_heads.cc):
 //   y = x * cos + rotate_half(x) * sin, rotate_half(x) = Concat(-x[.., R/2:R], x[.., :R/2])
+// or GPT-J's interleaved rotate_every_two(x) = stack(-x[.., 1::2], x[.., 0::2]).flatten(-2)
 // (either order of every sum and product), or partial: Concat(that of x[.., :R], x[.., R:]);
-// cos and sin constants [.., S, R] broadcast over batch and heads. The tables as [S, R].
+// cos and sin constants [.., S, R] (or [.., S, 1, R]) broadcast over batch and heads. The
+// tables as [S, R].
 struct Rotary {
   Value* x = nullptr;
   Tensor cos, sin;
-  int64_t dims = 0;  // R
-  bool interleaved = false;
+  int64_t dims = 0;          // R
+  bool interleaved = false;  // GPT-J's rotate_every_two (pairs) instead of rotate_half
+  bool heads_first = true;   // on [B, H, S, D] (else on [B, S, H, D], before the Transpose)
   std::vector<Node*> nodes;
 };
 std::optional<Rotary> rotary_of(Value* y);
