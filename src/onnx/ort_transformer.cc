@@ -293,14 +293,17 @@ static std::string write_rotary(ProtoWriter& w, const Node& n, const std::string
   return op("Reshape", {y, w.int64s({b, s, heads * d})});
 }
 
-// Grouped-query K or V [B, S, G * D] widened to [B, S, G * n * D], head h reading h / n.
-static std::string write_widen(ProtoWriter& w, const std::string& x, int64_t b, int64_t s,
-                               int64_t g, int64_t n, int64_t d, const std::string& stem) {
+// Grouped-query K or V widened n times, head h reading h / n: x as `groups` (a 1 after the
+// G heads), Expanded to `expanded` (n there) and reshaped to `widened`. For [B, S, G * D]:
+// [B, S, G, 1, D], [B, S, G, n, D], [B, S, G * n * D]; for [B, G, S, D]: [B, G, 1, S, D],
+// [B, G, n, S, D], [B, G * n, S, D].
+static std::string write_widen(ProtoWriter& w, const std::string& x, const Dims& groups,
+                               const Dims& expanded, const Dims& widened, const std::string& stem) {
   const std::string a = w.fresh(stem + "_groups"), e = w.fresh(stem + "_expanded");
   const std::string y = w.fresh(stem + "_widened");
-  w.node("Reshape", {x, w.int64s({b, s, g, 1, d})}, {a}, "", stem + "_groups");
-  w.node("Expand", {a, w.int64s({b, s, g, n, d})}, {e}, "", stem + "_expand");
-  w.node("Reshape", {e, w.int64s({b, s, g * n * d})}, {y}, "", stem + "_widen");
+  w.node("Reshape", {x, w.int64s(groups)}, {a}, "", stem + "_groups");
+  w.node("Expand", {a, w.int64s(expanded)}, {e}, "", stem + "_expand");
+  w.node("Reshape", {e, w.int64s(widened)}, {y}, "", stem + "_widen");
   return y;
 }
 
@@ -401,18 +404,15 @@ void OrtLowering::lower_decoder_attention(const Node& n) {
       ProtoWriter::set_int(
           w_.node("Concat", {name_of(n.input(5 + o)), bgsd}, {present}, "", stem + "_cache"),
           "axis", 2);
-      x = present;
-      if (kv != heads) {
-        const std::string a = w_.fresh(stem + "_groups"), e = w_.fresh(stem + "_expanded");
-        x = w_.fresh(stem + "_widened");
-        w_.node("Reshape", {present, w_.int64s({b, kv, 1, total, d})}, {a}, "", stem + "_groups");
-        w_.node("Expand", {a, w_.int64s({b, kv, heads / kv, total, d})}, {e}, "", stem + "_expand");
-        w_.node("Reshape", {e, w_.int64s({b, heads, total, d})}, {x}, "", stem + "_widen");
-      }
+      x = kv == heads ? present
+                      : write_widen(w_, present, {b, kv, 1, total, d},
+                                    {b, kv, heads / kv, total, d}, {b, heads, total, d}, stem);
     }
   } else if (kv != heads) {
-    kn = write_widen(w_, kn, b, sk, kv, heads / kv, d, n.name() + "_k");
-    vn = write_widen(w_, vn, b, sk, kv, heads / kv, d, n.name() + "_v");
+    for (std::string* x : {&kn, &vn}) {
+      *x = write_widen(w_, *x, {b, sk, kv, 1, d}, {b, sk, kv, heads / kv, d}, {b, sk, heads * d},
+                       n.name() + (x == &kn ? "_k" : "_v"));
+    }
   }
   std::vector<std::string> ins = {qn, kn, vn};
   if (n.num_inputs() > 3 && n.input(3)) {

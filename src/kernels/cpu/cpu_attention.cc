@@ -543,7 +543,22 @@ void rotate_rows(const Problem& p, const float* x, int64_t xs, int64_t col, int6
 class AttentionKernel : public Kernel {
  public:
   AttentionKernel(const NodeInfo& info, const Problem& p)
-      : who_(info.node.describe()), p_(p), range_(pick_range()) {}
+      : who_(info.node.describe()), p_(p), range_(pick_range()) {
+    // Working memory: the rotated Q and K, and the present K and V the node does not output.
+    const int64_t rows = p.batch * p.sq;
+    if (p.rotary > 0) {
+      rotated_q_ = rows * p.heads * p.head_size;
+      rotated_k_ = rows * p.kv_heads * p.head_size;
+    }
+    if (p.cached) {
+      own_presents_ = 3 - static_cast<int64_t>(std::min<size_t>(info.node.num_outputs(), 3));
+      present_ = p.batch * p.kv_heads * p.sk * p.head_size;
+    }
+  }
+
+  size_t scratch_bytes() const override {
+    return (static_cast<size_t>(scratch_floats()) * sizeof(float) + 63) / 64 * 64;
+  }
 
   void run(KernelIO& io) override {
     check(io, 0, p_.q_shape);
@@ -566,22 +581,27 @@ class AttentionKernel : public Kernel {
     const float* q = io.in(0).data<float>();
     const float* k = p_.packed ? q : io.in(1).data<float>();
     Problem p = p_;
-    std::vector<float> rq, rk;
+    std::vector<float> own_scratch;  // when the plan gives no scratch region
+    float* scratch = reinterpret_cast<float*>(io.scratch);
+    if (!scratch && scratch_floats() > 0) {
+      own_scratch.resize(static_cast<size_t>(scratch_floats()));
+      scratch = own_scratch.data();
+    }
     if (p.rotary > 0) {
       // Rotated copies of Q [B, Sq, H*D] and K [B, Sk, G*D], read in their place.
       const int64_t rows = p.batch * p.sq, hd = p.heads * p.head_size;
       const int64_t kd = p.kv_heads * p.head_size;
-      rq.resize(static_cast<size_t>(rows * hd));
-      rk.resize(static_cast<size_t>(rows * kd));
+      float* rq = scratch;
+      float* rk = scratch + rotated_q_;
       const float* cos = io.in(4).data<float>();
       const float* sin = io.in(5).data<float>();
-      parallel_range(
-          rows, std::max<int64_t>(1, kParallelGrain / (hd + kd)), [&](int64_t r0, int64_t r1) {
-            rotate_rows(p, q, p.q_stride, 0, p.heads, rq.data(), hd, cos, sin, r0, r1);
-            rotate_rows(p, k, p.k_stride, p.k_col, p.kv_heads, rk.data(), kd, cos, sin, r0, r1);
-          });
-      q = rq.data();
-      k = rk.data();
+      parallel_range(rows, std::max<int64_t>(1, kParallelGrain / (hd + kd)),
+                     [&](int64_t r0, int64_t r1) {
+                       rotate_rows(p, q, p.q_stride, 0, p.heads, rq, hd, cos, sin, r0, r1);
+                       rotate_rows(p, k, p.k_stride, p.k_col, p.kv_heads, rk, kd, cos, sin, r0, r1);
+                     });
+      q = rq;
+      k = rk;
       p.q_stride = hd;
       p.k_stride = kd;
       p.k_col = 0;
@@ -590,19 +610,19 @@ class AttentionKernel : public Kernel {
     const int64_t d = p.head_size, fresh = p.sk - p.past;
     p.kb = fresh * p.k_stride, p.kh = d, p.kr = p.k_stride;
     p.vb = fresh * p.v_stride, p.vh = d, p.vr = p.v_stride;
-    std::vector<float> own[2];
     if (p.cached) {
       // The present K and V [B, G, P + S, D] (outputs 1 and 2, else buffers of the run's own):
       // each head's past rows in one copy, then its new rows; attention reads them there.
       const Dims present = {p.batch, p.kv_heads, p.sk, d};
       float* dst[2];
+      float* own = scratch + rotated_q_ + rotated_k_;
       for (size_t c = 0; c < 2; ++c) {
         check(io, 6 + c, p_.past_shape);
         if (io.outputs.size() > 1 + c) {
           dst[c] = io.output(1 + c, DType::kFloat32, present).data<float>();
         } else {
-          own[c].resize(static_cast<size_t>(p.batch * p.kv_heads * p.sk * d));
-          dst[c] = own[c].data();
+          dst[c] = own;
+          own += present_;
         }
       }
       const float* src[2] = {k + p.k_col, v + p.v_col};
@@ -646,9 +666,13 @@ class AttentionKernel : public Kernel {
     }
   }
 
+  int64_t scratch_floats() const { return rotated_q_ + rotated_k_ + own_presents_ * present_; }
+
   std::string who_;
   Problem p_;
   RangeFn range_;
+  int64_t rotated_q_ = 0, rotated_k_ = 0;   // floats of the rotated Q and K
+  int64_t own_presents_ = 0, present_ = 0;  // present K/V not output, and floats of each
 };
 
 // Why the kernel declines a MultiHeadAttention, "" when it runs it.

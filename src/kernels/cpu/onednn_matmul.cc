@@ -101,21 +101,30 @@ bool read_activation(const NodeInfo& info, MatMulSpec& s) {
   return act.has_value();
 }
 
-// FusedMatMulLayerNorm's epilogue: a residual of Y's shape, constant gamma and beta of [N].
-bool layer_norm_spec(const NodeInfo& info, int64_t n, MatMulSpec& s) {
-  if (!static_f32_input(info, 3) || *known_shape(info, 3) != s.y_shape) return false;
+// The norm's gamma (input `first`) and beta (input first + 1, optional), plain float32
+// constants of n values ([.., n]), and its epsilon into s; false when they are not.
+bool norm_params(const NodeInfo& info, size_t first, int64_t n, MatMulSpec& s) {
   auto row = [&](size_t i, std::vector<float>& v) {
     const Tensor* t = plain_constant(info, i);
     if (!t || t->numel() != n || t->rank() < 1 || t->shape().back() != n) return false;
     v.assign(t->data<float>(), t->data<float>() + n);
     return true;
   };
-  if (!row(4, s.ln_gamma) || (info.has_input(5) && !row(5, s.ln_beta))) return false;
+  if (!row(first, s.ln_gamma) || (info.has_input(first + 1) && !row(first + 1, s.ln_beta))) {
+    return false;
+  }
   try {
     s.epsilon = info.node.attr_float("epsilon", 1e-5f);
   } catch (const Error&) {
     return false;
   }
+  return true;
+}
+
+// FusedMatMulLayerNorm's epilogue: a residual of Y's shape, constant gamma and beta of [N].
+bool layer_norm_spec(const NodeInfo& info, int64_t n, MatMulSpec& s) {
+  if (!static_f32_input(info, 3) || *known_shape(info, 3) != s.y_shape) return false;
+  if (!norm_params(info, 4, n, s)) return false;
   if (s.act.kind != ref::ActivationKind::kNone) return false;
   s.layer_norm = s.residual = true;
   s.c_mode = s.c_mode == MatMulSpec::CMode::kBias ? s.c_mode : MatMulSpec::CMode::kNone;
@@ -124,15 +133,8 @@ bool layer_norm_spec(const NodeInfo& info, int64_t n, MatMulSpec& s) {
 
 // The norm prologue: constant gamma and beta of [K] (no beta for RMSNorm, attribute norm "rms").
 bool norm_a_spec(const NodeInfo& info, int64_t k, MatMulSpec& s) {
-  auto row = [&](size_t i, std::vector<float>& v) {
-    const Tensor* t = plain_constant(info, i);
-    if (!t || t->numel() != k || t->rank() < 1 || t->shape().back() != k) return false;
-    v.assign(t->data<float>(), t->data<float>() + k);
-    return true;
-  };
-  if (!row(3, s.ln_gamma) || (info.has_input(4) && !row(4, s.ln_beta))) return false;
+  if (!norm_params(info, 3, k, s)) return false;
   try {
-    s.epsilon = info.node.attr_float("epsilon", 1e-5f);
     const std::string kind = info.node.attr_string("norm", "layer");
     if (kind != "layer" && kind != "rms") return false;
     s.rms = kind == "rms";

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ir/builder.h"
+#include "passes/fusions/fusion_util.h"
 #include "pattern/pattern.h"
 
 namespace nnfuse::attn {
@@ -35,33 +36,10 @@ std::optional<Dims> known_shape(const Value* v) {
 // Split, or three Slices (chunk()). The tensor, and the nodes to absorb; nullopt otherwise.
 std::optional<std::pair<Value*, std::vector<Node*>>> packed_source(Value* q, Value* k, Value* v,
                                                                    int64_t e) {
-  Node* split = q->producer();
-  if (!split) return std::nullopt;
-  if (split->op_type() == "Split" && split->num_outputs() == 3 && split->output(0) == q &&
-      split->output(1) == k && split->output(2) == v) {
-    std::optional<Dims> whole = static_shape(split->input(0));
-    const int64_t ax = split->attr_int("axis", 0);
-    if (whole && whole->size() == 3 && (ax == 2 || ax == -1) && (*whole)[2] == 3 * e) {
-      return std::make_pair(split->input(0), std::vector<Node*>{split});
-    }
-    return std::nullopt;
-  }
-  std::vector<Node*> slices;
-  Value* whole = nullptr;
-  int64_t at = 0;
-  for (Value* part : {q, k, v}) {
-    Node* n = part->producer();
-    std::optional<pattern::SliceRange> r = pattern::slice_range(n);
-    if (!r || (whole && r->src != whole) || r->start != at || r->end != at + e) {
-      return std::nullopt;
-    }
-    whole = r->src;
-    std::optional<Dims> d = static_shape(whole);
-    if (d->size() != 3 || r->axis != 2 || (*d)[2] != 3 * e) return std::nullopt;
-    slices.push_back(n);
-    at += e;
-  }
-  return std::make_pair(whole, slices);
+  const std::optional<EqualParts> p = equal_parts({q, k, v});
+  const std::optional<Dims> d = p ? static_shape(p->whole) : std::nullopt;
+  if (!d || d->size() != 3 || (*d)[2] != 3 * e) return std::nullopt;
+  return std::make_pair(p->whole, p->nodes);
 }
 
 // A constant bool [.., Sq, Sk] mask that keeps exactly key j <= i + (Sk - Sq) (`keep` true)

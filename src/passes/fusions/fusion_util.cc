@@ -368,22 +368,4 @@ std::string chain_escape(const std::vector<Node*>& chain) {
   return "";
 }
 
-Tensor concat_columns(const std::vector<const Tensor*>& parts) {
-  const int64_t rows = parts[0]->dim(0);
-  int64_t cols = 0;
-  for (const Tensor* t : parts) cols += t->dim(1);
-  Tensor r(DType::kFloat32, {rows, cols});
-  float* d = r.data<float>();
-  int64_t at = 0;
-  for (const Tensor* t : parts) {
-    const float* s = t->data<float>();
-    const int64_t c = t->dim(1);
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int64_t j = 0; j < c; ++j) d[i * cols + at + j] = s[i * c + j];
-    }
-    at += c;
-  }
-  return r;
-}
-
 }  // namespace nnfuse

@@ -70,6 +70,15 @@ void set_activation_attrs(std::map<std::string, Attribute>& attrs, const Activat
 // weights of a horizontal fusion).
 Tensor concat_columns(const std::vector<const Tensor*>& parts);
 
+// `parts` as the consecutive equal parts, in this order, of one tensor along its last axis:
+// the outputs of one Split (all of them, each of the same static width) or Slices
+// [i * W, (i + 1) * W). The tensor and the nodes that cut it; nullopt otherwise.
+struct EqualParts {
+  Value* whole = nullptr;
+  std::vector<Node*> nodes;
+};
+std::optional<EqualParts> equal_parts(const std::vector<Value*>& parts);
+
 // For passes that find their candidates by hand: scans the graph (restarting after every
 // change) for nodes `select` picks, given as the nodes the candidate involves (empty: not a
 // match); each pick is counted for `pass` and handed to `rewrite`, which returns "" when it

@@ -114,34 +114,20 @@ Rule gated_ffn() {
       }};
 }
 
-// The halves of one value along its last axis that `a` and `c` are (a Split in two equal parts,
-// or two Slices [0, N) and [N, 2N)): the value, whether `a` is the second half, and the nodes.
+// The halves of one value along its last axis that `a` and `c` are (equal_parts, in either
+// order): the value, whether `a` is the second half, and the nodes that cut it.
 struct Halves {
   Value* whole = nullptr;
   bool gate_second = false;
   std::vector<Node*> nodes;
 };
 std::optional<Halves> halves_of(Value* a, Value* c) {
-  Node* sa = a->producer();
-  Node* sc = c->producer();
-  if (!sa || !sc) return std::nullopt;
-  const std::optional<Dims> d = static_shape(sa->input(0));
-  if (!d || d->empty() || d->back() % 2 != 0) return std::nullopt;
-  const int64_t n = d->back() / 2, last = static_cast<int64_t>(d->size()) - 1;
-  if (sa == sc && sa->op_type() == "Split" && sa->num_outputs() == 2) {
-    const int64_t axis = sa->attr_int("axis", 0);
-    const std::optional<Dims> o0 = static_shape(sa->output(0)), o1 = static_shape(sa->output(1));
-    if ((axis != -1 && axis != last) || !o0 || !o1 || o0->back() != n || o1->back() != n) {
-      return std::nullopt;
+  for (bool second : {false, true}) {
+    if (auto p = second ? equal_parts({c, a}) : equal_parts({a, c})) {
+      return Halves{p->whole, second, p->nodes};
     }
-    return Halves{sa->input(0), sa->output(1) == a, {sa}};
   }
-  const auto ra = pattern::slice_range(sa), rc = pattern::slice_range(sc);
-  if (!ra || !rc || ra->src != rc->src || ra->axis != last || rc->axis != last) return std::nullopt;
-  const bool a_first = ra->start == 0 && ra->end == n && rc->start == n && rc->end == 2 * n;
-  const bool a_second = rc->start == 0 && rc->end == n && ra->start == n && ra->end == 2 * n;
-  if (!a_first && !a_second) return std::nullopt;
-  return Halves{ra->src, a_second, {sa, sc}};
+  return std::nullopt;
 }
 
 // The activation-free dense layer writing v, with a float32 [K, 2N] constant weight and a

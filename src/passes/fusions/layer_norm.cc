@@ -162,9 +162,7 @@ Rule layer_norm() {
             const NormIO io = norm_io(m.match);
             const int64_t e = norm::feature_count(io.x, {m["gamma"], m["beta"]});
             if (!m["gamma"] && e < 0) return "there is no gamma and the last dim is unknown";
-            Value* gamma = m["gamma"] ? m.feature("gamma", e)
-                                      : m.add_constant(m.node("var")->name() + "_gamma_ones",
-                                                       m.feature_values("gamma", e, 1.0f));
+            Value* gamma = m.feature("gamma", e, 1.0f, m.node("var")->name() + "_gamma_ones");
             return m.fuse_nodes(io.nodes, "LayerNormalization", {io.x, gamma, m.feature("beta", e)},
                                 {io.y},
                                 {{"axis", attr_int(-1)}, {"epsilon", attr_float(m.scalar("eps"))}},

@@ -105,9 +105,7 @@ Rule layer_norm_matmul() {
         std::map<std::string, Attribute> attrs = mm->attrs();
         attrs["epsilon"] = norm::epsilon_of(*m.node("ln")).at("epsilon");
         if (rms) attrs["norm"] = attr_string("rms");
-        Value* gamma = m["gamma"] ? m.feature("gamma", k)
-                                  : m.add_constant(m.node("ln")->name() + "_gamma_ones",
-                                                   m.feature_values("gamma", k, 1.0f));
+        Value* gamma = m.feature("gamma", k, 1.0f, m.node("ln")->name() + "_gamma_ones");
         const bool gated = mm->op_type() == "FusedGatedMatMul";
         return m.fuse_nodes({m.node("ln"), mm}, gated ? "FusedGatedMatMul" : "FusedLayerNormMatMul",
                             {m["x"], mm->input(1), optional_input(mm, 2), gamma,

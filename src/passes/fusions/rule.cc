@@ -68,6 +68,11 @@ Value* RuleMatch::feature(const std::string& name, int64_t n) const {
   return add_constant(v->name() + "_f32", feature_values(name, n, 0.0f));
 }
 
+Value* RuleMatch::feature(const std::string& name, int64_t n, float fill,
+                          const std::string& stem) const {
+  return match.value(name) ? feature(name, n) : add_constant(stem, feature_values(name, n, fill));
+}
+
 Tensor RuleMatch::feature_values(const std::string& name, int64_t n, float fill) const {
   const Tensor* t = constant(name);
   Tensor f(DType::kFloat32, {n});

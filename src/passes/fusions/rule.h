@@ -55,6 +55,9 @@ class RuleMatch {
   // The per-feature parameter `name` (guard::per_feature) as a float32 [n] value: itself when
   // it is one (or a runtime value), else a new constant; nullptr when the pattern left it unbound.
   Value* feature(const std::string& name, int64_t n) const;
+  // The same, but when unbound a new constant of n copies of `fill` (a gamma of ones) named
+  // after `stem`.
+  Value* feature(const std::string& name, int64_t n, float fill, const std::string& stem) const;
   // Its n values as a float32 [n] tensor; n copies of `fill` when unbound.
   Tensor feature_values(const std::string& name, int64_t n, float fill) const;
   // The constant scalar `name` (guard::scalar) as a float.
