@@ -462,18 +462,27 @@ void OrtLowering::lower_scale_shift(const Node& n) {
   NNFUSE_CHECK(c && c->size() == 1, n.describe(), ": Scale must be a vector");
   const std::string out = name_of(n.output(0));
   const bool act = has_activation(n);
-  const auto xd = static_dims(n.input(0));
+  auto xd = static_dims(n.input(0));
+  std::string x = name_of(n.input(0));
+  if (n.num_inputs() > 3) {
+    // A ScaleShift of a concatenation: the Concat along the channels, then as one of one part.
+    std::vector<std::string> parts = {x};
+    for (size_t i = 3; i < n.num_inputs(); ++i) parts.push_back(name_of(n.input(i)));
+    x = w_.fresh(out + "_concat");
+    ProtoWriter::set_int(w_.node("Concat", parts, {x}, "", n.name() + "_concat"), "axis", 1);
+    if (xd) (*xd)[1] = (*c)[0];
+  }
   const ref::Activation a = ref::read_activation(n);
   if (act && ort_fusable(a.kind) && xd && xd->size() >= 3 && n.input(1)->is_constant()) {
     // With an activation: a depthwise 1x1 FusedConv (weights the scale, bias the shift) applies
     // it too, in one node, as ORT's NCHWc transformer rewrites a BatchNormalization and ReLU.
     Dims wd = {(*c)[0], 1};
     wd.resize(xd->size(), 1);
-    onnx::NodeProto* p = w_.node(
-        "FusedConv",
-        {name_of(n.input(0)), w_.constant(n.name() + "_scale", n.input(1)->constant().reshaped(wd)),
-         name_of(n.input(2))},
-        {out}, kOrtDomain, n.name());
+    onnx::NodeProto* p =
+        w_.node("FusedConv",
+                {x, w_.constant(n.name() + "_scale", n.input(1)->constant().reshaped(wd)),
+                 name_of(n.input(2))},
+                {out}, kOrtDomain, n.name());
     ProtoWriter::set_int(p, "group", (*c)[0]);
     ProtoWriter::set_ints(p, "kernel_shape", Dims(xd->size() - 2, 1));
     set_conv_activation(p, n.attr_string("activation", ""), a);
@@ -487,8 +496,8 @@ void OrtLowering::lower_scale_shift(const Node& n) {
   for (int64_t i = 0; i < ones.numel(); ++i) ones.data<float>()[i] = 1.0f;
   onnx::NodeProto* p =
       w_.node("BatchNormalization",
-              {name_of(n.input(0)), name_of(n.input(1)), name_of(n.input(2)),
-               w_.constant(n.name() + "_mean", zeros), w_.constant(n.name() + "_var", ones)},
+              {x, name_of(n.input(1)), name_of(n.input(2)), w_.constant(n.name() + "_mean", zeros),
+               w_.constant(n.name() + "_var", ones)},
               {bn_out}, "", act ? n.name() + "_bn" : n.name());
   ProtoWriter::set_float(p, "epsilon", 0.0f);
   if (act) write_activation(n, bn_out, out, n.name());

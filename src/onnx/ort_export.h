@@ -10,7 +10,8 @@
 //   FusedGlobalPoolGemm  -> GlobalAveragePool, Flatten, FusedGemm
 //   Gelu, Swish          -> Gelu or FastGelu, QuickGelu (com.microsoft)
 //   ScaleShift           -> with an activation FusedConv takes, a depthwise 1x1 FusedConv; else
-//                           BatchNormalization (mean 0, variance 1, epsilon 0) and the activation
+//                           BatchNormalization (mean 0, variance 1, epsilon 0) and the activation;
+//                           of a concatenation (inputs 3 on), a Concat first
 //   SkipLayerNorm        -> SkipLayerNormalization (the sum as output 3)
 //   RMSNorm              -> SkipSimplifiedLayerNormalization with a skip of zeros (exact; ORT's
 //                           SimplifiedLayerNormalization is in the default domain, where the ONNX

@@ -226,6 +226,26 @@ TEST(OrtExport, ScaleShift) {
   }
 }
 
+TEST(OrtExport, ScaleShiftOfAConcatenation) {
+  // A Concat of the parts along the channels, then the ScaleShift's own lowering.
+  for (bool relu : {true, false}) {
+    Builder b;
+    Value* x = b.in("x", {1, 3, 4, 4});
+    Value* x2 = b.in("x2", {1, 2, 4, 4});
+    Node* ss = b.node("ScaleShift", {x, b.c(random({5}, 12)), b.c(random({5}, 13)), x2},
+                      {1, 5, 4, 4}, kFusedDomain);
+    if (relu) ss->set_attr("activation", attr_string("Relu"));
+    b.g->add_output(ss->output(0));
+    const onnx::ModelProto m = export_ort(*b.g);
+    EXPECT_EQ(op_types(m),
+              (std::vector<std::string>{"Concat", relu ? "FusedConv" : "BatchNormalization"}));
+    if (!relu) {  // ORT's FusedConv is com.microsoft's, which nnfuse does not run
+      expect_export_runs_the_same(
+          std::move(b.g), {{"x", random({1, 3, 4, 4}, 14)}, {"x2", random({1, 2, 4, 4}, 15)}});
+    }
+  }
+}
+
 TEST(OrtExport, NormalizationsAndAttention) {
   Builder b;
   Value* x = b.in("x", {2, 5, 8});

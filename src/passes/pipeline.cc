@@ -34,6 +34,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   p.push_back(make_conv_act_pass());
   // BatchNorms no conv took (after the conv passes, which may still fold them).
   p.push_back(make_bn_scale_shift_pass());
+  p.push_back(make_concat_scale_shift_pass());
   p.push_back(make_conv_pool_pass());
   // A squeeze-and-excitation scale into the projection conv (after the conv epilogues).
   p.push_back(make_scaled_conv_pass());

@@ -13,7 +13,8 @@ using FactoryTable = std::vector<std::pair<std::string, KernelFactory>>;
 
 void append_unary_kernels(FactoryTable& t);         // cpu_unary.cc: activations, Exp, Erf, Clip...
 void append_binary_kernels(FactoryTable& t);        // cpu_binary.cc: Add..Pow, compares, Where
-void append_norm_kernels(FactoryTable& t);          // cpu_norm.cc: BatchNormalization, LayerNorm
+void append_norm_kernels(FactoryTable& t);          // cpu_norm.cc: BatchNormalization, ScaleShift
+void append_layer_norm_kernels(FactoryTable& t);    // cpu_layer_norm.cc: LayerNormalization
 void append_softmax_kernels(FactoryTable& t);       // cpu_softmax.cc: Softmax, LogSoftmax
 void append_reduce_kernels(FactoryTable& t);        // cpu_reduce.cc: ReduceSum/Mean/Max/Min
 void append_data_kernels(FactoryTable& t);          // cpu_data.cc: Transpose, Slice, Split, Expand

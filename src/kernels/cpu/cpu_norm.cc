@@ -1,10 +1,10 @@
-// BatchNormalization (inference) and LayerNormalization (opset 17), float32.
+// BatchNormalization (inference) and ScaleShift, float32.
 //
 // BatchNorm folds its constant statistics into y = x * a[c] + b[c] at plan time, with
 // a = scale / sqrt(var + eps) and b = B - mean * a (in double, rounded once); it runs on plain
 // tensors (per-channel planes) and on NHWC ones (channel innermost), in place if allowed.
-// LayerNorm normalizes each row of the trailing dims: mean and variance (two passes over the
-// row while it is in cache, sums in double), then one pass writing the output.
+// ScaleShift (ai.nnfuse) is the folded form, with a piecewise-linear activation, also of a
+// concatenation (inputs 3 on are further parts of X, each written once into its channels).
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -17,17 +17,6 @@
 #include "kernels/ref/fused.h"
 
 namespace nnfuse::cpu {
-
-NNFUSE_TARGET_CLONES void layer_norm_row(const float* x, float* y, int64_t n, float mean, float inv,
-                                         const float* scale, const float* bias) {
-  if (bias) {
-#pragma GCC ivdep
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * scale[i] + bias[i];
-  } else {
-#pragma GCC ivdep
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * scale[i];
-  }
-}
 
 namespace {
 
@@ -142,7 +131,7 @@ class BatchNormKernel : public Kernel {
       a_.push_back(static_cast<float>(a[c]));
       b_.push_back(static_cast<float>(b[c]));
     }
-    (void)scale_shift;
+    parts_ = scale_shift && info.node.num_inputs() > 3;
     if (auto e = scale_shift_epilogue(info.node)) epilogue_ = *e;
   }
 
@@ -164,6 +153,7 @@ class BatchNormKernel : public Kernel {
   }
 
   void run(KernelIO& io) override {
+    if (parts_) return run_parts(io);
     const Tensor& x = io.in(0);
     require_float(x, who_);
     const int64_t c = static_cast<int64_t>(a_.size());
@@ -209,9 +199,87 @@ class BatchNormKernel : public Kernel {
   }
 
  private:
+  // y = a * x + b over n elements with one (plane) or per-element (row) a and b.
+  void affine(const float* x, float* y, int64_t n, const float* a, const float* b) const {
+    if (epilogue_) {
+      affine_rows_act(x, y, 1, n, a, b, *epilogue_);
+    } else {
+      affine_rows(x, y, 1, n, a, b);
+    }
+  }
+  void affine(const float* x, float* y, int64_t n, float a, float b) const {
+    if (epilogue_) {
+      affine_plane_act(x, y, n, a, b, *epilogue_);
+    } else {
+      affine_plane(x, y, n, a, b);
+    }
+  }
+
+  // ScaleShift of a concatenation: X is inputs 0, 3, 4, ... joined along dim 1, each part
+  // written once into its channels of Y (all parts in Y's layout).
+  void run_parts(KernelIO& io) {
+    std::vector<const Tensor*> parts = {&io.in(0)};
+    for (size_t i = 3; i < io.inputs.size(); ++i) parts.push_back(&io.in(i));
+    const Tensor& x = *parts[0];
+    Dims shape = x.shape();
+    if (shape.size() < 2) fail(ErrorKind::kRuntime, who_, ": X must have rank >= 2");
+    std::vector<int64_t> first;  // each part's first channel in Y
+    shape[1] = 0;
+    for (const Tensor* p : parts) {
+      require_float(*p, who_);
+      Dims d = p->shape();
+      if (d.size() != shape.size() || p->layout() != x.layout()) {
+        fail(ErrorKind::kRuntime, who_, ": the parts of X ", dims_str(x.shape()), " and ",
+             dims_str(d), " differ in rank or layout");
+      }
+      first.push_back(shape[1]);
+      shape[1] += d[1];
+      d[1] = shape[1];
+      if (d != shape) {
+        fail(ErrorKind::kRuntime, who_, ": the parts of X ", dims_str(x.shape()), " and ",
+             dims_str(p->shape()), " differ outside dim 1");
+      }
+    }
+    const int64_t c = static_cast<int64_t>(a_.size());
+    if (shape[1] != c) {
+      fail(ErrorKind::kRuntime, who_, ": the parts of X have ", shape[1], " channels, not ", c);
+    }
+    Tensor& y = io.output(0, DType::kFloat32, shape, x.layout());
+    float* py = y.data<float>();
+    const int64_t inner = numel_of(shape, 2, shape.size());
+    if (x.layout() == Layout::kNHWC || inner == 1) {
+      // Rows of C channels: each part's row of its channels into its span of Y's row.
+      const int64_t rows = y.numel() / std::max<int64_t>(c, 1);
+      parallel_range(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(c, 1)),
+                     [&](int64_t lo, int64_t hi) {
+                       for (int64_t r = lo; r < hi; ++r) {
+                         for (size_t j = 0; j < parts.size(); ++j) {
+                           const int64_t pc = parts[j]->dim(1), f = first[j];
+                           affine(parts[j]->data<float>() + r * pc, py + r * c + f, pc,
+                                  a_.data() + f, b_.data() + f);
+                         }
+                       }
+                     });
+      return;
+    }
+    // Planes of `inner` elements, (n, channel) of Y: read from the part holding the channel.
+    parallel_range(y.numel() / inner, std::max<int64_t>(1, kParallelGrain / inner),
+                   [&](int64_t lo, int64_t hi) {
+                     for (int64_t plane = lo; plane < hi; ++plane) {
+                       const int64_t n = plane / c, ch = plane % c;
+                       size_t j = parts.size() - 1;
+                       while (first[j] > ch) --j;
+                       const int64_t pc = parts[j]->dim(1);
+                       affine(parts[j]->data<float>() + (n * pc + ch - first[j]) * inner,
+                              py + plane * inner, inner, a_[ch], b_[ch]);
+                     }
+                   });
+  }
+
   std::string who_;
   std::vector<float> a_, b_;
   std::optional<Epilogue> epilogue_;  // ScaleShift's activation
+  bool parts_ = false;                // a ScaleShift of a concatenation
 };
 
 // Why the kernel declines a BatchNormalization, "" when it runs it.
@@ -248,113 +316,21 @@ std::string batch_norm_declines(const NodeInfo& info) {
   return "";
 }
 
-// ---- LayerNormalization
-
-// True when a scale/bias of shape `s` is one value per element of the normalized trailing
-// dims of an input of shape `x` normalized from `axis` (leading dims all 1).
-bool per_row_param(const Dims& s, const Dims& x, size_t axis) {
-  const size_t inner_rank = x.size() - axis;
-  if (s.size() > x.size()) return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const size_t xi = x.size() - s.size() + i;
-    if (xi < axis ? s[i] != 1 : s[i] != x[xi]) return false;
-  }
-  return s.size() >= inner_rank || numel_of(x, axis, axis + (inner_rank - s.size())) == 1;
-}
-
-class LayerNormKernel : public Kernel {
- public:
-  explicit LayerNormKernel(const NodeInfo& info)
-      : who_(info.node.describe()),
-        axis_(info.node.attr_int("axis", -1)),
-        eps_(info.node.attr_float("epsilon", 1e-5f)),
-        want_mean_(info.node.output(1) != nullptr),
-        want_inv_(info.node.output(2) != nullptr) {}
-
-  void run(KernelIO& io) override {
-    const Tensor& x = io.in(0);
-    const Tensor& scale = io.in(1);
-    const Tensor* bias = io.has_input(2) ? &io.in(2) : nullptr;
-    require_float(x, who_);
-    require_float(scale, who_, "scale");
-    if (bias) require_float(*bias, who_, "bias");
-    const size_t axis = static_cast<size_t>(checked_axis(axis_, x.rank(), who_));
-    if (!per_row_param(scale.shape(), x.shape(), axis) ||
-        (bias && !per_row_param(bias->shape(), x.shape(), axis))) {
-      fail(ErrorKind::kRuntime, who_, ": scale/bias shapes do not match the normalized dims of ",
-           dims_str(x.shape()));
-    }
-    const int64_t rows = numel_of(x.shape(), 0, axis);
-    const int64_t n = numel_of(x.shape(), axis, x.shape().size());
-    Tensor& y = io.output(0, DType::kFloat32, x.shape());
-    Dims stat_shape = x.shape();
-    for (size_t i = axis; i < stat_shape.size(); ++i) stat_shape[i] = 1;
-    float* mean_out = nullptr;
-    float* inv_out = nullptr;
-    if (io.outputs.size() > 1 && want_mean_) {
-      mean_out = io.output(1, DType::kFloat32, stat_shape).data<float>();
-    }
-    if (io.outputs.size() > 2 && want_inv_) {
-      inv_out = io.output(2, DType::kFloat32, stat_shape).data<float>();
-    }
-    const float* px = x.data<float>();
-    float* py = y.data<float>();
-    const float* ps = scale.data<float>();
-    const float* pb = bias ? bias->data<float>() : nullptr;
-    const double eps = eps_;
-    parallel_tasks(rows, rows * n * 4, [&](int64_t r) {
-      const float* xr = px + r * n;
-      const float mean = n > 0 ? static_cast<float>(row_sum(xr, n) / static_cast<double>(n)) : kNaN;
-      const double var = row_sq_dev(xr, n, mean) / static_cast<double>(n);
-      const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
-      if (mean_out) mean_out[r] = mean;
-      if (inv_out) inv_out[r] = inv;
-      layer_norm_row(xr, py + r * n, n, mean, inv, ps, pb);
-    });
-  }
-
- private:
-  std::string who_;
-  int64_t axis_;
-  double eps_;
-  bool want_mean_, want_inv_;
-};
-
-// Why the kernel declines a LayerNormalization, "" when it runs it.
-std::string layer_norm_declines(const NodeInfo& info) {
-  const Node& n = info.node;
-  // Also in ai.nnfuse, where the LayerNorm fusion writes it for models before opset 17.
-  if ((!n.domain().empty() && n.domain() != "ai.nnfuse") || n.num_inputs() < 2 ||
-      n.num_inputs() > 3 || !n.output(0) || !info.has_input(1)) {
-    return "not a LayerNormalization of X, Scale and an optional B";
-  }
-  if (std::string r = float_inputs_problem(info); !r.empty()) return r;
-  if (!info.all_inputs_in(Layout::kPlain)) return "an input is not plain";
-  try {
-    if (n.attr_int("stash_type", 1) != 1) return "stash_type other than 1 (float32)";
-    n.attr_float("epsilon", 1e-5f);
-    const int64_t axis = n.attr_int("axis", -1);
-    std::optional<Dims> x = info.input_shape(0);
-    if (!x) return "";  // checked at run time
-    std::optional<int64_t> a = axis_in(axis, static_cast<int64_t>(x->size()));
-    if (!a) return "axis " + std::to_string(axis) + " outside " + dims_str(*x);
-    for (size_t i = 1; i < n.num_inputs(); ++i) {
-      std::optional<Dims> s = info.input_shape(i);
-      if (info.has_input(i) && (!s || !per_row_param(*s, *x, static_cast<size_t>(*a)))) {
-        return input_label(info, i) + " is not a static per-row parameter";
-      }
-    }
-  } catch (const Error& e) {
-    return std::string("attributes: ") + e.what();
-  }
-  return "";
-}
-
 // Why the kernel declines a ScaleShift, "" when it runs it.
 std::string scale_shift_declines(const NodeInfo& info) {
   const Node& n = info.node;
-  if (n.num_inputs() != 3 || !single_output(n)) return "not 3 inputs and 1 output";
-  if (!input_is(info, 0, DType::kFloat32)) return not_static_f32(info, 0);
+  if (n.num_inputs() < 3 || !single_output(n)) return "not 3 or more inputs and 1 output";
+  std::vector<size_t> parts = {0};
+  for (size_t i = 3; i < n.num_inputs(); ++i) parts.push_back(i);
+  int64_t channels = 0;
+  for (size_t i : parts) {
+    if (!input_is(info, i, DType::kFloat32)) return not_static_f32(info, i);
+    if (input_layout(info, i) != input_layout(info, 0)) {
+      return input_label(info, i) + " is not in the layout of " + input_label(info, 0);
+    }
+    std::optional<Dims> s = info.input_shape(i);
+    channels = s && s->size() >= 2 && channels >= 0 ? channels + (*s)[1] : -1;
+  }
   std::vector<double> a, b;
   if (!info.constant(1) || !info.constant(2) || !bn_param(info, 1, &a)) {
     return "the scale and shift are not float32 constants of [C]";
@@ -369,20 +345,20 @@ std::string scale_shift_declines(const NodeInfo& info) {
            "' is not one it applies (Relu, LeakyRelu, Clip)";
   }
   if (std::optional<Dims> s = info.input_shape(0)) {
-    if (s->size() < 2 || (*s)[1] != static_cast<int64_t>(a.size())) {
+    if (s->size() < 2 || (parts.size() == 1 && (*s)[1] != static_cast<int64_t>(a.size()))) {
       return input_label(info, 0) + " of shape " + dims_str(*s) + " has not " +
              std::to_string(a.size()) + " channels";
     }
+  }
+  if (parts.size() > 1 && channels >= 0 && channels != static_cast<int64_t>(a.size())) {
+    return "the parts of X have " + std::to_string(channels) + " channels, not " +
+           std::to_string(a.size());
   }
   return "";
 }
 
 std::unique_ptr<Kernel> scale_shift_create(const NodeInfo& info) {
   return std::make_unique<BatchNormKernel>(info, true);
-}
-
-std::unique_ptr<Kernel> layer_norm_create(const NodeInfo& info) {
-  return std::make_unique<LayerNormKernel>(info);
 }
 
 std::unique_ptr<Kernel> batch_norm_create(const NodeInfo& info) {
@@ -393,6 +369,10 @@ Layout same_as_input(const NodeInfo& info, size_t k) {
   return k == 0 ? input_layout(info, 0) : Layout::kPlain;
 }
 int in_place_output0(const NodeInfo&, size_t k) { return k == 0 ? 0 : -1; }
+// A ScaleShift of one part may write over it; of a concatenation, Y is larger than any part.
+int in_place_one_part(const NodeInfo& info, size_t k) {
+  return info.node.num_inputs() > 3 ? -1 : in_place_output0(info, k);
+}
 
 }  // namespace
 
@@ -404,10 +384,7 @@ void append_norm_kernels(FactoryTable& t) {
   t.emplace_back(
       "ScaleShift",
       KernelFactory{"cpu.scale_shift", accepts_unless_declined<scale_shift_declines>, same_as_input,
-                    scale_shift_create, in_place_output0, scale_shift_declines});
-  t.emplace_back("LayerNormalization",
-                 KernelFactory{"cpu.layer_norm", accepts_unless_declined<layer_norm_declines>,
-                               nullptr, layer_norm_create, in_place_output0, layer_norm_declines});
+                    scale_shift_create, in_place_one_part, scale_shift_declines});
 }
 
 }  // namespace nnfuse::cpu

@@ -121,6 +121,45 @@ TEST(CpuScaleShift, PiecewiseLinearActivations) {
   EXPECT_FALSE(fast_accepts("cpu.scale_shift", "ScaleShift", in, act("Sigmoid", 0, 0)));
 }
 
+// A ScaleShift of a concatenation: inputs 3 on are further parts of X along dim 1.
+TEST(CpuScaleShift, ConcatenatedParts) {
+  Attribute relu;
+  relu.kind = Attribute::Kind::kString;
+  relu.s = "Relu";
+  uint32_t seed = 80;
+  for (const std::vector<Dims>& parts : std::vector<std::vector<Dims>>{
+           {{2, 3, 4, 5}, {2, 5, 4, 5}, {2, 1, 4, 5}}, {{1, 32, 7, 7}, {1, 32, 7, 7}}}) {
+    for (Layout layout : {Layout::kPlain, Layout::kNHWC}) {
+      for (bool act : {false, true}) {
+        SCOPED_TRACE(dims_str(parts[0]) + " " + layout_name(layout) + (act ? " relu" : ""));
+        int64_t c = 0;
+        for (const Dims& d : parts) c += d[1];
+        seed += 10;
+        std::vector<FastInput> in = {{random_tensor(parts[0], seed, -3, 3), false, layout},
+                                     {random_tensor({c}, seed + 1), true},
+                                     {random_tensor({c}, seed + 2), true}};
+        for (size_t i = 1; i < parts.size(); ++i) {
+          in.push_back(
+              {random_tensor(parts[i], seed + 2 + static_cast<uint32_t>(i), -3, 3), false, layout});
+        }
+        std::map<std::string, Attribute> attrs;
+        if (act) attrs["activation"] = relu;
+        expect_matches_ref("cpu.scale_shift", "ScaleShift", in, attrs);
+      }
+    }
+  }
+  // A part in another layout or channels that do not add up to the parameters: declined.
+  std::vector<FastInput> mixed = {{random_tensor({1, 2, 3, 3}, 1), false, Layout::kNHWC},
+                                  {random_tensor({4}, 2), true},
+                                  {random_tensor({4}, 3), true},
+                                  {random_tensor({1, 2, 3, 3}, 4), false, Layout::kPlain}};
+  EXPECT_FALSE(fast_accepts("cpu.scale_shift", "ScaleShift", mixed));
+  mixed[3].layout = Layout::kNHWC;
+  EXPECT_TRUE(fast_accepts("cpu.scale_shift", "ScaleShift", mixed));
+  mixed[3].value = random_tensor({1, 3, 3, 3}, 4);
+  EXPECT_FALSE(fast_accepts("cpu.scale_shift", "ScaleShift", mixed));
+}
+
 TEST(CpuBatchNorm, Declines) {
   Tensor x = random_tensor({2, 3, 4, 4}, 40);
   auto in = bn_inputs(x, Layout::kPlain, 41);

@@ -177,6 +177,8 @@ OpClass op_class(const Node& node) {
   if (!t) return OpClass::kOpaque;
   auto it = t->find(node.op_type());
   if (it == t->end()) return OpClass::kOpaque;
+  // A ScaleShift of a concatenation (inputs 3 on are further parts) is a data movement.
+  if (node.op_type() == "ScaleShift" && node.num_inputs() > 3) return OpClass::kOpaque;
   if (it->second != kNary) return it->second;
   return same_known_shapes(node) ? OpClass::kElementwise : OpClass::kBroadcast;
 }

@@ -3,6 +3,8 @@
 // B'[c] = (B[c] - mean[c]) * s + bias[c] (epsilon inside the square root, as ONNX defines).
 // BatchNormScaleShiftPass: a BatchNormalization no conv took == ScaleShift(x, s, bias - mean * s)
 // (ai.nnfuse), one multiply-add per element with the statistics folded at compile time.
+// ConcatScaleShiftFusionPass: ScaleShift(Concat(x1, ..., xn, axis 1)), the Concat read by
+// nothing else == ScaleShift(x1, s, t, x2, ..., xn): each part scaled as it is written.
 #include <cmath>
 #include <optional>
 #include <utility>
@@ -161,9 +163,48 @@ Rule bn_scale_shift() {
           }};
 }
 
+// "" when the Concat joins float32 tensors of one rank along dim 1 (channels).
+std::string channel_concat(const RuleMatch& m) {
+  const Node& c = *m.node("concat");
+  const Shape& y = c.output(0)->shape();
+  if (!y.has_rank || y.dims.size() < 2) return "the Concat's output has no known rank of 2 or more";
+  const int64_t rank = static_cast<int64_t>(y.dims.size()), axis = c.attr_int("axis", 0);
+  if (axis != 1 && axis != 1 - rank) return "the Concat is along axis " + std::to_string(axis);
+  for (const Value* v : c.inputs()) {
+    if (!v || v->dtype() != DType::kFloat32 || !v->shape().has_rank ||
+        v->shape().dims.size() != y.dims.size()) {
+      return "a part of the Concat is not float32 of rank " + std::to_string(rank);
+    }
+  }
+  return "";
+}
+
+Rule concat_scale_shift() {
+  return {.name = "ConcatScaleShiftFusionPass",
+          .description =
+              "Applies a ScaleShift (a pre-activation BatchNormalization and its "
+              "activation) to a channel Concat as the parts are written: one kernel, "
+              "the Concat never materialized (DenseNet's layers)",
+          .ops = {"Concat", "BatchNormalization"},
+          .patterns = {{"", pattern::op_in(kFusedDomain, "ScaleShift",
+                                           {pattern::op_any_inputs("Concat").named("concat"),
+                                            pattern::constant("s"), pattern::constant("t")})
+                                .named("ss")}},
+          .guards = {guard::read_once("concat"), channel_concat},
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            const std::vector<Value*>& parts = m.node("concat")->inputs();
+            std::vector<Value*> in = {parts[0], m["s"], m["t"]};
+            in.insert(in.end(), parts.begin() + 1, parts.end());
+            return m.fuse("ScaleShift", in, m.node("ss")->attrs());
+          }};
+}
+
 }  // namespace
 
 std::unique_ptr<Pass> make_conv_bn_pass() { return make_rule_pass(conv_bn()); }
 std::unique_ptr<Pass> make_bn_scale_shift_pass() { return make_rule_pass(bn_scale_shift()); }
+std::unique_ptr<Pass> make_concat_scale_shift_pass() {
+  return make_rule_pass(concat_scale_shift());
+}
 
 }  // namespace nnfuse

@@ -504,6 +504,77 @@ TEST(BatchNormScaleShift, GuardsRejectTrainingModeAndUsedStatistics) {
   EXPECT_NE(r->rejected[0].reason.find("running statistics"), std::string::npos);
 }
 
+// DenseNet's layers: each concatenates every earlier feature map along the channels and reads
+// it through BN -> ReLU (-> conv). `shared`: the first Concat is also a graph output; `axis`:
+// the Concats' axis.
+std::unique_ptr<Graph> dense_block_graph(bool shared = false, int64_t axis = 1) {
+  B b;
+  auto dims = [](Value* v) { return v->shape().static_dims(); };
+  auto bn_relu = [&](Value* v, uint32_t seed) {
+    const int64_t n = dims(v)[1];
+    Value* bn = b.n("BatchNormalization",
+                    {v, b.c(random_tensor({n}, seed, 0.5, 1.5)), b.c(random_tensor({n}, seed + 1)),
+                     b.c(random_tensor({n}, seed + 2)), b.c(random_tensor({n}, seed + 3, 0.5, 2))},
+                    dims(v));
+    return b.n("Relu", {bn}, dims(v));
+  };
+  // A 1x1 conv to 4 channels (along the channels: 4 new ones; else the same 4).
+  auto conv = [&](Value* v, uint32_t seed) {
+    Dims d = dims(v);
+    Value* w = b.c(random_tensor({4, d[1], 1, 1}, seed));
+    d[1] = 4;
+    return b.n("Conv", {v, w}, d);
+  };
+  auto concat = [&](std::vector<Value*> parts, const std::string& name) {
+    Dims d = dims(parts[0]);
+    for (size_t i = 1; i < parts.size(); ++i) d[axis] += dims(parts[i])[axis];
+    return b.n("Concat", parts, d, {{"axis", attr_int(axis)}}, name);
+  };
+  Value* x = b.in("x", {1, axis == 1 ? 8 : 4, 2, 3});
+  Value* y1 = conv(bn_relu(x, 10), 14);
+  Value* c1 = concat({x, y1}, "concat1");
+  Value* y2 = conv(bn_relu(c1, 20), 24);
+  Value* c2 = concat({x, y1, y2}, "concat2");
+  b.out(bn_relu(c2, 30));
+  if (shared) b.out(c1);
+  return std::move(b.g);
+}
+
+TEST(ConcatScaleShiftFusion, DenseLayersWriteEachConcatOnceScaled) {
+  auto f = fuse(dense_block_graph());
+  EXPECT_EQ(count_op(*f.graph, "Concat"), 0u) << graph_to_text(*f.graph);
+  EXPECT_EQ(record(f.report, "ConcatScaleShiftFusionPass")->effect_times, 2);
+  size_t parts = 0;
+  for (const Node* n : f.graph->nodes()) {
+    if (n->op_type() == "ScaleShift" && n->num_inputs() > 3) {
+      parts += n->num_inputs() - 2;
+      EXPECT_EQ(n->attr_string("activation", ""), "Relu");
+    }
+  }
+  EXPECT_EQ(parts, 5u);  // (x, y1) and (x, y1, y2)
+  expect_same_numbers(std::move(f.graph), dense_block_graph());
+  // Switched off, the Concats stay.
+  FusionSwitches sw;
+  sw.set("ConcatScaleShiftFusionPass", false);
+  EXPECT_EQ(count_op(*fuse(dense_block_graph(), &sw).graph, "Concat"), 2u);
+}
+
+TEST(ConcatScaleShiftFusion, DeclinesAConcatReadElsewhereOrNotAlongChannels) {
+  auto f = fuse(dense_block_graph(/*shared=*/true));
+  EXPECT_EQ(count_op(*f.graph, "Concat"), 1u) << graph_to_text(*f.graph);
+  const PassRecord* r = record(f.report, "ConcatScaleShiftFusionPass");
+  ASSERT_EQ(r->rejected.size(), 1u);
+  EXPECT_NE(r->rejected[0].reason.find("also read elsewhere"), std::string::npos);
+  expect_same_numbers(std::move(f.graph), dense_block_graph(true));
+
+  auto g = fuse(dense_block_graph(false, /*axis=*/2));
+  EXPECT_EQ(count_op(*g.graph, "Concat"), 2u) << graph_to_text(*g.graph);
+  r = record(g.report, "ConcatScaleShiftFusionPass");
+  ASSERT_FALSE(r->rejected.empty());
+  EXPECT_NE(r->rejected[0].reason.find("along axis 2"), std::string::npos);
+  expect_same_numbers(std::move(g.graph), dense_block_graph(false, 2));
+}
+
 TEST(Canonicalize, IdentityAndShapeSubgraphsFold) {
   B b;
   Value* x = b.in("x", {2, 3, 4});
