@@ -11,6 +11,10 @@ namespace nnfuse::cpu {
 
 using FactoryTable = std::vector<std::pair<std::string, KernelFactory>>;
 
+// KernelFactory::in_place_input of a kernel whose output 0 may overwrite its input 0
+// (elementwise and row-wise kernels).
+inline int in_place_output0(const NodeInfo&, size_t k) { return k == 0 ? 0 : -1; }
+
 void append_unary_kernels(FactoryTable& t);         // cpu_unary.cc: activations, Exp, Erf, Clip...
 void append_binary_kernels(FactoryTable& t);        // cpu_binary.cc: Add..Pow, compares, Where
 void append_norm_kernels(FactoryTable& t);          // cpu_norm.cc: BatchNormalization, ScaleShift

@@ -131,8 +131,6 @@ std::unique_ptr<Kernel> layer_norm_create(const NodeInfo& info) {
   return std::make_unique<LayerNormKernel>(info);
 }
 
-int in_place_output0(const NodeInfo&, size_t k) { return k == 0 ? 0 : -1; }
-
 }  // namespace
 
 void append_layer_norm_kernels(FactoryTable& t) {

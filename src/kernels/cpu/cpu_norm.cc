@@ -173,14 +173,9 @@ class BatchNormKernel : public Kernel {
     if (x.layout() == Layout::kNHWC || inner == 1) {
       // Channel innermost: rows of C.
       const int64_t rows = x.numel() / std::max<int64_t>(c, 1);
-      parallel_range(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(c, 1)),
-                     [&](int64_t lo, int64_t hi) {
-                       if (epilogue_) {
-                         affine_rows_act(px + lo * c, py + lo * c, hi - lo, c, a, b, *epilogue_);
-                       } else {
-                         affine_rows(px + lo * c, py + lo * c, hi - lo, c, a, b);
-                       }
-                     });
+      parallel_range(
+          rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(c, 1)),
+          [&](int64_t lo, int64_t hi) { affine(px + lo * c, py + lo * c, hi - lo, c, a, b); });
       return;
     }
     // Planes of `inner` elements, channel (plane % C): walk element ranges plane by plane.
@@ -188,23 +183,21 @@ class BatchNormKernel : public Kernel {
       for (int64_t i = lo; i < hi;) {
         const int64_t plane = i / inner, end = std::min(hi, (plane + 1) * inner);
         const int64_t ch = plane % c;
-        if (epilogue_) {
-          affine_plane_act(px + i, py + i, end - i, a[ch], b[ch], *epilogue_);
-        } else {
-          affine_plane(px + i, py + i, end - i, a[ch], b[ch]);
-        }
+        affine(px + i, py + i, end - i, a[ch], b[ch]);
         i = end;
       }
     });
   }
 
  private:
-  // y = a * x + b over n elements with one (plane) or per-element (row) a and b.
-  void affine(const float* x, float* y, int64_t n, const float* a, const float* b) const {
+  // y = act(x * a + b), with the epilogue when there is one: over `rows` rows of c channels
+  // (a and b per channel), or over n elements of one channel.
+  void affine(const float* x, float* y, int64_t rows, int64_t c, const float* a,
+              const float* b) const {
     if (epilogue_) {
-      affine_rows_act(x, y, 1, n, a, b, *epilogue_);
+      affine_rows_act(x, y, rows, c, a, b, *epilogue_);
     } else {
-      affine_rows(x, y, 1, n, a, b);
+      affine_rows(x, y, rows, c, a, b);
     }
   }
   void affine(const float* x, float* y, int64_t n, float a, float b) const {
@@ -255,7 +248,7 @@ class BatchNormKernel : public Kernel {
                        for (int64_t r = lo; r < hi; ++r) {
                          for (size_t j = 0; j < parts.size(); ++j) {
                            const int64_t pc = parts[j]->dim(1), f = first[j];
-                           affine(parts[j]->data<float>() + r * pc, py + r * c + f, pc,
+                           affine(parts[j]->data<float>() + r * pc, py + r * c + f, 1, pc,
                                   a_.data() + f, b_.data() + f);
                          }
                        }
@@ -368,7 +361,6 @@ std::unique_ptr<Kernel> batch_norm_create(const NodeInfo& info) {
 Layout same_as_input(const NodeInfo& info, size_t k) {
   return k == 0 ? input_layout(info, 0) : Layout::kPlain;
 }
-int in_place_output0(const NodeInfo&, size_t k) { return k == 0 ? 0 : -1; }
 // A ScaleShift of one part may write over it; of a concatenation, Y is larger than any part.
 int in_place_one_part(const NodeInfo& info, size_t k) {
   return info.node.num_inputs() > 3 ? -1 : in_place_output0(info, k);

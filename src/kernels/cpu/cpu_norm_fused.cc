@@ -273,8 +273,6 @@ std::unique_ptr<Kernel> rms_norm_create(const NodeInfo& info) {
   return std::make_unique<RmsNormKernel>(info);
 }
 
-int in_place_output0(const NodeInfo&, size_t k) { return k == 0 ? 0 : -1; }
-
 }  // namespace
 
 void append_norm_fused_kernels(FactoryTable& t) {

@@ -171,13 +171,11 @@ std::unique_ptr<Kernel> softmax_create(const NodeInfo& info) {
   return std::make_unique<SoftmaxKernel>(info);
 }
 
-int softmax_in_place(const NodeInfo&, size_t k) { return k == 0 ? 0 : -1; }
-
 }  // namespace
 
 void append_softmax_kernels(FactoryTable& t) {
   KernelFactory f{"cpu.softmax", accepts_unless_declined<softmax_declines>, nullptr, softmax_create,
-                  softmax_in_place};
+                  in_place_output0};
   f.declines = softmax_declines;
   t.emplace_back("Softmax", f);
   t.emplace_back("LogSoftmax", f);

@@ -277,8 +277,6 @@ std::unique_ptr<Kernel> unary_create(const NodeInfo& info) {
   return std::make_unique<UnaryKernel>(info, unary_ops().at(info.node.op_type()));
 }
 
-int unary_in_place(const NodeInfo&, size_t k) { return k == 0 ? 0 : -1; }
-
 }  // namespace
 
 bool unary_kind_of(const std::string& op_type, UnaryKind* kind) {
@@ -294,10 +292,10 @@ void unary_run(UnaryKind kind, const float* x, float* y, int64_t n, float a, flo
 
 void append_unary_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {
   const KernelFactory f{"cpu.unary", unary_accepts, unary_output_layout, unary_create,
-                        unary_in_place};
+                        in_place_output0};
   for (const auto& [op, info] : unary_ops()) t.emplace_back(op, f);
   const KernelFactory gelu{"cpu.gelu", gelu_accepts, unary_output_layout, gelu_create,
-                           unary_in_place};
+                           in_place_output0};
   t.emplace_back("Gelu", gelu);
   t.emplace_back("Swish", gelu);
 }
