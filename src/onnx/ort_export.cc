@@ -43,6 +43,7 @@ const std::set<std::string>& lowered_ops() {
                                             "Gelu",
                                             "Swish",
                                             "ScaleShift",
+                                            "GroupNorm",
                                             "SkipLayerNorm",
                                             "RMSNorm",
                                             "LayerNormalization",
@@ -166,6 +167,7 @@ void OrtLowering::lower(const Node& n) {
   if (op == "FusedGlobalPoolGemm") return lower_pool_gemm(n);
   if (op == "Gelu" || op == "Swish") return lower_standalone_activation(n);
   if (op == "ScaleShift") return lower_scale_shift(n);
+  if (op == "GroupNorm") return lower_group_norm(n);
   if (op == "SkipLayerNorm") return lower_skip_layer_norm(n);
   if (op == "RMSNorm") return lower_rms_norm(n);
   if (op == "LayerNormalization") return lower_layer_norm(n);

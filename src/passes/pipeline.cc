@@ -21,6 +21,9 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   // Transformer normalizations, before anything absorbs their Adds and Muls.
   p.push_back(make_layer_norm_pass());
   p.push_back(make_rms_norm_pass());
+  // GroupNorm and InstanceNormalization with their activation (before the GELU/Swish pass takes
+  // a SiLU after them, and before automatic fusion takes their Mul and Add).
+  p.push_back(make_group_norm_pass());
   // Transformer embeddings: lookups + sum + LayerNorm (after any LayerNorm fusion, before any
   // SkipLayerNorm fusion, which would take the last Add).
   p.push_back(make_embed_layer_norm_pass());

@@ -36,7 +36,8 @@ bool is_compute_op(const std::string& op_type) {
       "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool", "GlobalLpPool",
       // Normalizations (Softmax normalizes rows: attention's scores).
       "BatchNormalization", "LayerNormalization", "InstanceNormalization", "GroupNormalization",
-      "ScaleShift", "SkipLayerNorm", "RMSNorm", "EmbedLayerNorm", "Softmax", "LogSoftmax",
+      "GroupNorm", "ScaleShift", "SkipLayerNorm", "RMSNorm", "EmbedLayerNorm", "Softmax",
+      "LogSoftmax",
       // Attention and resampling.
       "Attention", "MultiHeadAttention", "Resize"};
   return kOps.count(op_type) != 0;

@@ -232,6 +232,61 @@ class LlamaDecode(Llama):
         return (s.head(s.norm(x)), *presents)
 
 
+# ---------- A diffusion UNet stage (the op structure of diffusers' UNet2DModel blocks) ----------
+class ResBlock(nn.Module):
+    """GroupNorm - SiLU - Conv, plus the time embedding projected to the channels, GroupNorm -
+    SiLU - Conv, and the skip (a 1x1 Conv where the channels change) added."""
+
+    def __init__(s, cin, cout, temb=512, groups=32):
+        super().__init__()
+        s.norm1, s.conv1 = nn.GroupNorm(groups, cin), nn.Conv2d(cin, cout, 3, padding=1)
+        s.temb = nn.Linear(temb, cout)
+        s.norm2, s.conv2 = nn.GroupNorm(groups, cout), nn.Conv2d(cout, cout, 3, padding=1)
+        s.drop = nn.Dropout(0.1)
+        s.skip = nn.Conv2d(cin, cout, 1) if cin != cout else nn.Identity()
+        for gn in (s.norm1, s.norm2):
+            with torch.no_grad():
+                gn.weight.uniform_(0.5, 1.5); gn.bias.uniform_(-0.5, 0.5)
+
+    def forward(s, x, temb):
+        h = s.conv1(nn.functional.silu(s.norm1(x)))
+        h = h + s.temb(nn.functional.silu(temb))[:, :, None, None]
+        h = s.conv2(s.drop(nn.functional.silu(s.norm2(h))))
+        return s.skip(x) + h
+
+
+class SpatialAttention(nn.Module):
+    """GroupNorm, then self-attention over the H*W positions (Linear Q, K, V over channels),
+    the output projection and the residual."""
+
+    def __init__(s, c, heads=4, groups=32):
+        super().__init__()
+        s.norm, s.heads = nn.GroupNorm(groups, c), heads
+        s.q, s.k, s.v, s.out = (nn.Linear(c, c) for _ in range(4))
+
+    def forward(s, x):
+        b, c, hh, ww = x.shape
+        h = s.norm(x).view(b, c, hh * ww).transpose(1, 2)
+        def split(t):
+            return t.view(b, hh * ww, s.heads, c // s.heads).transpose(1, 2)
+        q, k, v = split(s.q(h)), split(s.k(h)), split(s.v(h))
+        p = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(c // s.heads), dim=-1)
+        o = (p @ v).transpose(1, 2).reshape(b, hh * ww, c)
+        return x + s.out(o).transpose(1, 2).reshape(b, c, hh, ww)
+
+
+class UNetStage(nn.Module):
+    """A down stage of a diffusion UNet: ResBlock (64 -> 128 channels), spatial attention,
+    ResBlock (128 -> 128), at 32x32, with the timestep embedding input [1, 512]."""
+
+    def __init__(s):
+        super().__init__()
+        s.res1, s.attn, s.res2 = ResBlock(64, 128), SpatialAttention(128), ResBlock(128, 128)
+
+    def forward(s, x, temb):
+        return s.res2(s.attn(s.res1(x, temb)), temb)
+
+
 def decode_inputs(p, layers=4, kv_heads=2, dh=64):
     past = []
     names = ["input_ids"]
@@ -270,6 +325,8 @@ ZOO = {
                           14, False),
     "llama_prefill_512": (lambda: Llama(), lambda: ((torch.randint(0, 2048, (1, 512)),), ["input_ids"]),
                           14, False),
+    "unet_stage": (lambda: UNetStage(), lambda: ((torch.randn(1, 64, 32, 32), torch.randn(1, 512)),
+                                                 ["x", "temb"]), 14, False),
     "llama_decode_256": (lambda: LlamaDecode(), lambda: decode_inputs(256), 14, False),
     "llama_decode_1024": (lambda: LlamaDecode(), lambda: decode_inputs(1024), 14, False),
     # Batch and sequence as symbolic dims, for benchmarks at other shapes (bench --shape).

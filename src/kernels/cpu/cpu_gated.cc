@@ -14,43 +14,62 @@ NNFUSE_INLINE void gate_loop(const float* g, const float* u, float* y, int64_t n
   for (int64_t i = 0; i < n; ++i) y[i] = op(g[i]) * u[i];
 }
 
+template <class Op>
+NNFUSE_INLINE void act_loop(float* y, int64_t n, Op op) {
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) y[i] = op(y[i]);
+}
+
 #define NNFUSE_GATE(...) \
   [=](float v) __attribute__((always_inline)) { return __VA_ARGS__; }
 
-// false when `kind` has no vector form here.
-NNFUSE_TARGET_CLONES bool fast_gate(ActivationKind kind, float alpha, const float* g,
-                                    const float* u, float* y, int64_t n) {
-  constexpr float kInvSqrt2 = 0.707106781186547524f;
-  constexpr float kTwoSqrt2OverPi = 1.59576912160573071f;  // 2 * sqrt(2 / pi)
-  switch (kind) {
-    case ActivationKind::kNone:
-      gate_loop(g, u, y, n, NNFUSE_GATE(v));
-      return true;
-    case ActivationKind::kRelu:
-      gate_loop(g, u, y, n, NNFUSE_GATE(v < 0.0f ? 0.0f : v));
-      return true;
-    case ActivationKind::kGelu:
-      gate_loop(g, u, y, n, NNFUSE_GATE(0.5f * v * (1.0f + erf_f(v * kInvSqrt2))));
-      return true;
-    case ActivationKind::kGeluTanh:
-      // x / 2 * (1 + tanh(t)) == x * sigmoid(2t), as the Gelu kernel computes it.
-      gate_loop(g, u, y, n,
-                NNFUSE_GATE(v * sigmoid_f(kTwoSqrt2OverPi * (v + 0.044715f * v * v * v))));
-      return true;
-    case ActivationKind::kSigmoid:
-      gate_loop(g, u, y, n, NNFUSE_GATE(sigmoid_f(v)));
-      return true;
-    case ActivationKind::kSiLU:
-      gate_loop(g, u, y, n, NNFUSE_GATE(v * sigmoid_f(v)));
-      return true;
-    case ActivationKind::kSwish:
-      gate_loop(g, u, y, n, NNFUSE_GATE(v * sigmoid_f(alpha * v)));
-      return true;
-    default:
-      return false;
+constexpr float kInvSqrt2 = 0.707106781186547524f;
+constexpr float kTwoSqrt2OverPi = 1.59576912160573071f;  // 2 * sqrt(2 / pi)
+
+// The vectorized activations, each as LOOP(expression of v), one table for both loops; the
+// switch returns false for a kind without a vector form here.
+#define NNFUSE_ACTIVATION_SWITCH(kind, alpha, LOOP)                                   \
+  switch (kind) {                                                                     \
+    case ActivationKind::kNone:                                                       \
+      LOOP(v);                                                                        \
+      return true;                                                                    \
+    case ActivationKind::kRelu:                                                       \
+      LOOP(v < 0.0f ? 0.0f : v);                                                      \
+      return true;                                                                    \
+    case ActivationKind::kGelu:                                                       \
+      LOOP(0.5f * v * (1.0f + erf_f(v * kInvSqrt2)));                                 \
+      return true;                                                                    \
+    case ActivationKind::kGeluTanh:                                                   \
+      /* x / 2 * (1 + tanh(t)) == x * sigmoid(2t), as the Gelu kernel computes it. */ \
+      LOOP(v* sigmoid_f(kTwoSqrt2OverPi*(v + 0.044715f * v * v * v)));                \
+      return true;                                                                    \
+    case ActivationKind::kSigmoid:                                                    \
+      LOOP(sigmoid_f(v));                                                             \
+      return true;                                                                    \
+    case ActivationKind::kSiLU:                                                       \
+      LOOP(v* sigmoid_f(v));                                                          \
+      return true;                                                                    \
+    case ActivationKind::kSwish:                                                      \
+      LOOP(v* sigmoid_f(alpha* v));                                                   \
+      return true;                                                                    \
+    default:                                                                          \
+      return false;                                                                   \
   }
+
+NNFUSE_TARGET_CLONES bool fast_gate(ActivationKind kind, float alpha, const float* g,
+                                    const float* u, float* y, int64_t n){
+#define NNFUSE_LOOP(...) gate_loop(g, u, y, n, NNFUSE_GATE(__VA_ARGS__))
+    NNFUSE_ACTIVATION_SWITCH(kind, alpha, NNFUSE_LOOP)
+#undef NNFUSE_LOOP
 }
 
+NNFUSE_TARGET_CLONES bool fast_activation(ActivationKind kind, float alpha, float* y, int64_t n) {
+#define NNFUSE_LOOP(...) act_loop(y, n, NNFUSE_GATE(__VA_ARGS__))
+  NNFUSE_ACTIVATION_SWITCH(kind, alpha, NNFUSE_LOOP)
+#undef NNFUSE_LOOP
+}
+
+#undef NNFUSE_ACTIVATION_SWITCH
 #undef NNFUSE_GATE
 
 }  // namespace
@@ -62,6 +81,11 @@ void gated_row(const ref::Activation& act, const float* packed, float* y, int64_
   for (int64_t i = 0; i < n; ++i) {
     y[i] = static_cast<float>(ref::apply_activation(act, g[i]) * u[i]);
   }
+}
+
+void activation_row(const ref::Activation& act, float* y, int64_t n) {
+  if (act.kind == ActivationKind::kNone || fast_activation(act.kind, act.alpha, y, n)) return;
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(ref::apply_activation(act, y[i]));
 }
 
 }  // namespace nnfuse::cpu

@@ -1,7 +1,9 @@
-// The epilogue of the gated dense layer (FusedGatedMatMul): one row of the packed product
-// [gate | up] (2n floats) into y[j] = act(gate[j]) * up[j], vectorized for the activations a
-// gated FFN uses (GELU erf and tanh, SiLU and Swish, ReLU, none) and on the reference
-// activation for the others.
+// Vectorized activation epilogues over rows of floats, for kernels that apply an activation
+// after their own computation: the gated dense layer (FusedGatedMatMul), whose packed product
+// [gate | up] (2n floats) becomes y[j] = act(gate[j]) * up[j], and the normalizations with an
+// activation (GroupNorm), y[j] = act(y[j]). Vectorized for the activations these layers use
+// (GELU erf and tanh, SiLU and Swish, Sigmoid, ReLU, none), on the reference activation for the
+// others.
 #pragma once
 
 #include <cstdint>
@@ -11,5 +13,7 @@
 namespace nnfuse::cpu {
 
 void gated_row(const ref::Activation& act, const float* packed, float* y, int64_t n);
+// y[j] = act(y[j]) for j in [0, n).
+void activation_row(const ref::Activation& act, float* y, int64_t n);
 
 }  // namespace nnfuse::cpu

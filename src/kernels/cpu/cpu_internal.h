@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/cpu_util.h"
 #include "kernels/kernel.h"
 
 namespace nnfuse::cpu {
@@ -15,10 +16,17 @@ using FactoryTable = std::vector<std::pair<std::string, KernelFactory>>;
 // (elementwise and row-wise kernels).
 inline int in_place_output0(const NodeInfo&, size_t k) { return k == 0 ? 0 : -1; }
 
+// KernelFactory::output_layout of a kernel whose output 0 is in input 0's layout (a per-channel
+// or per-group normalization, which runs plain and channels-last alike).
+inline Layout same_as_input(const NodeInfo& info, size_t k) {
+  return k == 0 ? input_layout(info, 0) : Layout::kPlain;
+}
+
 void append_unary_kernels(FactoryTable& t);         // cpu_unary.cc: activations, Exp, Erf, Clip...
 void append_binary_kernels(FactoryTable& t);        // cpu_binary.cc: Add..Pow, compares, Where
 void append_norm_kernels(FactoryTable& t);          // cpu_norm.cc: BatchNormalization, ScaleShift
 void append_layer_norm_kernels(FactoryTable& t);    // cpu_layer_norm.cc: LayerNormalization
+void append_group_norm_kernels(FactoryTable& t);    // cpu_group_norm.cc: GroupNorm (ai.nnfuse)
 void append_softmax_kernels(FactoryTable& t);       // cpu_softmax.cc: Softmax, LogSoftmax
 void append_reduce_kernels(FactoryTable& t);        // cpu_reduce.cc: ReduceSum/Mean/Max/Min
 void append_data_kernels(FactoryTable& t);          // cpu_data.cc: Transpose, Slice, Split, Expand

@@ -22,21 +22,6 @@ namespace {
 
 // ---- Loops (y may be x).
 
-NNFUSE_TARGET_CLONES void affine_plane(const float* x, float* y, int64_t n, float a, float b) {
-#pragma GCC ivdep
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a + b;
-}
-
-NNFUSE_TARGET_CLONES void affine_rows(const float* x, float* y, int64_t rows, int64_t c,
-                                      const float* a, const float* b) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * c;
-    float* yr = y + r * c;
-#pragma GCC ivdep
-    for (int64_t j = 0; j < c; ++j) yr[j] = xr[j] * a[j] + b[j];
-  }
-}
-
 // The piecewise-linear epilogues (ScaleShift's activation): LeakyRelu (slope for x < 0), or a
 // clamp to [lo, hi] (Relu is [0, inf), Clip its bounds). NaN passes through both, as in ONNX.
 struct Epilogue {
@@ -358,9 +343,6 @@ std::unique_ptr<Kernel> batch_norm_create(const NodeInfo& info) {
   return std::make_unique<BatchNormKernel>(info);
 }
 
-Layout same_as_input(const NodeInfo& info, size_t k) {
-  return k == 0 ? input_layout(info, 0) : Layout::kPlain;
-}
 // A ScaleShift of one part may write over it; of a concatenation, Y is larger than any part.
 int in_place_one_part(const NodeInfo& info, size_t k) {
   return info.node.num_inputs() > 3 ? -1 : in_place_output0(info, k);

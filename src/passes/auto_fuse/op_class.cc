@@ -122,8 +122,8 @@ const Table& fused_table() {
       r[op] = OpClass::kOutEltwiseFusable;
     // FusedRegion: already a generated kernel; regions do not nest. UserPattern: the user's
     // code computes it.
-    for (const char* op : {"EmbedLayerNorm", "FusedRegion", "LayerNormalization", "RMSNorm",
-                           "SkipLayerNorm", "UserPattern"})
+    for (const char* op : {"EmbedLayerNorm", "FusedRegion", "GroupNorm", "LayerNormalization",
+                           "RMSNorm", "SkipLayerNorm", "UserPattern"})
       r[op] = OpClass::kOpaque;
     return r;
   }();

@@ -1,0 +1,87 @@
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/cpu_test_support.h"
+
+namespace nnfuse {
+namespace {
+
+using testing::expect_in_place_matches_ref;
+using testing::expect_matches_ref;
+using testing::fast_accepts;
+using testing::FastInput;
+using testing::random_tensor;
+
+// GroupNorm inputs for `x` with C = x.dim(1) channels: constant gamma and beta of [C].
+std::vector<FastInput> gn_inputs(const Tensor& x, Layout layout, uint32_t seed) {
+  const int64_t c = x.dim(1);
+  return {{x, false, layout},
+          {random_tensor({c}, seed, 0.5f, 1.5f), true},
+          {random_tensor({c}, seed + 1, -0.5f, 0.5f), true}};
+}
+
+std::map<std::string, Attribute> gn_attrs(int64_t groups, const std::string& act = "") {
+  std::map<std::string, Attribute> a = {{"num_groups", attr_int(groups)},
+                                        {"epsilon", attr_float(1e-5f)}};
+  if (!act.empty()) a["activation"] = attr_string(act);
+  return a;
+}
+
+TEST(CpuGroupNorm, PlainAndChannelsLastMatchTheReference) {
+  struct Case {
+    Dims shape;
+    int64_t groups;
+    const char* act;
+  };
+  uint32_t seed = 1;
+  for (const Case& k : std::vector<Case>{{{1, 32, 16, 16}, 8, "SiLU"},
+                                         {{2, 64, 7, 9}, 32, ""},
+                                         {{1, 6, 5, 5}, 6, "Relu"},  // InstanceNormalization
+                                         {{1, 12, 3, 3}, 1, "Sigmoid"},
+                                         {{2, 128, 33, 1}, 32, "GeluTanh"},
+                                         {{1, 64, 70, 70}, 32, "SiLU"}}) {
+    for (Layout l : {Layout::kPlain, Layout::kNHWC}) {
+      SCOPED_TRACE(dims_str(k.shape) + " groups " + std::to_string(k.groups) + " " + k.act +
+                   (l == Layout::kNHWC ? " NHWC" : " plain"));
+      ++seed;
+      // Offset inputs: a mean far from 0 tests the two-pass variance.
+      expect_matches_ref("cpu.group_norm", "GroupNorm",
+                         gn_inputs(random_tensor(k.shape, seed, 5, 9), l, seed * 10),
+                         gn_attrs(k.groups, k.act));
+    }
+  }
+  // Rank 3 (GroupNorm over a sequence) and 5, plain.
+  expect_matches_ref("cpu.group_norm", "GroupNorm",
+                     gn_inputs(random_tensor({2, 8, 50}, 3, -2, 2), Layout::kPlain, 30),
+                     gn_attrs(4, "SiLU"));
+  expect_matches_ref("cpu.group_norm", "GroupNorm",
+                     gn_inputs(random_tensor({1, 8, 3, 4, 5}, 4, -2, 2), Layout::kPlain, 40),
+                     gn_attrs(2));
+}
+
+TEST(CpuGroupNorm, InPlace) {
+  for (Layout l : {Layout::kPlain, Layout::kNHWC}) {
+    expect_in_place_matches_ref("cpu.group_norm", "GroupNorm",
+                                gn_inputs(random_tensor({1, 32, 9, 9}, 7, -3, 3), l, 70), 0,
+                                gn_attrs(8, "SiLU"));
+  }
+}
+
+TEST(CpuGroupNorm, Declines) {
+  const Tensor x = random_tensor({1, 12, 4, 4}, 5, -1, 1);
+  // Groups that do not divide the channels.
+  EXPECT_FALSE(
+      fast_accepts("cpu.group_norm", "GroupNorm", gn_inputs(x, Layout::kPlain, 1), gn_attrs(5)));
+  // Gamma given at run time.
+  std::vector<FastInput> in = gn_inputs(x, Layout::kPlain, 1);
+  in[1].constant = false;
+  EXPECT_FALSE(fast_accepts("cpu.group_norm", "GroupNorm", in, gn_attrs(4)));
+  // Rank 2.
+  EXPECT_FALSE(fast_accepts("cpu.group_norm", "GroupNorm",
+                            gn_inputs(random_tensor({2, 12}, 6, -1, 1), Layout::kPlain, 1),
+                            gn_attrs(4)));
+  EXPECT_TRUE(fast_accepts("cpu.group_norm", "GroupNorm", gn_inputs(x, Layout::kNHWC, 1),
+                           gn_attrs(4, "SiLU")));
+}
+
+}  // namespace
+}  // namespace nnfuse

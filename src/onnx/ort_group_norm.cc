@@ -1,0 +1,71 @@
+// The ONNX Runtime export of GroupNorm: the form PyTorch exports it in (Reshape to [N, G, -1],
+// InstanceNormalization with unit scale and zero bias, Reshape back, Mul by gamma and Add of
+// beta per channel), then the activation. ONNX Runtime's CPU provider has no GroupNorm contrib
+// op (its GroupNorm is CUDA's, channels-last), so standard ops are the form that runs anywhere.
+#include "ir/builder.h"
+#include "ir/error.h"
+#include "kernels/ref/fused.h"
+#include "onnx/ort_export.h"
+
+namespace nnfuse {
+
+void OrtLowering::lower_group_norm(const Node& n) {
+  const Value* x = n.input(0);
+  NNFUSE_CHECK(x->shape().fully_known() && x->shape().static_dims().size() >= 3 &&
+                   n.input(1)->is_constant() && n.input(2)->is_constant(),
+               n.describe(), ": the export needs a static input shape and constant gamma and beta");
+  const Dims xd = x->shape().static_dims();
+  const int64_t g = n.attr_int("num_groups", 0), c = xd[1];
+  const std::string& name = n.name();
+  const std::string out = n.output(0)->name();
+  const bool act = ref::read_activation(n).kind != ref::ActivationKind::kNone;
+  const std::string shifted = act ? w_.fresh(out + "_shifted") : out;
+  const Tensor& gamma = n.input(1)->constant();
+  const Tensor& beta = n.input(2)->constant();
+  const float eps = n.attr_float("epsilon", 1e-5f);
+  if (g == c) {
+    // One channel a group: InstanceNormalization itself, its scale and bias per channel.
+    ProtoWriter::set_float(
+        w_.node("InstanceNormalization",
+                {x->name(), w_.constant(name + "_gamma", gamma), w_.constant(name + "_beta", beta)},
+                {shifted}, "", name + (act ? "_instance_norm" : "")),
+        "epsilon", eps);
+    if (act) write_activation(n, shifted, out, name);
+    return;
+  }
+  Tensor ones(DType::kFloat32, {g});
+  for (int64_t i = 0; i < g; ++i) ones.data<float>()[i] = 1.0f;
+  auto all = [](const Tensor& t, float v) {
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (t.data<float>()[i] != v) return false;
+    }
+    return true;
+  };
+  const bool scale = !all(gamma, 1.0f), shift = !all(beta, 0.0f);
+  const std::string grouped = w_.fresh(out + "_grouped"), normed = w_.fresh(out + "_normed");
+  const std::string back = scale || shift ? w_.fresh(out + "_back") : shifted;
+  const std::string scaled = scale && shift ? w_.fresh(out + "_scaled") : shifted;
+  w_.node("Reshape", {x->name(), w_.constant(name + "_groups", shape_tensor({xd[0], g, -1}))},
+          {grouped}, "", name + "_reshape");
+  ProtoWriter::set_float(w_.node("InstanceNormalization",
+                                 {grouped, w_.constant(name + "_ones", ones),
+                                  w_.constant(name + "_zeros", Tensor(DType::kFloat32, {g}))},
+                                 {normed}, "", name + "_instance_norm"),
+                         "epsilon", eps);
+  w_.node("Reshape", {normed, w_.constant(name + "_shape", shape_tensor(xd))}, {back}, "",
+          name + "_reshape_back");
+  // gamma and beta per channel, [C, 1, ...], where they are not 1 and 0.
+  Dims per_channel(xd.size() - 1, 1);
+  per_channel[0] = c;
+  if (scale) {
+    w_.node("Mul", {back, w_.constant(name + "_gamma", gamma.reshaped(per_channel))}, {scaled}, "",
+            name + "_gamma");
+  }
+  if (shift) {
+    w_.node("Add", {scale ? scaled : back, w_.constant(name + "_beta", beta.reshaped(per_channel))},
+            {shifted}, "", name + "_beta");
+  }
+  if (act) write_activation(n, shifted, out, name);
+}
+
+}  // namespace nnfuse

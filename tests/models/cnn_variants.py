@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""The normalization fusions of convolutional networks on graphs exported by PyTorch:
+GroupNorm (exported as Reshape, InstanceNormalization, Reshape, Mul, Add) with and without its
+affine part and with the SiLU or ReLU after it, InstanceNorm2d, and a diffusion UNet's ResBlock
+(GroupNorm - SiLU - Conv with the time embedding, in the convs' channels-last layout). For each
+model: `nnfuse compile` must apply the expected pass and write the GroupNorm node into a
+checker-valid model with the expected groups and activation; the fused model must give
+PyTorch's outputs; `nnfuse verify` must pass; and the ONNX Runtime export must run in ORT.
+
+Usage: /usr/bin/python3 cnn_variants.py NNFUSE
+"""
+import os, sys, warnings
+import onnx
+import torch, torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import variant_check as vc  # noqa: E402
+
+warnings.filterwarnings("ignore")
+torch.manual_seed(0)
+
+
+def randomize(m):
+    """GroupNorm starts at gamma 1, beta 0: random values catch a swapped or lost one."""
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if name.endswith("weight") and p.dim() == 1:
+                p.uniform_(0.5, 1.5)
+            elif p.dim() == 1:
+                p.uniform_(-0.5, 0.5)
+    return m
+
+
+class Chain(nn.Module):
+    """Conv - norm - activation - Conv: the norm reads and writes the convs' layout."""
+
+    def __init__(s, norm, act, c=32):
+        super().__init__()
+        s.c1, s.norm, s.act, s.c2 = nn.Conv2d(8, c, 3, padding=1), norm, act, nn.Conv2d(c, 8, 1)
+
+    def forward(s, x):
+        return s.c2(s.act(s.norm(s.c1(x))))
+
+
+class Alone(nn.Module):
+    """The norm on the input itself (plain layout) and an optional activation."""
+
+    def __init__(s, norm, act=None):
+        super().__init__()
+        s.norm, s.act = norm, act or nn.Identity()
+
+    def forward(s, x):
+        return s.act(s.norm(x))
+
+
+class ResBlock(nn.Module):
+    """diffusers' ResnetBlock2D: GroupNorm - SiLU - Conv, + Linear(SiLU(temb)), GroupNorm - SiLU
+    - Conv, + x."""
+
+    def __init__(s, c=32, temb=64):
+        super().__init__()
+        s.n1, s.c1 = nn.GroupNorm(8, c), nn.Conv2d(c, c, 3, padding=1)
+        s.t = nn.Linear(temb, c)
+        s.n2, s.c2 = nn.GroupNorm(8, c), nn.Conv2d(c, c, 3, padding=1)
+
+    def forward(s, x, temb):
+        h = s.c1(nn.functional.silu(s.n1(x))) + s.t(nn.functional.silu(temb))[:, :, None, None]
+        return x + s.c2(nn.functional.silu(s.n2(h)))
+
+
+X8 = {"x": (1, 8, 12, 10)}
+X16 = {"x": (1, 16, 9, 11)}
+# name, module, inputs, {pass: min effect_times}, [(num_groups, activation) of each GroupNorm]
+CASES = [
+    ("groupnorm_silu", Chain(nn.GroupNorm(8, 32), nn.SiLU()), X8, {"GroupNormFusionPass": 1},
+     [(8, "SiLU")]),
+    ("groupnorm_relu", Chain(nn.GroupNorm(4, 32), nn.ReLU()), X8, {"GroupNormFusionPass": 1},
+     [(4, "Relu")]),
+    ("groupnorm_no_affine", Alone(nn.GroupNorm(4, 16, affine=False)), X16,
+     {"GroupNormFusionPass": 1}, [(4, "")]),
+    ("groupnorm_one_group", Alone(nn.GroupNorm(1, 16), nn.SiLU()), X16,
+     {"GroupNormFusionPass": 1}, [(1, "SiLU")]),
+    ("instancenorm_affine_relu", Chain(nn.InstanceNorm2d(32, affine=True), nn.ReLU()), X8,
+     {"GroupNormFusionPass": 1}, [(32, "Relu")]),
+    ("instancenorm", Alone(nn.InstanceNorm2d(16)), X16, {"GroupNormFusionPass": 1}, [(16, "")]),
+    ("unet_resblock", ResBlock(), {"x": (1, 32, 12, 12), "temb": (1, 64)},
+     {"GroupNormFusionPass": 2}, [(8, "SiLU"), (8, "SiLU")]),
+]
+
+
+def check(nnfuse, tmp, name, module, shapes, passes, norms):
+    module = randomize(module).eval()
+    inputs = {k: torch.randn(*v) for k, v in shapes.items()}
+    path = os.path.join(tmp, name + ".onnx")
+    want = vc.export(module, inputs, path, 14)
+    feeds = vc.save_feeds(tmp, name, {k: v.numpy() for k, v in inputs.items()})
+    out, rep, errors = vc.compile_model(nnfuse, tmp, name, path, passes)
+    if rep is None:
+        return errors
+    fused = onnx.load(out)
+    got = [n for n in fused.graph.node if n.op_type == "GroupNorm" and n.domain == "ai.nnfuse"]
+    if len(got) != len(norms):
+        errors.append("%d GroupNorm nodes, expected %d: %s" %
+                      (len(got), len(norms), [n.op_type for n in fused.graph.node]))
+    for node, (groups, act) in zip(got, norms):
+        errors += vc.attr_errors(node, {"num_groups": groups, "activation": act}, missing="")
+    left = [n.op_type for n in fused.graph.node
+            if n.op_type in ("InstanceNormalization", "Sigmoid", "Reshape")]
+    if left:
+        errors.append("ops of the norm left after fusion: %s" % left)
+    return errors + vc.run_and_verify(nnfuse, path, out, feeds, want)
+
+
+if __name__ == "__main__":
+    sys.exit(vc.main(__doc__, CASES, check, "convolutional normalization models"))
