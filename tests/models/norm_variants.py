@@ -19,17 +19,6 @@ torch.manual_seed(0)
 E = 32
 
 
-def randomize(m):
-    """nn.LayerNorm starts at gamma 1, beta 0: random values catch a swapped or lost one."""
-    with torch.no_grad():
-        for name, p in m.named_parameters():
-            if name.endswith("weight") and p.dim() == 1:
-                p.uniform_(0.5, 1.5)
-            elif p.dim() == 1:
-                p.uniform_(-0.5, 0.5)
-    return m
-
-
 class HandLayerNorm(nn.Module):
     """LayerNorm written out with (x - mean) * (x - mean) for the variance."""
 
@@ -123,7 +112,7 @@ CASES = [
 
 
 def check(nnfuse, tmp, name, module, opset, passes, ops, extra):
-    module = randomize(module).eval()
+    module = vc.randomize_norms(module).eval()
     x = torch.randn(2, 7, E)
     path = os.path.join(tmp, name + ".onnx")
     want = vc.export(module, {"x": x}, path, opset)

@@ -16,6 +16,18 @@ def run(cmd):
     return r.returncode, r.stdout + r.stderr
 
 
+def randomize_norms(m):
+    """Norms start at gamma 1, beta 0 (nn.LayerNorm, nn.GroupNorm): random values for every 1-D
+    parameter catch a swapped or lost one."""
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if name.endswith("weight") and p.dim() == 1:
+                p.uniform_(0.5, 1.5)
+            elif p.dim() == 1:
+                p.uniform_(-0.5, 0.5)
+    return m
+
+
 def export(module, inputs, path, opset, grad=False):
     """Exports `module` to `path` with the inputs' names (name -> tensor) and one output "y", and
     returns PyTorch's output for them. grad=True exports with autograd on: under no_grad
