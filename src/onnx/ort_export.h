@@ -85,6 +85,7 @@ class OrtLowering {
   void lower_standalone_activation(const Node& n);
   void lower_scale_shift(const Node& n);
   void lower_group_norm(const Node& n);  // ort_group_norm.cc
+  std::string with_addend(const Node& n, const Dims& xd);
   void lower_skip_layer_norm(const Node& n);
   void lower_rms_norm(const Node& n);
   void lower_layer_norm(const Node& n);

@@ -9,6 +9,35 @@
 
 namespace nnfuse {
 
+// X + the addend (T, or T x TW + TB) as [N or 1, C, 1, ...]; X alone without one.
+std::string OrtLowering::with_addend(const Node& n, const Dims& xd) {
+  const Value* t = n.num_inputs() > 3 ? n.input(3) : nullptr;
+  if (!t) return n.input(0)->name();
+  NNFUSE_CHECK(t->shape().fully_known() && !t->shape().static_dims().empty(), n.describe(),
+               ": the export needs the addend's static shape");
+  const std::string& name = n.name();
+  std::string a = t->name();
+  if (n.num_inputs() > 4 && n.input(4)) {
+    const std::string product = w_.fresh(name + "_addend");
+    w_.node("MatMul", {a, n.input(4)->name()}, {product}, "", name + "_addend");
+    a = product;
+    if (n.num_inputs() > 5 && n.input(5)) {
+      const std::string biased = w_.fresh(name + "_addend_bias");
+      w_.node("Add", {a, n.input(5)->name()}, {biased}, "", name + "_addend_bias");
+      a = biased;
+    }
+  }
+  Dims per_channel(xd.size(), 1);
+  per_channel[0] = t->shape().static_dims()[0];
+  per_channel[1] = xd[1];
+  const std::string shaped = w_.fresh(name + "_addend_shaped");
+  const std::string sum = w_.fresh(name + "_input");
+  w_.node("Reshape", {a, w_.constant(name + "_addend_shape", shape_tensor(per_channel))}, {shaped},
+          "", name + "_addend_shape");
+  w_.node("Add", {n.input(0)->name(), shaped}, {sum}, "", name + "_add");
+  return sum;
+}
+
 void OrtLowering::lower_group_norm(const Node& n) {
   const Value* x = n.input(0);
   NNFUSE_CHECK(x->shape().fully_known() && x->shape().static_dims().size() >= 3 &&
@@ -20,6 +49,7 @@ void OrtLowering::lower_group_norm(const Node& n) {
   const std::string out = n.output(0)->name();
   const bool act = ref::read_activation(n).kind != ref::ActivationKind::kNone;
   const std::string shifted = act ? w_.fresh(out + "_shifted") : out;
+  const std::string in = with_addend(n, xd);
   const Tensor& gamma = n.input(1)->constant();
   const Tensor& beta = n.input(2)->constant();
   const float eps = n.attr_float("epsilon", 1e-5f);
@@ -45,8 +75,8 @@ void OrtLowering::lower_group_norm(const Node& n) {
   const std::string grouped = w_.fresh(out + "_grouped"), normed = w_.fresh(out + "_normed");
   const std::string back = scale || shift ? w_.fresh(out + "_back") : shifted;
   const std::string scaled = scale && shift ? w_.fresh(out + "_scaled") : shifted;
-  w_.node("Reshape", {x->name(), w_.constant(name + "_groups", shape_tensor({xd[0], g, -1}))},
-          {grouped}, "", name + "_reshape");
+  w_.node("Reshape", {in, w_.constant(name + "_groups", shape_tensor({xd[0], g, -1}))}, {grouped},
+          "", name + "_reshape");
   ProtoWriter::set_float(w_.node("InstanceNormalization",
                                  {grouped, w_.constant(name + "_ones", ones),
                                   w_.constant(name + "_zeros", Tensor(DType::kFloat32, {g}))},

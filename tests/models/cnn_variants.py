@@ -2,7 +2,8 @@
 """The normalization fusions of convolutional networks on graphs exported by PyTorch:
 GroupNorm (exported as Reshape, InstanceNormalization, Reshape, Mul, Add) with and without its
 affine part and with the SiLU or ReLU after it, InstanceNorm2d, and a diffusion UNet's ResBlock
-(GroupNorm - SiLU - Conv with the time embedding, in the convs' channels-last layout). For each
+(GroupNorm - SiLU - Conv with the time embedding, in the convs' channels-last layout; the
+embedding's Linear and Add go into the GroupNorm after them). For each
 model: `nnfuse compile` must apply the expected pass and write the GroupNorm node into a
 checker-valid model with the expected groups and activation; the fused model must give
 PyTorch's outputs; `nnfuse verify` must pass; and the ONNX Runtime export must run in ORT.
@@ -43,17 +44,18 @@ class Alone(nn.Module):
 
 
 class ResBlock(nn.Module):
-    """diffusers' ResnetBlock2D: GroupNorm - SiLU - Conv, + Linear(SiLU(temb)), GroupNorm - SiLU
-    - Conv, + x."""
+    """diffusers' ResnetBlock2D: GroupNorm - SiLU - Conv, + Linear(SiLU(temb)) (or temb itself,
+    already one value a channel, with project=False), GroupNorm - SiLU - Conv, + x."""
 
-    def __init__(s, c=32, temb=64):
+    def __init__(s, c=32, temb=64, project=True):
         super().__init__()
         s.n1, s.c1 = nn.GroupNorm(8, c), nn.Conv2d(c, c, 3, padding=1)
-        s.t = nn.Linear(temb, c)
+        s.t = nn.Linear(temb, c) if project else None
         s.n2, s.c2 = nn.GroupNorm(8, c), nn.Conv2d(c, c, 3, padding=1)
 
     def forward(s, x, temb):
-        h = s.c1(nn.functional.silu(s.n1(x))) + s.t(nn.functional.silu(temb))[:, :, None, None]
+        t = s.t(nn.functional.silu(temb)) if s.t else temb
+        h = s.c1(nn.functional.silu(s.n1(x))) + t[:, :, None, None]
         return x + s.c2(nn.functional.silu(s.n2(h)))
 
 
@@ -72,7 +74,11 @@ CASES = [
     ("instancenorm_affine_relu", Chain(nn.InstanceNorm2d(32, affine=True), nn.ReLU()), X8,
      {"GroupNormFusionPass": 1}, [(32, "Relu")]),
     ("instancenorm", Alone(nn.InstanceNorm2d(16)), X16, {"GroupNormFusionPass": 1}, [(16, "")]),
+    # The time embedding's Linear and Add go into the second GroupNorm: 4 kernels and the SiLU.
     ("unet_resblock", ResBlock(), {"x": (1, 32, 12, 12), "temb": (1, 64)},
+     {"GroupNormFusionPass": 2}, [(8, "SiLU"), (8, "SiLU")]),
+    # Two images, each its own embedding, given one value a channel.
+    ("unet_resblock_batch_addend", ResBlock(project=False), {"x": (2, 32, 12, 12), "temb": (2, 32)},
      {"GroupNormFusionPass": 2}, [(8, "SiLU"), (8, "SiLU")]),
 ]
 
@@ -94,7 +100,8 @@ def check(nnfuse, tmp, name, module, shapes, passes, norms):
     for node, (groups, act) in zip(got, norms):
         errors += vc.attr_errors(node, {"num_groups": groups, "activation": act}, missing="")
     left = [n.op_type for n in fused.graph.node
-            if n.op_type in ("InstanceNormalization", "Sigmoid", "Reshape")]
+            if n.op_type in ("InstanceNormalization", "Sigmoid", "Reshape", "Unsqueeze", "Gemm",
+                             "Add")]
     if left:
         errors.append("ops of the norm left after fusion: %s" % left)
     return errors + vc.run_and_verify(nnfuse, path, out, feeds, want)

@@ -58,6 +58,33 @@ TEST(CpuGroupNorm, PlainAndChannelsLastMatchTheReference) {
                      gn_attrs(2));
 }
 
+// The addend: T per (image, channel) at run time, or the dense layer T x TW + TB.
+TEST(CpuGroupNorm, AddendMatchesTheReference) {
+  for (Layout l : {Layout::kPlain, Layout::kNHWC}) {
+    SCOPED_TRACE(l == Layout::kNHWC ? "NHWC" : "plain");
+    const Tensor x = random_tensor({2, 32, 6, 7}, 11, -2, 2);
+    std::vector<FastInput> in = gn_inputs(x, l, 110);
+    in.push_back({random_tensor({2, 32, 1, 1}, 12, -3, 3), false});
+    expect_matches_ref("cpu.group_norm", "GroupNorm", in, gn_attrs(8, "SiLU"));
+    in[3] = {random_tensor({1, 32}, 13, -3, 3), false};  // one row for both images
+    expect_matches_ref("cpu.group_norm", "GroupNorm", in, gn_attrs(4));
+    in[3] = {random_tensor({2, 20}, 14, -1, 1), false};
+    in.push_back({random_tensor({20, 32}, 15, -0.5f, 0.5f), true});
+    in.push_back({random_tensor({32}, 16, -1, 1), true});
+    expect_matches_ref("cpu.group_norm", "GroupNorm", in, gn_attrs(8, "SiLU"));
+    in.pop_back();  // no TB
+    expect_matches_ref("cpu.group_norm", "GroupNorm", in, gn_attrs(32, "Relu"));
+  }
+  // T that does not fit: 3 rows for 2 images, or TW of the wrong width.
+  const Tensor x = random_tensor({2, 32, 4, 4}, 17, -2, 2);
+  std::vector<FastInput> in = gn_inputs(x, Layout::kPlain, 170);
+  in.push_back({random_tensor({3, 32}, 18, -1, 1), false});
+  EXPECT_FALSE(fast_accepts("cpu.group_norm", "GroupNorm", in, gn_attrs(8)));
+  in[3] = {random_tensor({2, 20}, 19, -1, 1), false};
+  in.push_back({random_tensor({20, 16}, 20, -1, 1), true});
+  EXPECT_FALSE(fast_accepts("cpu.group_norm", "GroupNorm", in, gn_attrs(8)));
+}
+
 TEST(CpuGroupNorm, InPlace) {
   for (Layout l : {Layout::kPlain, Layout::kNHWC}) {
     expect_in_place_matches_ref("cpu.group_norm", "GroupNorm",

@@ -3,13 +3,19 @@
 // epilogue.
 //
 //   Reshape(x [N, C, ...] -> [N, G, ...]) - InstanceNormalization(scale s, bias b of [G]) -
-//   Reshape(-> x's shape) [- Mul(gamma [C, 1, ..]) [- Add(beta [C, 1, ..])]] [- act]
+//   Reshape(-> x's shape) [- Mul(gamma [C, 1, ..])] [- Add(beta [C, 1, ..])] [- act]
 //     == GroupNorm(x, s[g(c)] * gamma[c], b[g(c)] * gamma[c] + beta[c]) {num_groups = G}
 //
 // since normalizing the [N, G, ...] view per (n, g) normalizes each group of C / G consecutive
 // channels with the spatial positions. InstanceNormalization(x, s, b) [- act] alone is
 // GroupNorm with G = C (the kernels run it channels-last and in parallel, where the reference
 // InstanceNormalization is the only kernel of that op).
+//
+// The norm's input may be x + v with v one value per (image, channel) made [N or 1, C, 1, ..]
+// by Unsqueezes or a Reshape of t [N or 1, C] or of a Linear of it, Gemm(t, W, b): a diffusion
+// UNet's time embedding added to a ResBlock's first conv. It becomes GroupNorm's inputs T (t),
+// TW (W as [K, C]) and TB (b), computed inside the norm, which never writes x + v.
+#include <algorithm>
 #include <optional>
 
 #include "passes/fusions/fusions.h"
@@ -70,15 +76,75 @@ std::string group_view(const RuleMatch& m) {
   return "";
 }
 
+// A value of rank 3 or more whose dims after the second are 1: one value per (image, channel).
+bool per_channel_shape(const Value& v) {
+  if (!v.shape().fully_known() || v.shape().static_dims().size() < 3) return false;
+  const Dims d = v.shape().static_dims();
+  return std::all_of(d.begin() + 2, d.end(), [](int64_t k) { return k == 1; });
+}
+
+// x, or x + (t, or Gemm(t, W, b), made [.., C, 1, ..]).
+pattern::Pat norm_input() {
+  using namespace pattern;
+  Pat t = any_of({op("Gemm", {any("t"), constant("tw"), constant("tb")}).named("gemm"),
+                  op("Gemm", {any("t"), constant("tw")}).named("gemm"), any("t")});
+  Pat v = any_of({op("Unsqueeze", {op("Unsqueeze", {t}, false)}, false),
+                  op("Reshape", {t, constant()})})
+              .where(per_channel_shape, "one value per image and channel");
+  return any_of({(any("x") + v).named("tadd"), any("x")});
+}
+
+// The addend's inputs T, TW ([K, C]) and TB of GroupNorm, or why they do not fit x (none
+// without an addend).
+std::string addend_inputs(const RuleMatch& m, const Dims& x, std::vector<Value*>& in) {
+  if (!m.node("tadd")) return "";
+  const Dims v = m.node("tadd")->output(0)->shape().static_dims();
+  const Value* t = m["t"];
+  if (v != x || !t->shape().fully_known() || t->dtype() != DType::kFloat32) {
+    return "the addend of the norm's input is not float32 of static shape";
+  }
+  const Dims td = t->shape().static_dims();
+  const int64_t rows = td.empty() ? 0 : td[0], c = x[1];
+  if ((rows != 1 && rows != x[0]) || checked_numel(td) % rows != 0) {
+    return "the addend " + dims_str(td) + " has not 1 or N rows";
+  }
+  in.push_back(m["t"]);
+  const Node* gemm = m.node("gemm");
+  if (!gemm) return checked_numel(td) == rows * c ? "" : "the addend is not one value a channel";
+  const Tensor* w = m.constant("tw");
+  const Tensor* b = m.constant("tb");
+  if (gemm->attr_float("alpha", 1.0f) != 1.0f || gemm->attr_float("beta", 1.0f) != 1.0f ||
+      gemm->attr_int("transA", 0) != 0 || w->dtype() != DType::kFloat32 || w->rank() != 2 ||
+      td.size() != 2 || (b && (b->dtype() != DType::kFloat32 || b->numel() != c))) {
+    return "the addend's Gemm is not t x W + b with float32 W and b of [C]";
+  }
+  const bool trans = gemm->attr_int("transB", 0) != 0;
+  const int64_t k = td[1];
+  if (w->dim(trans ? 1 : 0) != k || w->dim(trans ? 0 : 1) != c) {
+    return "the addend's Gemm weight " + dims_str(w->shape()) + " does not map " +
+           std::to_string(k) + " features to " + std::to_string(c) + " channels";
+  }
+  Tensor kc(DType::kFloat32, {k, c});
+  for (int64_t p = 0; p < k; ++p) {
+    for (int64_t j = 0; j < c; ++j) {
+      kc.data<float>()[p * c + j] = w->data<float>()[trans ? j * k + p : p * c + j];
+    }
+  }
+  in.push_back(m.add_constant(gemm->name() + "_kc", std::move(kc)));
+  if (b) in.push_back(m.add_constant(gemm->name() + "_bias", b->reshaped({c})));
+  return "";
+}
+
 Rule group_norm() {
   using namespace pattern;
-  Pat r1 = op("Reshape", {any("x"), constant()}).named("r1");
+  Pat r1 = op("Reshape", {norm_input(), constant()}).named("r1");
   Pat in = op("InstanceNormalization", {r1, constant("s"), constant("b")}).named("in");
   Pat view = op("Reshape", {in, constant()}).named("r2");
-  Pat instance = op("InstanceNormalization", {any("x"), constant("s"), constant("b")}).named("in");
+  Pat instance =
+      op("InstanceNormalization", {norm_input(), constant("s"), constant("b")}).named("in");
   std::vector<ActivationPattern> patterns;
-  for (const Pat& p :
-       {view * constant("gamma") + constant("beta"), view * constant("gamma"), view, instance}) {
+  for (const Pat& p : {view * constant("gamma") + constant("beta"), view * constant("gamma"),
+                       view + constant("beta"), view, instance}) {
     for (ActivationPattern& a : with_activations(p, true)) patterns.push_back(std::move(a));
   }
   return {.name = "GroupNormFusionPass",
@@ -112,15 +178,16 @@ Rule group_norm() {
               scale[j] = (*s)[k] * gamma[j];
               shift[j] = (*b)[k] * gamma[j] + beta[j];
             }
+            std::vector<Value*> in = {m["x"], nullptr, nullptr};
+            if (std::string why = addend_inputs(m, x, in); !why.empty()) return why;
             std::map<std::string, Attribute> attrs = {
                 {"num_groups", attr_int(g)},
                 {"epsilon", attr_float(m.node("in")->attr_float("epsilon", 1e-5f))}};
             if (std::string why = m.activation(attrs); !why.empty()) return why;
             const std::string& n = m.node("in")->name();
-            return m.fuse("GroupNorm",
-                          {m["x"], m.add_constant(n + "_gamma", floats(scale)),
-                           m.add_constant(n + "_beta", floats(shift))},
-                          attrs);
+            in[1] = m.add_constant(n + "_gamma", floats(scale));
+            in[2] = m.add_constant(n + "_beta", floats(shift));
+            return m.fuse("GroupNorm", in, attrs);
           }};
 }
 
