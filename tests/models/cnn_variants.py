@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """The normalization fusions of convolutional networks on graphs exported by PyTorch:
-GroupNorm (exported as Reshape, InstanceNormalization, Reshape, Mul, Add) with and without its
-affine part and with the SiLU or ReLU after it, InstanceNorm2d, and a diffusion UNet's ResBlock
-(GroupNorm - SiLU - Conv with the time embedding, in the convs' channels-last layout; the
-embedding's Linear and Add go into the GroupNorm after them). For each
-model: `nnfuse compile` must apply the expected pass and write the GroupNorm node into a
-checker-valid model with the expected groups and activation; the fused model must give
-PyTorch's outputs; `nnfuse verify` must pass; and the ONNX Runtime export must run in ORT.
+GroupNorm (exported as Reshape, InstanceNormalization, Reshape, Mul, Add, or written out as
+mean and variance) with and without its affine part and with the SiLU or ReLU after it,
+InstanceNorm2d, and a diffusion UNet's ResBlock (GroupNorm - SiLU - Conv with the time
+embedding, in the convs' channels-last layout; the embedding's Linear and Add go into the
+GroupNorm after them). For each model: `nnfuse compile` must apply the expected pass and write
+the GroupNorm node into a checker-valid model with the expected groups and activation; the
+fused model must give PyTorch's outputs; `nnfuse verify` must pass; and the ONNX Runtime export
+must run in ORT.
 
 Usage: /usr/bin/python3 cnn_variants.py NNFUSE
 """
@@ -43,6 +44,24 @@ class Alone(nn.Module):
         return s.act(s.norm(x))
 
 
+class DecomposedGroupNorm(nn.Module):
+    """GroupNorm written out: mean and variance of the [N, G, -1] view, as hand-written and
+    older model code does."""
+
+    def __init__(s, groups, c, eps=1e-5):
+        super().__init__()
+        s.groups, s.eps = groups, eps
+        s.weight, s.bias = nn.Parameter(torch.ones(c)), nn.Parameter(torch.zeros(c))
+
+    def forward(s, x):
+        n, c, h, w = x.shape
+        g = x.reshape(n, s.groups, -1)
+        m = g.mean(-1, keepdim=True)
+        v = ((g - m) ** 2).mean(-1, keepdim=True)
+        y = ((g - m) / torch.sqrt(v + s.eps)).reshape(n, c, h, w)
+        return y * s.weight[:, None, None] + s.bias[:, None, None]
+
+
 class ResBlock(nn.Module):
     """diffusers' ResnetBlock2D: GroupNorm - SiLU - Conv, + Linear(SiLU(temb)) (or temb itself,
     already one value a channel, with project=False), GroupNorm - SiLU - Conv, + x."""
@@ -69,6 +88,8 @@ CASES = [
      [(4, "Relu")]),
     ("groupnorm_no_affine", Alone(nn.GroupNorm(4, 16, affine=False)), X16,
      {"GroupNormFusionPass": 1}, [(4, "")]),
+    ("groupnorm_decomposed", Chain(DecomposedGroupNorm(8, 32), nn.SiLU()), X8,
+     {"LayerNormFusionPass": 1, "GroupNormFusionPass": 1}, [(8, "SiLU")]),
     ("groupnorm_one_group", Alone(nn.GroupNorm(1, 16), nn.SiLU()), X16,
      {"GroupNormFusionPass": 1}, [(1, "SiLU")]),
     ("instancenorm_affine_relu", Chain(nn.InstanceNorm2d(32, affine=True), nn.ReLU()), X8,
@@ -100,8 +121,8 @@ def check(nnfuse, tmp, name, module, shapes, passes, norms):
     for node, (groups, act) in zip(got, norms):
         errors += vc.attr_errors(node, {"num_groups": groups, "activation": act}, missing="")
     left = [n.op_type for n in fused.graph.node
-            if n.op_type in ("InstanceNormalization", "Sigmoid", "Reshape", "Unsqueeze", "Gemm",
-                             "Add")]
+            if n.op_type in ("InstanceNormalization", "LayerNormalization", "Sigmoid", "Reshape",
+                             "Unsqueeze", "Gemm", "Add")]
     if left:
         errors.append("ops of the norm left after fusion: %s" % left)
     return errors + vc.run_and_verify(nnfuse, path, out, feeds, want)

@@ -7,7 +7,9 @@
 //     == GroupNorm(x, s[g(c)] * gamma[c], b[g(c)] * gamma[c] + beta[c]) {num_groups = G}
 //
 // since normalizing the [N, G, ...] view per (n, g) normalizes each group of C / G consecutive
-// channels with the spatial positions. InstanceNormalization(x, s, b) [- act] alone is
+// channels with the spatial positions. The view's normalization written out as mean and variance
+// (LayerNormFusionPass makes it a LayerNormalization over the view's last axis, gamma 1) is the
+// same. InstanceNormalization(x, s, b) [- act] alone is
 // GroupNorm with G = C (the kernels run it channels-last and in parallel, where the reference
 // InstanceNormalization is the only kernel of that op).
 //
@@ -135,10 +137,51 @@ std::string addend_inputs(const RuleMatch& m, const Dims& x, std::vector<Value*>
   return "";
 }
 
+// The per-group scale s and bias b of the normalization: InstanceNormalization's [G] scale and
+// bias; 1 and 0 for a LayerNormalization over the last axis of the [N, G, ...] view with a
+// gamma of ones and no beta (or zeros), which the decomposed export has. "" or why not.
+std::string group_affine(const RuleMatch& m, int64_t g, std::optional<std::vector<double>>& s,
+                         std::optional<std::vector<double>>& b) {
+  const Node& n = *m.node("in");
+  if (n.op_type() == "InstanceNormalization") {
+    s = channel_values(m.constant("s"), {1, g});
+    b = channel_values(m.constant("b"), {1, g});
+    if (!s || !b || m.constant("s")->numel() != g || m.constant("b")->numel() != g) {
+      return "the InstanceNormalization's scale and bias are not float32 of [" + std::to_string(g) +
+             "]";
+    }
+    return "";
+  }
+  const int64_t rank = static_cast<int64_t>(n.input(0)->shape().dims.size());
+  const int64_t axis = n.attr_int("axis", -1);
+  auto all = [](const Tensor* t, float v) {
+    if (!t || t->dtype() != DType::kFloat32) return false;
+    for (int64_t i = 0; i < t->numel(); ++i) {
+      if (t->data<float>()[i] != v) return false;
+    }
+    return true;
+  };
+  const Tensor* beta =
+      n.num_inputs() > 2 && n.input(2) ? pattern::constant_value(n.input(2)) : nullptr;
+  if ((axis != -1 && axis != rank - 1) || !all(m.constant("s"), 1.0f) ||
+      (n.num_inputs() > 2 && n.input(2) && !all(beta, 0.0f)) || n.num_outputs() > 1) {
+    return "the LayerNormalization of the group view is not over its last axis with a gamma of "
+           "ones and no beta";
+  }
+  s = std::vector<double>(static_cast<size_t>(g), 1.0);
+  b = std::vector<double>(static_cast<size_t>(g), 0.0);
+  return "";
+}
+
 Rule group_norm() {
   using namespace pattern;
   Pat r1 = op("Reshape", {norm_input(), constant()}).named("r1");
-  Pat in = op("InstanceNormalization", {r1, constant("s"), constant("b")}).named("in");
+  // The per-group normalization: InstanceNormalization, or the LayerNormalization (either
+  // domain) LayerNormFusionPass made of the decomposed mean / variance export.
+  Pat in =
+      any_of({op("InstanceNormalization", {r1, constant("s"), constant("b")}).named("in"),
+              op("LayerNormalization", {r1, constant("s")}, false).named("in"),
+              op_in(kFusedDomain, "LayerNormalization", {r1, constant("s")}, false).named("in")});
   Pat view = op("Reshape", {in, constant()}).named("r2");
   Pat instance =
       op("InstanceNormalization", {norm_input(), constant("s"), constant("b")}).named("in");
@@ -149,8 +192,9 @@ Rule group_norm() {
   }
   return {.name = "GroupNormFusionPass",
           .description =
-              "Fuses GroupNorm (Reshape, InstanceNormalization, Reshape, Mul, Add) and "
-              "InstanceNormalization, with the activation after them, into one GroupNorm",
+              "Fuses GroupNorm (Reshape, InstanceNormalization or the decomposed mean and "
+              "variance, Reshape, Mul, Add) and InstanceNormalization, with the activation "
+              "after them, into one GroupNorm",
           .ops = {"Reshape", "InstanceNormalization", "Reshape", "Mul", "Add"},
           .patterns = std::move(patterns),
           .guards = {static_input, group_view},
@@ -158,12 +202,8 @@ Rule group_norm() {
             const Dims x = m["x"]->shape().static_dims();
             const int64_t c = x[1];
             const int64_t g = m.node("r1") ? m.node("r1")->output(0)->shape().static_dims()[1] : c;
-            const std::optional<std::vector<double>> s = channel_values(m.constant("s"), {1, g});
-            const std::optional<std::vector<double>> b = channel_values(m.constant("b"), {1, g});
-            if (!s || !b || m.constant("s")->numel() != g || m.constant("b")->numel() != g) {
-              return "the InstanceNormalization's scale and bias are not float32 of [" +
-                     std::to_string(g) + "]";
-            }
+            std::optional<std::vector<double>> s, b;
+            if (std::string why = group_affine(m, g, s, b); !why.empty()) return why;
             std::vector<double> gamma(static_cast<size_t>(c), 1.0), beta(static_cast<size_t>(c));
             for (const char* name : {"gamma", "beta"}) {
               if (!m[name]) continue;
