@@ -63,6 +63,8 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   p.push_back(make_matmul_residual_pass());
   // A layer scale after a dense layer into its weights.
   p.push_back(make_layer_scale_pass());
+  // Feature maps flattened to tokens and back, in the order that is a view on NHWC storage.
+  p.push_back(make_spatial_view_pass());
   // Whatever cheap ops are left: generated kernels.
   p.push_back(make_auto_fusion_pass());
   return p;

@@ -78,6 +78,23 @@ class ResBlock(nn.Module):
         return x + s.c2(nn.functional.silu(s.n2(h)))
 
 
+class SpatialAttention(nn.Module):
+    """A UNet's attention block: GroupNorm, the feature map flattened to H*W tokens, one-head
+    self-attention, the output projection, folded back into the map, plus the residual."""
+
+    def __init__(s, c=32):
+        super().__init__()
+        s.conv, s.norm = nn.Conv2d(8, c, 3, padding=1), nn.GroupNorm(8, c)
+        s.q, s.k, s.v, s.o = (nn.Linear(c, c) for _ in range(4))
+
+    def forward(s, x):
+        x = s.conv(x)
+        b, c, h, w = x.shape
+        t = s.norm(x).view(b, c, h * w).transpose(1, 2)
+        p = torch.softmax(s.q(t) @ s.k(t).transpose(1, 2) / c ** 0.5, dim=-1)
+        return x + s.o(p @ s.v(t)).transpose(1, 2).reshape(b, c, h, w)
+
+
 X8 = {"x": (1, 8, 12, 10)}
 X16 = {"x": (1, 16, 9, 11)}
 # name, module, inputs, {pass: min effect_times}, [(num_groups, activation) of each GroupNorm]
@@ -95,6 +112,9 @@ CASES = [
     ("instancenorm_affine_relu", Chain(nn.InstanceNorm2d(32, affine=True), nn.ReLU()), X8,
      {"GroupNormFusionPass": 1}, [(32, "Relu")]),
     ("instancenorm", Alone(nn.InstanceNorm2d(16)), X16, {"GroupNormFusionPass": 1}, [(16, "")]),
+    # The flatten to tokens and the fold back are views of the conv's channels-last storage.
+    ("spatial_attention", SpatialAttention(), X8,
+     {"GroupNormFusionPass": 1, "SpatialTransposeViewPass": 2}, [(8, "")]),
     # The time embedding's Linear and Add go into the second GroupNorm: 4 kernels and the SiLU.
     ("unet_resblock", ResBlock(), {"x": (1, 32, 12, 12), "temb": (1, 64)},
      {"GroupNormFusionPass": 2}, [(8, "SiLU"), (8, "SiLU")]),
@@ -121,8 +141,9 @@ def check(nnfuse, tmp, name, module, shapes, passes, norms):
     for node, (groups, act) in zip(got, norms):
         errors += vc.attr_errors(node, {"num_groups": groups, "activation": act}, missing="")
     left = [n.op_type for n in fused.graph.node
-            if n.op_type in ("InstanceNormalization", "LayerNormalization", "Sigmoid", "Reshape",
-                             "Unsqueeze", "Gemm", "Add")]
+            if n.op_type in ("InstanceNormalization", "LayerNormalization", "Sigmoid", "Unsqueeze",
+                             "Gemm")
+            or (n.op_type in ("Reshape", "Add") and name != "spatial_attention")]
     if left:
         errors.append("ops of the norm left after fusion: %s" % left)
     return errors + vc.run_and_verify(nnfuse, path, out, feeds, want)

@@ -37,6 +37,7 @@ std::unique_ptr<Pass> make_gated_ffn_chunk_pass();     // gated_ffn.cc
 std::unique_ptr<Pass> make_gated_ffn_pass();           // gated_ffn.cc
 std::unique_ptr<Pass> make_matmul_residual_pass();     // matmul_add.cc
 std::unique_ptr<Pass> make_embed_layer_norm_pass();    // embed_layer_norm.cc
+std::unique_ptr<Pass> make_spatial_view_pass();        // spatial_view.cc
 
 // The registered user fusion patterns (nnfuse/fusion_pattern.h), those `enabled` accepts by
 // name, in registration order (user_patterns.cc).
