@@ -110,8 +110,7 @@ class GroupNormKernel : public Kernel {
         eps_(info.node.attr_float("epsilon", 1e-5f)),
         gamma_(channel_constant(info, 1, shape_[1])),
         beta_(channel_constant(info, 2, shape_[1])),
-        act_(ref::read_activation(info.node)),
-        has_t_(info.has_input(3)) {
+        act_(ref::read_activation(info.node)) {
     if (info.has_input(4)) tw_ = *info.constant(4);
     if (info.has_input(5)) tb_ = channel_constant(info, 5, shape_[1]);
   }
@@ -139,12 +138,11 @@ class GroupNormKernel : public Kernel {
   // The addend per (image, channel), in double; zeros without T.
   std::vector<double> addend(const KernelIO& io) const {
     const int64_t n = shape_[0], c = shape_[1];
-    if (!has_t_) return std::vector<double>(static_cast<size_t>(n * c));
+    if (!io.has_input(3)) return std::vector<double>(static_cast<size_t>(n * c));
     const Tensor& t = io.in(3);
     require_float(t, who_, "T");
-    const int64_t rows = t.rank() >= 1 ? t.dim(0) : 0;
     if (!tw_.defined()) return ref::group_norm_addend(&t, nullptr, nullptr, n, c, who_);
-    const int64_t k = tw_.dim(0);
+    const int64_t rows = t.rank() >= 1 ? t.dim(0) : 0, k = tw_.dim(0);
     if ((rows != 1 && rows != n) || t.numel() != rows * k) {
       fail(ErrorKind::kRuntime, who_, ": T of shape ", dims_str(t.shape()), " does not fit TW ",
            dims_str(tw_.shape()));
@@ -245,7 +243,6 @@ class GroupNormKernel : public Kernel {
   double eps_;
   std::vector<float> gamma_, beta_;
   ref::Activation act_;
-  bool has_t_;
   Tensor tw_;              // TW [K, C], when the addend is a dense layer of T
   std::vector<float> tb_;  // TB [C]
 };
