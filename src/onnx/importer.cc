@@ -13,6 +13,7 @@
 #include <set>
 
 #include "ir/error.h"
+#include "onnx/opset_upgrade.h"
 #include "onnx/provenance.h"
 #include "onnx/tensor_proto.h"
 
@@ -264,13 +265,8 @@ void check_parsed(const onnx::ModelProto& m, const std::string& label) {
   if (m.ir_version() <= 0) fail(ErrorKind::kInvalidModel, label, ": the model has no IR version");
 }
 
-// Imports a parsed model; its initializers' data is released as each becomes a tensor, so the
-// weights are never held twice.
-std::unique_ptr<Graph> import_model(onnx::ModelProto& m, const std::string& base_dir,
-                                    const std::string& label, const ImportOptions& opts) {
-  auto g = std::make_unique<Graph>();
-  Ctx c{label, base_dir, g.get()};
-  check_opsets(c, m);
+// Checks every node against its schema at the model's opsets.
+void check_nodes(const onnx::ModelProto& m, const std::string& base_dir, const std::string& label) {
   try {
     onnx::checker::CheckerContext ctx;
     ctx.set_ir_version(static_cast<int>(m.ir_version()));
@@ -292,6 +288,20 @@ std::unique_ptr<Graph> import_model(onnx::ModelProto& m, const std::string& base
     if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
     fail(ErrorKind::kInvalidModel, label, ": the ONNX checker rejects the model: ", msg);
   }
+}
+
+// Imports a parsed model; its initializers' data is released as each becomes a tensor, so the
+// weights are never held twice.
+std::unique_ptr<Graph> import_model(onnx::ModelProto& m, const std::string& base_dir,
+                                    const std::string& label, const ImportOptions& opts) {
+  auto g = std::make_unique<Graph>();
+  Ctx c{label, base_dir, g.get()};
+  if (const int64_t v = default_opset(m); v >= 1 && v < kMinOpset) {
+    check_nodes(m, base_dir, label);  // the model as written, before it is converted
+    upgrade_opset(m, kMinOpset, label);
+  }
+  check_opsets(c, m);
+  check_nodes(m, base_dir, label);
   if (!opts.input_shapes.empty()) override_input_shapes(m, opts.input_shapes, label);
   if (opts.infer_shapes) {
     try {

@@ -141,10 +141,43 @@ TEST(OnnxImport, ConstantNodesAreKept) {
 }
 
 TEST(OnnxImport, OpsetRange) {
-  EXPECT_NE(error_of(testing::small_model(10)).find("opset 10"), std::string::npos);
+  EXPECT_NE(error_of(testing::small_model(0)).find("opset 0"), std::string::npos);
   EXPECT_NE(error_of(testing::small_model(18)).find("opset 18"), std::string::npos);
   EXPECT_EQ(error_of(testing::small_model(11)), "");
   EXPECT_EQ(error_of(testing::small_model(17)), "");
+}
+
+// Older opsets are converted to the lowest one nnfuse runs, ops whose form changed rewritten.
+TEST(OnnxImport, OldOpsetsAreConverted) {
+  for (int64_t opset : {1, 7, 10}) {
+    auto g = load(testing::small_model(opset));
+    EXPECT_EQ(g->opsets.at(""), 11) << opset;
+    std::vector<std::string> ops;
+    for (const Node* n : g->nodes()) ops.push_back(n->op_type());
+    EXPECT_EQ(ops, (std::vector<std::string>{"Add", "Relu"})) << opset;
+  }
+  // Upsample with its scales as an attribute (opset 7): a Resize at opset 11.
+  auto m = testing::small_model(7);
+  auto* up = m.mutable_graph()->mutable_node(1);
+  up->set_op_type("Upsample");
+  auto* scales = up->add_attribute();
+  scales->set_name("scales");
+  scales->set_type(onnx::AttributeProto::FLOATS);
+  scales->add_floats(1.0f);
+  scales->add_floats(2.0f);
+  auto g = load(m);
+  bool resize = false;
+  for (const Node* n : g->nodes()) resize = resize || n->op_type() == "Resize";
+  EXPECT_TRUE(resize);
+}
+
+TEST(OnnxImport, OpsetThatCannotBeConvertedIsAClearError) {
+  auto m = testing::small_model(1);
+  m.mutable_graph()->mutable_node(1)->set_op_type("Crop");  // experimental, gone since opset 10
+  const std::string e = error_of(m);
+  for (const char* part : {"test.onnx", "opset 1 ", "'relu' (Crop)", "opset 11"}) {
+    EXPECT_NE(e.find(part), std::string::npos) << part << " in: " << e;
+  }
 }
 
 TEST(OnnxImport, BadBytesAreErrors) {
