@@ -33,6 +33,7 @@ const Table& table() {
     append_shape_kernels(list);
     append_nn_kernels(list);
     append_misc_kernels(list);
+    append_loss_kernels(list);
     const size_t num_onnx = list.size();
     append_fused_kernels(list);
     append_conv_pool_kernels(list);
