@@ -98,7 +98,7 @@ class Tensor {
   int64_t int_at(int64_t i) const;
   // All elements of an integer tensor as int64.
   std::vector<int64_t> to_int64_vector() const;
-  // Element i of a float32/float64/integer tensor as double.
+  // Element i of a float (float32/64, float16, bfloat16), integer or bool tensor as double.
   double double_at(int64_t i) const;
 
  private:

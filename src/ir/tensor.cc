@@ -3,6 +3,8 @@
 #include <cstring>
 #include <limits>
 
+#include "ir/half.h"
+
 namespace nnfuse {
 
 int64_t checked_numel(std::span<const int64_t> dims, size_t elem_size) {
@@ -162,6 +164,8 @@ double Tensor::double_at(int64_t i) const {
   NNFUSE_CHECK(i >= 0 && i < numel_, "index ", i, " out of range for ", numel_, " elements");
   if (dtype_ == DType::kFloat32) return data<float>()[i];
   if (dtype_ == DType::kFloat64) return data<double>()[i];
+  if (dtype_ == DType::kFloat16) return half_to_double(data<Float16>()[i]);
+  if (dtype_ == DType::kBFloat16) return half_to_double(data<BFloat16>()[i]);
   return static_cast<double>(int_at(i));
 }
 

@@ -1,8 +1,9 @@
 // Reference kernels for elementwise ops: unary math and activations, numpy-broadcasting
-// binary arithmetic, comparisons, logic, Clip, PRelu, BitShift and Where.
+// binary arithmetic, comparisons, logic, Clip, PRelu, BitShift, Shrink and Where.
 //
-// Float unary ops are computed in double and rounded once. Integer arithmetic wraps (two's
-// complement) instead of overflowing; integer division or modulo by zero is a runtime error.
+// Float unary ops are computed in double and rounded once; so are Max, Min, Mod and Shrink on
+// float16 and bfloat16 (run_widened). Integer arithmetic wraps (two's complement) instead of
+// overflowing; integer division or modulo by zero is a runtime error.
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -10,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ir/half.h"
 #include "kernels/ref/util.h"
 
 namespace nnfuse {
@@ -41,6 +43,16 @@ const std::vector<DType>& numeric_bool_types() {
   }();
   return v;
 }
+// numeric_types() and both 16-bit float types.
+const std::vector<DType>& numeric_half_types() {
+  static const std::vector<DType> v = [] {
+    std::vector<DType> r = numeric_types();
+    r.push_back(DType::kFloat16);
+    r.push_back(DType::kBFloat16);
+    return r;
+  }();
+  return v;
+}
 const std::vector<DType>& unsigned_types() {
   static const std::vector<DType> v = {DType::kUInt8, DType::kUInt16, DType::kUInt32,
                                        DType::kUInt64};
@@ -52,6 +64,9 @@ std::string supports_float(const Node& n, int64_t) {
 }
 std::string supports_numeric(const Node& n, int64_t) {
   return ref::require_input_types(n, numeric_types());
+}
+std::string supports_numeric_half(const Node& n, int64_t) {
+  return ref::require_input_types(n, numeric_half_types());
 }
 std::string supports_numeric_bool(const Node& n, int64_t) {
   return ref::require_input_types(n, numeric_bool_types());
@@ -85,6 +100,62 @@ Tensor map2(const Tensor& a, const Tensor& b, DType out, const Node& node, F f) 
       shape, {ref::broadcast_strides(a.shape(), shape), ref::broadcast_strides(b.shape(), shape)});
   for (; !it.done(); it.next()) py[it.linear()] = f(pa[it.offset(0)], pb[it.offset(1)]);
   return y;
+}
+
+// The exact float64 values of a float16 or bfloat16 tensor.
+Tensor half_to_float64(const Tensor& t) {
+  Tensor y(DType::kFloat64, t.shape());
+  double* py = y.data<double>();
+  auto widen = [&](auto tag) {
+    using H = decltype(tag);
+    const H* px = t.data<H>();
+    for (int64_t i = 0; i < t.numel(); ++i) py[i] = half_to_double(px[i]);
+  };
+  if (t.dtype() == DType::kFloat16) {
+    widen(Float16{});
+  } else {
+    widen(BFloat16{});
+  }
+  return y;
+}
+
+// A float64 tensor rounded to float16 or bfloat16 (nearest, ties to even).
+Tensor float64_to_half(const Tensor& t, DType half) {
+  Tensor y(half, t.shape());
+  const double* px = t.data<double>();
+  auto narrow = [&](auto tag) {
+    using H = decltype(tag);
+    H* py = y.data<H>();
+    for (int64_t i = 0; i < t.numel(); ++i) py[i] = to_half<H>(px[i]);
+  };
+  if (half == DType::kFloat16) {
+    narrow(Float16{});
+  } else {
+    narrow(BFloat16{});
+  }
+  return y;
+}
+
+// Runs `Run`, the kernel of an op whose inputs share one type; when that type is float16 or
+// bfloat16, on exact float64 copies of the inputs, each float64 output then rounded back to it:
+// the op computes in double and rounds once, as its float32 form does. Outputs of other types
+// (none for the ops that use this yet) pass as they are.
+template <RefKernelFn Run>
+void run_widened(KernelContext& ctx) {
+  const DType half = ctx.in(0).dtype();
+  if (!dtype_is_half(half)) return Run(ctx);
+  check_same_dtype(ctx);
+  std::vector<Tensor> wide(ctx.num_inputs());
+  KernelContext w{ctx.node, ctx.opset, {}, std::vector<Tensor>(ctx.outputs.size())};
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (ctx.has_input(i)) wide[i] = half_to_float64(ctx.in(i));
+    w.inputs.push_back(ctx.has_input(i) ? &wide[i] : nullptr);
+  }
+  Run(w);
+  for (size_t i = 0; i < w.outputs.size(); ++i) {
+    const Tensor& y = w.outputs[i];
+    ctx.outputs[i] = y.defined() && y.dtype() == DType::kFloat64 ? float64_to_half(y, half) : y;
+  }
 }
 
 // Wrapping integer arithmetic (through uint64, where overflow is defined); plain for floats.
@@ -407,6 +478,34 @@ void run_mod(KernelContext& ctx) {
   });
 }
 
+// Shrink: x < -lambd ? x + bias : x > lambd ? x - bias : 0, in double (NaN gives 0); integer
+// results round toward zero and saturate (an integer beyond 2^53 loses its low bits).
+void run_shrink(KernelContext& ctx) {
+  const double lambd = ctx.node.attr_float("lambd", 0.5f);
+  const double bias = ctx.node.attr_float("bias", 0.f);
+  const Tensor& x = ctx.in(0);
+  Tensor y(x.dtype(), x.shape());
+  ref::dispatch(x.dtype(), ctx.node.describe(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const double v = static_cast<double>(px[i]);
+      py[i] = saturate_cast<T>(v < -lambd ? v + bias : v > lambd ? v - bias : 0.0);
+    }
+  });
+  ctx.outputs[0] = y;
+}
+
+std::string supports_shrink(const Node& n, int64_t) {
+  static const std::vector<DType> types = [] {  // the spec's: float16, not bfloat16
+    std::vector<DType> r = numeric_types();
+    r.push_back(DType::kFloat16);
+    return r;
+  }();
+  return ref::require_input_types(n, types);
+}
+
 // Pow: the output has the base's type; the exponent may have another numeric type.
 void run_pow(KernelContext& ctx) {
   const Tensor& x = ctx.in(0);
@@ -569,12 +668,13 @@ void append_elementwise_kernels(std::vector<RefKernelEntry>& t) {
       {"Mul", run_mul, supports_numeric},
       {"Div", run_div, supports_numeric},
       {"Pow", run_pow, supports_pow},
-      {"Mod", run_mod, supports_numeric},
-      {"Max", run_max, supports_numeric},
-      {"Min", run_min, supports_numeric},
+      {"Mod", run_widened<run_mod>, supports_numeric_half},
+      {"Max", run_widened<run_max>, supports_numeric_half},
+      {"Min", run_widened<run_min>, supports_numeric_half},
       {"Sum", run_add, supports_numeric},
       {"Mean", run_mean, supports_float},
       {"PRelu", run_prelu, supports_numeric},
+      {"Shrink", run_widened<run_shrink>, supports_shrink},
       {"BitShift", run_bitshift, supports_bitshift},
       {"Equal", run_equal, supports_numeric_bool},
       {"Less", run_less, supports_numeric},

@@ -1,5 +1,6 @@
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
@@ -41,6 +42,21 @@ void expect_floats(const Tensor& got, const Dims& shape, const std::vector<float
     }
   }
 }
+
+// A float16 or bfloat16 tensor from bit patterns, and the bit patterns of one.
+Tensor H_(DType t, Dims shape, std::vector<uint16_t> bits) {
+  Tensor x(t, shape);
+  EXPECT_EQ(x.numel(), static_cast<int64_t>(bits.size()));
+  std::memcpy(x.raw(), bits.data(), bits.size() * 2);
+  return x;
+}
+std::vector<uint16_t> bits_of(const Tensor& t, DType want) {
+  EXPECT_EQ(t.dtype(), want);
+  std::vector<uint16_t> b(static_cast<size_t>(t.numel()));
+  std::memcpy(b.data(), t.raw(), b.size() * 2);
+  return b;
+}
+using H = std::vector<uint16_t>;
 
 std::vector<bool> bools(const Tensor& t) {
   EXPECT_EQ(t.dtype(), DType::kBool);
@@ -278,6 +294,54 @@ TEST(RefElementwiseBinary, Mod) {
             (std::vector<uint8_t>{3, 2}));
 }
 
+TEST(RefElementwiseBinary, HalfTypesComputeInDoubleAndRoundOnce) {
+  const DType f16 = DType::kFloat16, bf16 = DType::kBFloat16;
+  // float16: 3, NaN, -0.5 against 2, 1, 1.
+  Tensor a = H_(f16, {3}, {0x4200, 0x7e00, 0xb800});
+  Tensor b = H_(f16, {3}, {0x4000, 0x3c00, 0x3c00});
+  H mx = bits_of(run_ref1("Max", {a, b}), f16);
+  EXPECT_EQ(mx[0], 0x4200);
+  EXPECT_TRUE((mx[1] & 0x7c00) == 0x7c00 && (mx[1] & 0x3ff)) << mx[1];  // NaN
+  EXPECT_EQ(mx[2], 0x3c00);
+  H mn = bits_of(run_ref1("Min", {a, b, H_(f16, {}, {0x3800})}), f16);  // and 0.5
+  EXPECT_EQ(mn[0], 0x3800);
+  EXPECT_EQ(mn[2], 0xb800);
+  // bfloat16, broadcast: max(1, 2) and max(-2, 2).
+  EXPECT_EQ(
+      bits_of(run_ref1("Max", {H_(bf16, {2}, {0x3f80, 0xc000}), H_(bf16, {1}, {0x4000})}), bf16),
+      (H{0x4000, 0x4000}));
+  // Mod: -4.5 mod 2 is -0.5 (fmod=1) or 1.5 (sign of the divisor).
+  Tensor x = H_(f16, {2}, {0xc480, 0x9400});  // -4.5, -2^-10
+  Tensor y = H_(f16, {2}, {0x4000, 0x6800});  // 2, 2048
+  EXPECT_EQ(bits_of(run_ref1("Mod", {x, y}, {{"fmod", attr_int(1)}}), f16), (H{0xb800, 0x9400}));
+  // fmod=0: -2^-10 + 2048 is computed exactly, then rounded: to 2048, float16 keeping no
+  // fraction there.
+  EXPECT_EQ(bits_of(run_ref1("Mod", {x, y}), f16), (H{0x3e00, 0x6800}));
+  EXPECT_THROW(run_ref1("Max", {a, H_(bf16, {3}, {0, 0, 0})}), Error);  // mixed types
+}
+
+TEST(RefElementwiseUnary, Shrink) {
+  Tensor x = F({5}, {-2, -1, 0, 1, 2});
+  expect_floats(run_ref1("Shrink", {x}, {{"lambd", attr_float(1.5f)}}), {5}, {-2, 0, 0, 0, 2});
+  expect_floats(run_ref1("Shrink", {x}, {{"lambd", attr_float(1.5f)}, {"bias", attr_float(1.5f)}}),
+                {5}, {-0.5f, 0, 0, 0, 0.5f});
+  // Defaults: lambd 0.5, bias 0; the bounds themselves give 0; NaN gives 0.
+  expect_floats(run_ref1("Shrink", {F({5}, {-0.6f, -0.5f, 0.5f, 0.7f, NAN})}), {5},
+                {-0.6f, 0, 0, 0.7f, 0});
+  // Integers: the result rounds toward zero and saturates.
+  std::map<std::string, Attribute> soft = {{"lambd", attr_float(1.5f)}, {"bias", attr_float(1.5f)}};
+  EXPECT_EQ(values<int32_t>(run_ref1("Shrink", {T_<int32_t>({5}, {-5, -1, 0, 1, 5})}, soft)),
+            (std::vector<int32_t>{-3, 0, 0, 0, 3}));
+  EXPECT_EQ(values<uint8_t>(
+                run_ref1("Shrink", {T_<uint8_t>({3}, {0, 1, 200})}, {{"bias", attr_float(2)}})),
+            (std::vector<uint8_t>{0, 0, 198}));
+  // float16: -2, 1, 2 -> -0.5, 0, 0.5; 2 - 0.1 rounds to 1.9 in float16 (1 + 922 / 1024).
+  Tensor h = H_(DType::kFloat16, {3}, {0xc000, 0x3c00, 0x4000});
+  EXPECT_EQ(bits_of(run_ref1("Shrink", {h}, soft), DType::kFloat16), (H{0xb800, 0x0000, 0x3800}));
+  EXPECT_EQ(bits_of(run_ref1("Shrink", {h}, {{"bias", attr_float(0.1f)}}), DType::kFloat16)[2],
+            0x3f9a);
+}
+
 TEST(RefElementwiseBinary, Pow) {
   expect_floats(run_ref1("Pow", {F({3}, {2, 4, 9}), F({3}, {3, 0.5f, -1})}), {3}, {8, 2, 1.0f / 9});
   expect_floats(run_ref1("Pow", {F({2, 2}, {1, 2, 3, 4}), T_<int64_t>({}, {2})}), {2, 2},
@@ -388,6 +452,17 @@ TEST(RefElementwiseSupport, UnsupportedTypesGiveReasons) {
       reason("BitShift", {DType::kUInt32, DType::kUInt32}, {{"direction", attr_string("RIGHT")}}),
       "");
   EXPECT_THROW(run_ref1("Tanh", {Tensor(DType::kFloat16, {2})}), Error);
+  // The 16-bit floats: Max, Min and Mod take both, Shrink float16 only (as the spec lists).
+  EXPECT_EQ(reason("Max", {DType::kFloat16, DType::kFloat16}), "");
+  EXPECT_EQ(reason("Min", {DType::kBFloat16, DType::kBFloat16}), "");
+  EXPECT_EQ(reason("Mod", {DType::kFloat16, DType::kFloat16}), "");
+  EXPECT_EQ(reason("Shrink", {DType::kFloat16}), "");
+  EXPECT_EQ(reason("Shrink", {DType::kUInt64}), "");
+  EXPECT_EQ(reason("Shrink", {DType::kBFloat16}), "input 0 of type bfloat16 is not supported");
+  EXPECT_NE(reason("Shrink", {DType::kBool}), "");
+  EXPECT_EQ(reason("Sub", {DType::kBFloat16, DType::kBFloat16}),
+            "input 0 of type bfloat16 is not supported");
+  EXPECT_NE(reason("Max", {DType::kString, DType::kString}), "");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "ir/half.h"
 #include "kernels/ref/shape_internal.h"
 
 namespace nnfuse {
@@ -13,13 +14,44 @@ namespace {
 
 using ref::copy_elems;
 
-// Types Cast/Range can compute with (everything ref::dispatch handles, plus bool).
-const std::vector<DType> kCastTypes = {
+// Types with a plain C++ element type (everything ref::dispatch handles, plus bool).
+const std::vector<DType> kPlainTypes = {
     DType::kFloat32, DType::kFloat64, DType::kInt8,  DType::kUInt8,  DType::kInt16, DType::kUInt16,
     DType::kInt32,   DType::kUInt32,  DType::kInt64, DType::kUInt64, DType::kBool};
+// Types Cast converts between (and Pad-2's value is written in): those and the 16-bit floats.
+const std::vector<DType> kCastTypes = [] {
+  std::vector<DType> v = kPlainTypes;
+  v.push_back(DType::kFloat16);
+  v.push_back(DType::kBFloat16);
+  return v;
+}();
 
 bool is_cast_type(DType t) {
   return std::find(kCastTypes.begin(), kCastTypes.end(), t) != kCastTypes.end();
+}
+
+// Calls f(T{}) with T the C++ type of `t`: those of ref::dispatch, bool, Float16 and BFloat16.
+template <typename F>
+void dispatch_cast(DType t, const std::string& what, F&& f) {
+  if (t == DType::kFloat16) return f(Float16{});
+  if (t == DType::kBFloat16) return f(BFloat16{});
+  ref::dispatch(t, what, f, /*with_bool=*/true);
+}
+
+// One value converted as Cast does: convert_value, with a 16-bit float rounded to (nearest,
+// ties to even; infinity past the largest finite value) or read exactly (then as a float or
+// double would be: truncated toward zero and saturated for integers, NaN to 0).
+template <typename To, typename From>
+To cast_value(From v) {
+  if constexpr (is_half_v<To>) {
+    return to_half<To>(v);
+  } else if constexpr (is_half_v<From> && std::is_same_v<To, float>) {
+    return half_to_float(v);
+  } else if constexpr (is_half_v<From>) {
+    return convert_value<To>(half_to_double(v));
+  } else {
+    return convert_value<To, From>(v);
+  }
 }
 
 void run_constant(KernelContext& ctx) {
@@ -114,27 +146,21 @@ void run_range(KernelContext& ctx) {
 }
 
 std::string range_support(const Node& node, int64_t) {
-  std::vector<DType> types(kCastTypes.begin(), kCastTypes.end() - 1);  // not bool
+  std::vector<DType> types(kPlainTypes.begin(), kPlainTypes.end() - 1);  // not bool
   return ref::require_input_types(node, types);
 }
 
 Tensor cast_to(const Tensor& x, DType to, const Node& node) {
   Tensor y(to, x.shape());
-  ref::dispatch(
-      x.dtype(), node.describe(),
-      [&](auto a) {
-        using From = decltype(a);
-        ref::dispatch(
-            to, node.describe(),
-            [&](auto b) {
-              using To = decltype(b);
-              const From* src = x.data<From>();
-              To* dst = y.data<To>();
-              for (int64_t i = 0; i < x.numel(); ++i) dst[i] = convert_value<To, From>(src[i]);
-            },
-            /*with_bool=*/true);
-      },
-      /*with_bool=*/true);
+  dispatch_cast(x.dtype(), node.describe(), [&](auto a) {
+    using From = decltype(a);
+    dispatch_cast(to, node.describe(), [&](auto b) {
+      using To = decltype(b);
+      const From* src = x.data<From>();
+      To* dst = y.data<To>();
+      for (int64_t i = 0; i < x.numel(); ++i) dst[i] = cast_value<To, From>(src[i]);
+    });
+  });
   return y;
 }
 
@@ -186,13 +212,10 @@ void run_pad(KernelContext& ctx) {
   } else {  // Pad-2: pads and value are attributes
     pads = node.attr_ints("pads");
     float v = node.attr_float("value", 0.f);
-    ref::dispatch(
-        x.dtype(), node.describe(),
-        [&](auto z) {
-          using T = decltype(z);
-          value.data<T>()[0] = convert_value<T, float>(v);
-        },
-        /*with_bool=*/true);
+    dispatch_cast(x.dtype(), node.describe(), [&](auto z) {
+      using T = decltype(z);
+      value.data<T>()[0] = cast_value<T, float>(v);
+    });
   }
   std::vector<int64_t> axes;
   if (ctx.has_input(3)) {  // opset 18
