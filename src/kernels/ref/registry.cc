@@ -34,6 +34,12 @@ const Table& table() {
     append_nn_kernels(list);
     append_misc_kernels(list);
     append_loss_kernels(list);
+    append_quant_kernels(list);
+    append_rnn_kernels(list);
+    append_vision_kernels(list);
+    append_sort_kernels(list);
+    append_linalg_kernels(list);
+    append_signal_kernels(list);
     const size_t num_onnx = list.size();
     append_fused_kernels(list);
     append_conv_pool_kernels(list);

@@ -73,6 +73,32 @@ const Table& onnx_table() {
                            "Size",
                            "TopK"})
       r[op] = OpClass::kOpaque;
+    // Run on their reference kernels as they are: losses, quantization, recurrences, detection
+    // and sampling, linear algebra, signal processing.
+    for (const char* op : {"BlackmanWindow",
+                           "ConvInteger",
+                           "DequantizeLinear",
+                           "Det",
+                           "DFT",
+                           "DynamicQuantizeLinear",
+                           "Einsum",
+                           "GridSample",
+                           "GRU",
+                           "HammingWindow",
+                           "HannWindow",
+                           "LSTM",
+                           "MaxUnpool",
+                           "MelWeightMatrix",
+                           "NegativeLogLikelihoodLoss",
+                           "QLinearConv",
+                           "QLinearMatMul",
+                           "QuantizeLinear",
+                           "RNN",
+                           "RoiAlign",
+                           "SoftmaxCrossEntropyLoss",
+                           "STFT",
+                           "Unique"})
+      r[op] = OpClass::kOpaque;
     return r;
   }();
   return t;

@@ -1,0 +1,182 @@
+// Tests of NonMaxSuppression, RoiAlign, GridSample and MaxUnpool on small hand-computed cases.
+#include <cmath>
+
+#include "kernels/ref/test_util.h"
+
+namespace nnfuse {
+namespace {
+
+using testing::run_ref1;
+using testing::values;
+using F = std::vector<float>;
+using I = std::vector<int64_t>;
+
+// ---- NonMaxSuppression ----
+
+// Three unit boxes [y1, x1, y2, x2] in one batch and class: box 1 overlaps box 0 with IoU
+// 0.9 / 1.1, box 2 is disjoint.
+Tensor nms_boxes() {
+  return Tensor::from_vector<float>({1, 3, 4}, {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, 2, 1, 3});
+}
+Tensor nms_scores() { return Tensor::from_vector<float>({1, 1, 3}, {0.8f, 0.9f, 0.7f}); }
+
+TEST(RefVision, NmsSuppressesByIouAndScore) {
+  const Tensor max_out = Tensor::from_vector<int64_t>({1}, {3});
+  const Tensor iou = Tensor::from_vector<float>({1}, {0.5f});
+  // Box 1 scores highest and suppresses box 0 (IoU 0.82 > 0.5); box 2 stays.
+  Tensor y = run_ref1("NonMaxSuppression", {nms_boxes(), nms_scores(), max_out, iou});
+  EXPECT_EQ(y.dtype(), DType::kInt64);
+  EXPECT_EQ(y.shape(), (Dims{2, 3}));
+  EXPECT_EQ(values<int64_t>(y), (I{0, 0, 1, 0, 0, 2}));
+  // A score threshold of 0.75 drops box 2; an IoU threshold of 0.9 keeps box 0.
+  const Tensor score = Tensor::from_vector<float>({1}, {0.75f});
+  y = run_ref1("NonMaxSuppression", {nms_boxes(), nms_scores(), max_out, iou, score});
+  EXPECT_EQ(values<int64_t>(y), (I{0, 0, 1}));
+  const Tensor loose = Tensor::from_vector<float>({1}, {0.9f});
+  y = run_ref1("NonMaxSuppression", {nms_boxes(), nms_scores(), max_out, loose});
+  EXPECT_EQ(values<int64_t>(y), (I{0, 0, 1, 0, 0, 0, 0, 0, 2}));
+  // Without max_output_boxes_per_class nothing is selected.
+  y = run_ref1("NonMaxSuppression", {nms_boxes(), nms_scores()});
+  EXPECT_EQ(y.shape(), (Dims{0, 3}));
+}
+
+TEST(RefVision, NmsCenterPointBoxes) {
+  // The same boxes as [x_center, y_center, width, height].
+  Tensor boxes =
+      Tensor::from_vector<float>({1, 3, 4}, {0.5f, 0.5f, 1, 1, 0.6f, 0.5f, 1, 1, 2.5f, 0.5f, 1, 1});
+  Tensor y = run_ref1("NonMaxSuppression",
+                      {boxes, nms_scores(), Tensor::from_vector<int64_t>({1}, {3}),
+                       Tensor::from_vector<float>({1}, {0.5f})},
+                      {{"center_point_box", attr_int(1)}});
+  EXPECT_EQ(values<int64_t>(y), (I{0, 0, 1, 0, 0, 2}));
+}
+
+TEST(RefVision, NmsBadShapesAreErrors) {
+  Tensor scores = Tensor::from_vector<float>({1, 1, 2}, {0.8f, 0.9f});  // 2 scores, 3 boxes
+  EXPECT_THROW(run_ref1("NonMaxSuppression", {nms_boxes(), scores}), Error);
+  EXPECT_THROW(run_ref1("NonMaxSuppression", {nms_boxes(), nms_scores()},
+                        {{"center_point_box", attr_int(2)}}),
+               Error);
+}
+
+// ---- RoiAlign ----
+
+// A 3x3 plane holding 3y + x: bilinear interpolation reproduces it exactly inside.
+Tensor ramp() { return Tensor::from_vector<float>({1, 1, 3, 3}, {0, 1, 2, 3, 4, 5, 6, 7, 8}); }
+
+TEST(RefVision, RoiAlignAverages) {
+  const Tensor rois = Tensor::from_vector<float>({1, 4}, {0, 0, 2, 2});
+  const Tensor batch = Tensor::from_vector<int64_t>({1}, {0});
+  // Opset 10 (no pixel shift): 2x2 bins of 1x1, one sample at each bin center.
+  Tensor y = run_ref1("RoiAlign", {ramp(), rois, batch},
+                      {{"output_height", attr_int(2)},
+                       {"output_width", attr_int(2)},
+                       {"sampling_ratio", attr_int(1)}},
+                      10);
+  EXPECT_EQ(y.shape(), (Dims{1, 1, 2, 2}));
+  EXPECT_EQ(values<float>(y), (F{2, 3, 5, 6}));
+  // One bin averaging 2x2 samples at (0.5 | 1.5, 0.5 | 1.5): 3 * 1 + 1.
+  y = run_ref1("RoiAlign", {ramp(), rois, batch}, {{"sampling_ratio", attr_int(2)}}, 10);
+  EXPECT_NEAR(values<float>(y)[0], 4.0f, 1e-6);
+  // Opset 16's half_pixel shifts the roi by -0.5: a roi 0.5 further gives the first result.
+  const Tensor shifted = Tensor::from_vector<float>({1, 4}, {0.5f, 0.5f, 2.5f, 2.5f});
+  y = run_ref1("RoiAlign", {ramp(), shifted, batch},
+               {{"output_height", attr_int(2)},
+                {"output_width", attr_int(2)},
+                {"sampling_ratio", attr_int(1)}},
+               16);
+  EXPECT_EQ(values<float>(y), (F{2, 3, 5, 6}));
+}
+
+TEST(RefVision, RoiAlignMaxTakesTheLargestWeightedCorner) {
+  // The sample at (0.5, 0.5) has corners 0, 1, 3, 4 each weighted 0.25: max is 0.25 * 4.
+  Tensor x = Tensor::from_vector<double>({1, 1, 3, 3}, {0, 1, 2, 3, 4, 5, 6, 7, 8});
+  Tensor rois = Tensor::from_vector<double>({1, 4}, {0, 0, 1, 1});
+  Tensor y = run_ref1("RoiAlign", {x, rois, Tensor::from_vector<int64_t>({1}, {0})},
+                      {{"mode", attr_string("max")}, {"sampling_ratio", attr_int(1)}}, 10);
+  EXPECT_EQ(y.dtype(), DType::kFloat64);
+  EXPECT_NEAR(values<double>(y)[0], 1.0, 1e-12);
+}
+
+TEST(RefVision, RoiAlignBadBatchIndexIsAnError) {
+  const Tensor rois = Tensor::from_vector<float>({1, 4}, {0, 0, 2, 2});
+  EXPECT_THROW(run_ref1("RoiAlign", {ramp(), rois, Tensor::from_vector<int64_t>({1}, {1})}), Error);
+  EXPECT_THROW(run_ref1("RoiAlign", {ramp(), rois, Tensor::from_vector<int64_t>({1}, {0})},
+                        {{"mode", attr_string("median")}}),
+               Error);
+}
+
+// ---- GridSample ----
+
+Tensor square() { return Tensor::from_vector<float>({1, 1, 2, 2}, {1, 2, 3, 4}); }
+
+TEST(RefVision, GridSampleBilinearAndNearest) {
+  // (x, y) points: the center, the top-left corner and the top-right corner.
+  const Tensor grid = Tensor::from_vector<float>({1, 1, 3, 2}, {0, 0, -1, -1, 1, -1});
+  Tensor y = run_ref1("GridSample", {square(), grid}, {{"align_corners", attr_int(1)}}, 16);
+  EXPECT_EQ(y.shape(), (Dims{1, 1, 1, 3}));
+  EXPECT_EQ(values<float>(y), (F{2.5f, 1, 2}));
+  // Without align_corners -1 is the outer edge, pixel coordinate -0.5: a quarter of pixel 0
+  // with zeros padding, all of it with border or reflection padding.
+  y = run_ref1("GridSample", {square(), grid}, {}, 16);
+  EXPECT_EQ(values<float>(y), (F{2.5f, 0.25f, 0.5f}));
+  y = run_ref1("GridSample", {square(), grid}, {{"padding_mode", attr_string("border")}}, 16);
+  EXPECT_EQ(values<float>(y), (F{2.5f, 1, 2}));
+  y = run_ref1("GridSample", {square(), grid}, {{"padding_mode", attr_string("reflection")}}, 16);
+  EXPECT_EQ(values<float>(y), (F{2.5f, 1, 2}));
+  // nearest rounds half to even: the center (0.5, 0.5) reads pixel (0, 0), and the top-right
+  // corner (1.5, -0.5) pixel (0, 2), a zero outside the image.
+  y = run_ref1("GridSample", {square(), grid}, {{"mode", attr_string("nearest")}}, 16);
+  EXPECT_EQ(values<float>(y), (F{1, 1, 0}));
+}
+
+TEST(RefVision, GridSampleBicubicKeepsAConstant) {
+  Tensor x = Tensor::from_vector<double>({1, 1, 2, 2}, {5, 5, 5, 5});
+  Tensor grid = Tensor::from_vector<double>({1, 1, 2, 2}, {0.3, -0.7, 2.5, 0.1});
+  Tensor y =
+      run_ref1("GridSample", {x, grid},
+               {{"mode", attr_string("bicubic")}, {"padding_mode", attr_string("border")}}, 16);
+  EXPECT_NEAR(values<double>(y)[0], 5.0, 1e-12);
+  EXPECT_NEAR(values<double>(y)[1], 5.0, 1e-12);
+}
+
+TEST(RefVision, GridSampleBadGridIsAnError) {
+  const Tensor grid = Tensor::from_vector<float>({1, 1, 1, 3}, {0, 0, 0});
+  EXPECT_THROW(run_ref1("GridSample", {square(), grid}, {}, 16), Error);
+  EXPECT_THROW(run_ref1("GridSample", {square(), Tensor::from_vector<float>({1, 1, 1, 2}, {0, 0})},
+                        {{"padding_mode", attr_string("wrap")}}, 16),
+               Error);
+}
+
+// ---- MaxUnpool ----
+
+TEST(RefVision, MaxUnpoolScattersIntoTheUnpooledShape) {
+  const Tensor x = Tensor::from_vector<float>({1, 1, 2, 2}, {1, 2, 3, 4});
+  const Tensor ind = Tensor::from_vector<int64_t>({1, 1, 2, 2}, {0, 3, 9, 14});
+  const std::map<std::string, Attribute> attrs = {{"kernel_shape", attr_ints({2, 2})},
+                                                  {"strides", attr_ints({2, 2})}};
+  Tensor y = run_ref1("MaxUnpool", {x, ind}, attrs);
+  EXPECT_EQ(y.shape(), (Dims{1, 1, 4, 4}));
+  EXPECT_EQ(values<float>(y), (F{1, 0, 0, 2, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 4, 0}));
+  // A larger output_shape holds the 4x4 result at its origin: (0,0) (0,3) (2,1) (3,2) of 5x5.
+  Tensor y5 =
+      run_ref1("MaxUnpool", {x, ind, Tensor::from_vector<int64_t>({4}, {1, 1, 5, 5})}, attrs);
+  EXPECT_EQ(y5.shape(), (Dims{1, 1, 5, 5}));
+  F want(25, 0);
+  want[0] = 1;
+  want[3] = 2;
+  want[11] = 3;
+  want[17] = 4;
+  EXPECT_EQ(values<float>(y5), want);
+}
+
+TEST(RefVision, MaxUnpoolBadIndexIsAnError) {
+  const Tensor x = Tensor::from_vector<float>({1, 1, 2, 2}, {1, 2, 3, 4});
+  const Tensor ind = Tensor::from_vector<int64_t>({1, 1, 2, 2}, {0, 3, 9, 16});  // 16 >= 4x4
+  EXPECT_THROW(run_ref1("MaxUnpool", {x, ind},
+                        {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}}),
+               Error);
+}
+
+}  // namespace
+}  // namespace nnfuse
