@@ -26,13 +26,20 @@ std::vector<double> channel_param(const KernelContext& ctx, size_t i, int64_t ch
 }
 
 // ---- BatchNormalization: y = (x - mean) / sqrt(var + epsilon) * scale + B ----
+//
+// In training mode (opset 14+, training_mode 1) mean and var are the batch's own (over every
+// axis but the channels; var the population variance), and the optional outputs 1 and 2 are
+// the running statistics: input_mean * momentum + mean * (1 - momentum), and likewise var.
 
-std::string support_batch_norm(const Node& node, int64_t /*opset*/) {
+std::string support_batch_norm(const Node& node, int64_t opset) {
   std::string why = float_inputs_reason(node);
   if (!why.empty()) return why;
-  if (node.attr_int("training_mode", 0) != 0) return "training_mode=1 is not supported";
+  const bool training = node.attr_int("training_mode", 0) != 0;
+  if (training && opset < 14) return "training_mode before opset 14";
   for (size_t k = 1; k < node.num_outputs(); ++k) {
-    if (node.output(k)) return "the running-statistics outputs (training mode) are not supported";
+    if (node.output(k) && !training) {
+      return "running-statistics outputs without training_mode (opset 9 and earlier)";
+    }
   }
   return "";
 }
@@ -44,14 +51,34 @@ void run_batch_norm(KernelContext& ctx) {
   const int64_t n = x.dim(0), c = x.dim(1), inner = numel_of(x.shape(), 2, x.shape().size());
   const std::vector<double> scale = channel_param(ctx, 1, c, "scale");
   const std::vector<double> bias = channel_param(ctx, 2, c, "B");
-  const std::vector<double> mean = channel_param(ctx, 3, c, "mean");
-  const std::vector<double> var = channel_param(ctx, 4, c, "var");
+  const std::vector<double> input_mean = channel_param(ctx, 3, c, "mean");
+  const std::vector<double> input_var = channel_param(ctx, 4, c, "var");
+  std::vector<double> mean = input_mean, var = input_var;
+  const bool training = ctx.node.attr_int("training_mode", 0) != 0;
   const double eps = ctx.node.attr_float("epsilon", 1e-5f);
   Tensor y(x.dtype(), x.shape());
   dispatch_float(x.dtype(), ctx.node.describe(), [&](auto tag) {
     using T = decltype(tag);
     const T* xd = x.data<T>();
     T* yd = y.data<T>();
+    if (training) {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        double s = 0, sq = 0;
+        for (int64_t b = 0; b < n; ++b) {
+          for (int64_t i = 0; i < inner; ++i)
+            s += static_cast<double>(xd[(b * c + ch) * inner + i]);
+        }
+        const double count = static_cast<double>(n * inner);
+        mean[ch] = s / count;
+        for (int64_t b = 0; b < n; ++b) {
+          for (int64_t i = 0; i < inner; ++i) {
+            const double d = static_cast<double>(xd[(b * c + ch) * inner + i]) - mean[ch];
+            sq += d * d;
+          }
+        }
+        var[ch] = sq / count;
+      }
+    }
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t ch = 0; ch < c; ++ch) {
         const double sd = std::sqrt(var[ch] + eps);
@@ -61,6 +88,19 @@ void run_batch_norm(KernelContext& ctx) {
           yd[base + i] = static_cast<T>(v * scale[ch] + bias[ch]);
         }
       }
+    }
+    const double momentum = ctx.node.attr_float("momentum", 0.9f);
+    for (size_t k = 1; k < 3 && k < ctx.outputs.size(); ++k) {
+      const std::vector<double>& in = k == 1 ? input_mean : input_var;
+      const std::vector<double>& cur = k == 1 ? mean : var;
+      Tensor r(ctx.in(k + 2).dtype(), {c});
+      dispatch_float(r.dtype(), ctx.node.describe(), [&](auto rtag) {
+        using R = decltype(rtag);
+        for (int64_t ch = 0; ch < c; ++ch) {
+          r.data<R>()[ch] = static_cast<R>(in[ch] * momentum + cur[ch] * (1 - momentum));
+        }
+      });
+      ctx.outputs[k] = std::move(r);
     }
   });
   ctx.outputs[0] = std::move(y);

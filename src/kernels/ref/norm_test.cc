@@ -41,19 +41,35 @@ TEST(RefNnNorm, BatchNormalizationFormula) {
   EXPECT_EQ(values<float>(y2), (std::vector<float>{1.5, 9}));
 }
 
-TEST(RefNnNorm, BatchNormalizationRejectsTraining) {
-  Tensor x = random_tensor({1, 2, 2}, 1), p = random_tensor({2}, 2, 0.5f, 1.0f);
+// Training mode: the batch's own statistics, and the running ones updated by momentum.
+TEST(RefNnNorm, BatchNormalizationTrainingMode) {
+  // One channel over N = 2, 2 elements: values 1, 3, 5, 7 (mean 4, population var 5).
+  Tensor x = Tensor::from_vector<float>({2, 1, 2}, {1, 3, 5, 7});
+  Tensor one = Tensor::from_vector<float>({1}, {1}), zero = Tensor::from_vector<float>({1}, {0});
+  auto out = run_ref("BatchNormalization", {x, one, zero, zero, one},
+                     {{"training_mode", attr_int(1)},
+                      {"epsilon", attr_float(0.0f)},
+                      {"momentum", attr_float(0.5f)}},
+                     3, 15);
+  const float sd = std::sqrt(5.0f);
+  EXPECT_NEAR(values<float>(out[0])[0], -3 / sd, 1e-6);
+  EXPECT_NEAR(values<float>(out[0])[3], 3 / sd, 1e-6);
+  EXPECT_NEAR(values<float>(out[1])[0], 0 * 0.5f + 4 * 0.5f, 1e-6);
+  EXPECT_NEAR(values<float>(out[2])[0], 1 * 0.5f + 5 * 0.5f, 1e-6);
+  // Before opset 14 training_mode does not exist: unsupported, naming it.
   try {
-    run_ref1("BatchNormalization", {x, p, p, p, p}, {{"training_mode", attr_int(1)}}, 15);
+    run_ref1("BatchNormalization", {x, one, zero, zero, one}, {{"training_mode", attr_int(1)}}, 9);
     FAIL() << "expected an unsupported error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
     EXPECT_NE(std::string(e.what()).find("training_mode"), std::string::npos);
   }
-  EXPECT_THROW(run_ref("BatchNormalization", {x, p, p, p, p}, {}, 3), Error);
+  // Running-statistics outputs without training mode.
+  Tensor xr = random_tensor({1, 2, 2}, 1), p = random_tensor({2}, 2, 0.5f, 1.0f);
+  EXPECT_THROW(run_ref("BatchNormalization", {xr, p, p, p, p}, {}, 3), Error);
   // Parameters of the wrong size.
   Tensor p3 = random_tensor({3}, 3);
-  EXPECT_THROW(run_ref1("BatchNormalization", {x, p, p, p3, p}), Error);
+  EXPECT_THROW(run_ref1("BatchNormalization", {xr, p, p, p3, p}), Error);
 }
 
 TEST(RefNnNorm, LayerNormalizationFormula) {
