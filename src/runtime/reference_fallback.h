@@ -1,5 +1,6 @@
 // Reference fallbacks: nodes the planner gives the reference kernel although their op has a
-// fast kernel, because every fast kernel declined them. The reference kernels are the oracle,
+// fast kernel, because every fast kernel declined them, and compute ops that have no fast
+// kernel at all. The reference kernels are the oracle,
 // not a production path, so a plan lists these (with each fast kernel's reason) for the
 // runtime to warn about, `bench --json` to count and `--strict` to refuse.
 #pragma once
@@ -35,8 +36,8 @@ struct ReferenceFallback {
 bool is_compute_op(const std::string& op_type);
 
 // The fallback record for a node about to run on the reference kernel, when its op has fast
-// kernels; nullopt when the reference kernel is its only kernel. `info` describes the inputs
-// as the fast kernels last saw them (plain layouts).
+// kernels or is a compute op; nullopt for another op whose only kernel is the reference one. `info`
+// describes the inputs as the fast kernels last saw them (plain layouts).
 std::optional<ReferenceFallback> reference_fallback(const NodeInfo& info);
 
 // Warns on stderr about each fallback, one line per node (at most `limit`, then a count of

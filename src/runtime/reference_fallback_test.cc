@@ -152,6 +152,29 @@ TEST(ReferenceFallback, OpsWithOnlyAReferenceKernelRecordNone) {
   EXPECT_TRUE(plan.reference_fallbacks().empty());
 }
 
+// A compute op with no fast kernel at all (Einsum) is recorded too: runs say it is slow, and
+// strict refuses it.
+TEST(ReferenceFallback, ComputeOpWithoutAFastKernelIsRecorded) {
+  auto g = std::make_unique<Graph>();
+  g->opsets[""] = 17;
+  Value* x = g->add_value("x", DType::kFloat32, Shape::of({2, 3}));
+  g->add_input(x);
+  Value* y = g->add_value("y", DType::kFloat32, Shape::of({3, 2}));
+  Node* e = g->add_node("Einsum", "einsum", {x}, {y});
+  Attribute eq;
+  eq.kind = Attribute::Kind::kString;
+  eq.s = "ij->ji";
+  e->set_attr("equation", eq);
+  g->add_output(y);
+  ExecutionPlan plan(*g, quiet());
+  ASSERT_EQ(plan.reference_fallbacks().size(), 1u);
+  const ReferenceFallback& f = plan.reference_fallbacks()[0];
+  EXPECT_TRUE(f.compute_op);
+  EXPECT_EQ(f.message(),
+            "Einsum 'einsum' (float32[2, 3] -> float32[3, 2]) runs on the reference kernel: "
+            "fast kernels: there is none for Einsum yet");
+}
+
 TEST(ReferenceFallback, StrictRefusesAComputeOpNamingNodeShapesAndReason) {
   PlanOptions o = quiet();
   o.strict = true;

@@ -218,7 +218,7 @@ int bench(const BenchArgs& a) {
             << plan.total_activation_bytes() << "), kernels' shared scratch "
             << plan.scratch_bytes() << " bytes\nkernels used:";
   for (auto& [k, n] : plan.kernel_histogram()) std::cout << " " << k << "=" << n;
-  std::cout << "\nreference kernels for ops with a fast kernel: " << fallbacks;
+  std::cout << "\nreference kernels for compute ops or ops with a fast kernel: " << fallbacks;
   if (fallbacks) std::cout << " (" << 100.0 * share << "% of the time)";
   std::cout << "\n";
   return 0;
