@@ -1,0 +1,323 @@
+// LSTM and GRU (forward, reverse or bidirectional; layout 0; the default activations) on
+// oneDNN matmuls. Per direction, the input projection of every step at once, X [T*N, I] W^T
+// [I, G*H] plus the biases that sit outside the gates' products, is one GEMM into a buffer of
+// gate pre-activations; then per step the recurrent product of the state and the gates, with
+// cpu_math.h's vectorized sigmoid and tanh (ONNX's gate orders: LSTM i, o, f, c; GRU z, r, h):
+//   LSTM: the product H R^T [H, 4H] accumulated onto the step's rows (a sum post-op);
+//         c = f c + i c', h = o tanh(c).
+//   GRU, linear_before_reset 1: H R^T [H, 3H] into a buffer of its own;
+//         z, r = sigmoid(x + h-part), n = tanh(x_h + r (H Rh^T + Rbh)), H = (1 - z) n + z H.
+//   GRU, linear_before_reset 0: H [Rz Rr]^T accumulated onto the z and r columns, then
+//         (r H) Rh^T onto the h columns (two GEMMs a step), n = tanh of those.
+// Declined (the reference kernel runs it): peepholes, clip, input_forget, other activations,
+// layout 1, sequence_lens other than the full length, weights known only at run time.
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "kernels/cpu/cpu_math.h"
+#include "kernels/cpu/onednn_common.h"
+#include "kernels/cpu/onednn_kernels.h"
+
+namespace nnfuse::onednn {
+
+namespace {
+
+using dnnl::memory;
+
+enum class Cell { kGru, kLstm };
+
+struct RecSpec {
+  Cell cell = Cell::kLstm;
+  int64_t gates = 4, t = 0, n = 0, i = 0, h = 0, dirs = 1;
+  bool reverse = false;  // one direction, run backwards
+  bool bias = false, init_h = false, init_c = false;
+  bool linear_before_reset = false;      // GRU
+  bool want[3] = {false, false, false};  // Y, Y_h, Y_c
+};
+
+bool lower_equal(std::string a, const char* b) {
+  for (char& ch : a) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return a == b;
+}
+
+// Why the kernel declines the node, "" when it runs it (with *s filled).
+std::string rec_declines(const NodeInfo& info, Cell cell, RecSpec* s) {
+  const Node& n = info.node;
+  s->cell = cell;
+  s->gates = cell == Cell::kLstm ? 4 : 3;
+  for (size_t k = 0; k < 3; ++k) {
+    if (!static_f32_input(info, k)) return "input " + std::to_string(k) + " is not static float32";
+  }
+  if (!info.constant(1) || !info.constant(2)) return "W or R is not a constant";
+  if (n.num_inputs() > 3 && info.has_input(3) && !info.constant(3)) return "B is not a constant";
+  if (n.num_inputs() > 7 && info.has_input(7)) return "peepholes (P)";
+  if (n.has_attr("clip")) return "clip";
+  if (n.attr_int("input_forget", 0) != 0) return "input_forget";
+  if (n.attr_int("layout", 0) != 0) return "layout 1";
+  if (n.has_attr("activation_alpha") || n.has_attr("activation_beta")) return "activation_alpha";
+  const Attribute* a = n.find_attr("activations");
+  const std::vector<std::string> acts = a ? a->strings : std::vector<std::string>{};
+  const size_t per_dir = cell == Cell::kLstm ? 3 : 2;
+  for (size_t k = 0; k < acts.size(); ++k) {
+    if (!lower_equal(acts[k], k % per_dir == 0 ? "sigmoid" : "tanh")) {
+      return "activation " + acts[k] + " (only the defaults)";
+    }
+  }
+  const Dims x = *known_shape(info, 0), w = *known_shape(info, 1);
+  if (x.size() != 3 || w.size() != 3) return "X or W is not 3-D";
+  const std::string dir = n.attr_string("direction", "forward");
+  if (dir != "forward" && dir != "reverse" && dir != "bidirectional") return "direction " + dir;
+  s->dirs = dir == "bidirectional" ? 2 : 1;
+  s->reverse = dir == "reverse";
+  s->t = x[0];
+  s->n = x[1];
+  s->i = x[2];
+  s->h = w[1] / s->gates;
+  if (w[0] != s->dirs || w[1] != s->gates * s->h || w[2] != s->i || s->h == 0) {
+    return "W is " + dims_str(w) + " for X " + dims_str(x);
+  }
+  if (*known_shape(info, 2) != Dims{s->dirs, s->gates * s->h, s->h}) return "R's shape";
+  s->bias = n.num_inputs() > 3 && info.has_input(3);
+  if (s->bias && info.constant(3)->shape() != Dims{s->dirs, 2 * s->gates * s->h}) {
+    return "B's shape";
+  }
+  if (n.num_inputs() > 4 && info.has_input(4)) {
+    const Tensor* lens = info.constant(4);
+    if (!lens) return "sequence_lens known only at run time";
+    for (int64_t k = 0; k < lens->numel(); ++k) {
+      if (lens->int_at(k) != s->t) return "sequence_lens shorter than the sequence";
+    }
+  }
+  const Dims state = {s->dirs, s->n, s->h};
+  for (size_t k : {size_t{5}, size_t{6}}) {
+    if (n.num_inputs() <= k || !info.has_input(k)) continue;
+    if (info.input_dtype(k) != DType::kFloat32 || known_shape(info, k) != state) {
+      return "initial state " + std::to_string(k) + " is not float32 " + dims_str(state);
+    }
+    (k == 5 ? s->init_h : s->init_c) = true;
+  }
+  s->linear_before_reset = cell == Cell::kGru && n.attr_int("linear_before_reset", 0) != 0;
+  for (size_t k = 0; k < 3; ++k) s->want[k] = k < n.num_outputs() && n.output(k);
+  return "";
+}
+
+template <Cell kCell>
+std::string declines(const NodeInfo& info) {
+  RecSpec s;
+  return rec_declines(info, kCell, &s);
+}
+
+// One LSTM step for one row: g holds the pre-activations [i, o, f, c'] of n each; c and h are
+// updated in place.
+NNFUSE_TARGET_CLONES void lstm_cell(const float* g, float* c, float* h, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    const float in_g = cpu::sigmoid_f(g[j]), out_g = cpu::sigmoid_f(g[n + j]);
+    const float forget = cpu::sigmoid_f(g[2 * n + j]), cell = cpu::tanh_f(g[3 * n + j]);
+    c[j] = forget * c[j] + in_g * cell;
+    h[j] = out_g * cpu::tanh_f(c[j]);
+  }
+}
+
+// One GRU step (linear_before_reset 1) for one row: g the input part [z, r, h] (biases in), rec
+// the recurrent product H R^T, rbh Rh's bias; h updated in place.
+NNFUSE_TARGET_CLONES void gru_cell_lbr(const float* g, const float* rec, const float* rbh, float* h,
+                                       int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    const float z = cpu::sigmoid_f(g[j] + rec[j]), r = cpu::sigmoid_f(g[n + j] + rec[n + j]);
+    const float cand = cpu::tanh_f(g[2 * n + j] + r * (rec[2 * n + j] + rbh[j]));
+    h[j] = (1.0f - z) * cand + z * h[j];
+  }
+}
+
+// GRU (linear_before_reset 0), first half: rh = sigmoid(g_r) . h.
+NNFUSE_TARGET_CLONES void gru_reset(const float* g, const float* h, float* rh, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) rh[j] = cpu::sigmoid_f(g[n + j]) * h[j];
+}
+
+// Second half: g's h columns hold the whole pre-activation now.
+NNFUSE_TARGET_CLONES void gru_update(const float* g, float* h, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    const float z = cpu::sigmoid_f(g[j]), cand = cpu::tanh_f(g[2 * n + j]);
+    h[j] = (1.0f - z) * cand + z * h[j];
+  }
+}
+
+// [rows, cols] rows `stride` floats apart.
+memory::desc strided(int64_t rows, int64_t cols, int64_t stride) {
+  return memory::desc({rows, cols}, memory::data_type::f32, memory::dims{stride, 1});
+}
+
+class RecurrentKernel : public Kernel {
+ public:
+  RecurrentKernel(const NodeInfo& info, Cell cell) : what_(info.node.describe()) {
+    rec_declines(info, cell, &s_);
+    ThreadScope threads(info.num_threads);
+    const int64_t h = s_.h, g = s_.gates * h;
+    // GRU with linear_before_reset 0 splits R into its z, r rows and its h rows.
+    const bool split = cell == Cell::kGru && !s_.linear_before_reset;
+    guarded(what_, [&] {
+      dnnl::primitive_attr plain = user_scratchpad_attr();
+      dnnl::primitive_attr acc = user_scratchpad_attr();
+      dnnl::post_ops sum;
+      sum.append_sum(1.0f);
+      acc.set_post_ops(sum);
+      const memory::desc bias = f32_desc({1, g}, Tag::ab);
+      dnnl::matmul::primitive_desc in_pd(
+          dnnl::matmul::desc(f32_desc({s_.t * s_.n, s_.i}, Tag::ab), f32_desc({s_.i, g}, Tag::any),
+                             bias, f32_desc({s_.t * s_.n, g}, Tag::ab)),
+          plain, engine());
+      in_ = dnnl::matmul(in_pd);
+      // The recurrent products: [N, H] x [H, cols], into rows of `dst_stride` floats.
+      auto rec = [&](int64_t cols, bool accumulate) {
+        return dnnl::matmul::primitive_desc(
+            dnnl::matmul::desc(f32_desc({s_.n, h}, Tag::ab), f32_desc({h, cols}, Tag::any),
+                               strided(s_.n, cols, accumulate ? g : cols)),
+            accumulate ? acc : plain, engine());
+      };
+      const dnnl::matmul::primitive_desc rec_pd =
+          rec(split ? 2 * h : g, cell == Cell::kLstm || split);
+      rec_ = dnnl::matmul(rec_pd);
+      dnnl::matmul::primitive_desc hh_pd;
+      if (split) {
+        hh_pd = rec(h, true);
+        hh_ = dnnl::matmul(hh_pd);
+      }
+      const Tensor& w = *info.constant(1);
+      const Tensor& r = *info.constant(2);
+      auto pack = [&](const float* p, int64_t rows, int64_t cols,
+                      const dnnl::matmul::primitive_desc& pd) {
+        // A [rows, cols] block of W or R is the [cols, rows] operand stored transposed (ba).
+        return prepack(Tensor::borrow(DType::kFloat32, {rows, cols}, const_cast<float*>(p)),
+                       f32_desc({cols, rows}, Tag::ba), pd.weights_desc());
+      };
+      for (int64_t d = 0; d < s_.dirs; ++d) {
+        const float* rd = r.data<float>() + d * g * h;
+        w_.push_back(pack(w.data<float>() + d * g * s_.i, g, s_.i, in_pd));
+        r_.push_back(pack(rd, split ? 2 * h : g, h, rec_pd));
+        if (split) rh_w_.push_back(pack(rd + 2 * h * h, h, h, hh_pd));
+        std::vector<float> b(static_cast<size_t>(g), 0.0f), rbh(static_cast<size_t>(h), 0.0f);
+        if (s_.bias) {
+          const float* pb = info.constant(3)->data<float>() + d * 2 * g;
+          for (int64_t k = 0; k < g; ++k) {
+            // Rh's bias stays inside the reset product when linear_before_reset is 1.
+            const bool inside = s_.linear_before_reset && k >= 2 * h;
+            b[static_cast<size_t>(k)] = pb[k] + (inside ? 0.0f : pb[g + k]);
+            if (inside) rbh[static_cast<size_t>(k - 2 * h)] = pb[g + k];
+          }
+        }
+        bias_.push_back(memory(bias, engine()));
+        std::memcpy(bias_.back().get_data_handle(), b.data(), b.size() * sizeof(float));
+        rbh_.push_back(std::move(rbh));
+      }
+    });
+    gates_.resize(static_cast<size_t>(s_.t * s_.n * g));
+    h_.resize(static_cast<size_t>(s_.n * h));
+    c_.resize(h_.size());
+    if (cell == Cell::kGru) work_.resize(static_cast<size_t>(s_.n * (split ? h : g)));
+  }
+
+  // W, R and B are prepacked.
+  bool reads_input(size_t i) const override { return i != 1 && i != 2 && i != 3; }
+
+  void run(KernelIO& io) override {
+    const int64_t t = s_.t, n = s_.n, h = s_.h, g = s_.gates * h, dirs = s_.dirs;
+    check_input(io.in(0), {t, n, s_.i}, Layout::kPlain, what_, 0);
+    Tensor* y = s_.want[0] ? &io.output(0, DType::kFloat32, {t, dirs, n, h}) : nullptr;
+    Tensor* yh = s_.want[1] ? &io.output(1, DType::kFloat32, {dirs, n, h}) : nullptr;
+    Tensor* yc = s_.cell == Cell::kLstm && s_.want[2] ? &io.output(2, DType::kFloat32, {dirs, n, h})
+                                                      : nullptr;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int64_t d = 0; d < dirs; ++d) {
+      const size_t di = static_cast<size_t>(d);
+      guarded(what_, [&] {
+        memory src(f32_desc({t * n, s_.i}, Tag::ab), engine(), handle(io.in(0)));
+        memory dst(f32_desc({t * n, g}, Tag::ab), engine(), gates_.data());
+        execute(in_, {{DNNL_ARG_SRC, src},
+                      {DNNL_ARG_WEIGHTS, w_[di]},
+                      {DNNL_ARG_BIAS, bias_[di]},
+                      {DNNL_ARG_DST, dst}});
+      });
+      const size_t state = static_cast<size_t>(n * h);
+      auto init = [&](bool given, size_t k, std::vector<float>& v) {
+        if (given) {
+          std::memcpy(v.data(), io.in(k).data<float>() + d * n * h, state * sizeof(float));
+        } else {
+          std::fill(v.begin(), v.end(), 0.0f);
+        }
+      };
+      init(s_.init_h, 5, h_);
+      init(s_.init_c, 6, c_);
+      const bool backwards = s_.reverse || d == 1;
+      for (int64_t step = 0; step < t; ++step) {
+        const int64_t ts = backwards ? t - 1 - step : step;
+        float* gt = gates_.data() + ts * n * g;
+        guarded(what_, [&] { this->step(gt, di); });
+        if (y) {
+          std::memcpy(y->data<float>() + (ts * dirs + d) * n * h, h_.data(), state * sizeof(float));
+        }
+      }
+      if (yh) std::memcpy(yh->data<float>() + d * n * h, h_.data(), state * sizeof(float));
+      if (yc) std::memcpy(yc->data<float>() + d * n * h, c_.data(), state * sizeof(float));
+    }
+  }
+
+ private:
+  // One step of direction `di` on the step's gate rows `gt`: h_ (and c_) updated.
+  void step(float* gt, size_t di) {
+    const int64_t n = s_.n, h = s_.h, g = s_.gates * h;
+    auto product = [&](dnnl::matmul& p, const memory& wei, float* src, float* dst,
+                       const memory::desc& dst_desc) {
+      memory s(f32_desc({n, h}, Tag::ab), engine(), src);
+      memory o(dst_desc, engine(), dst);
+      execute(p, {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, o}});
+    };
+    if (s_.cell == Cell::kLstm) {
+      product(rec_, r_[di], h_.data(), gt, strided(n, g, g));
+      for (int64_t b = 0; b < n; ++b)
+        lstm_cell(gt + b * g, c_.data() + b * h, h_.data() + b * h, h);
+    } else if (s_.linear_before_reset) {
+      product(rec_, r_[di], h_.data(), work_.data(), strided(n, g, g));
+      for (int64_t b = 0; b < n; ++b) {
+        gru_cell_lbr(gt + b * g, work_.data() + b * g, rbh_[di].data(), h_.data() + b * h, h);
+      }
+    } else {
+      product(rec_, r_[di], h_.data(), gt, strided(n, 2 * h, g));
+      for (int64_t b = 0; b < n; ++b)
+        gru_reset(gt + b * g, h_.data() + b * h, work_.data() + b * h, h);
+      product(hh_, rh_w_[di], work_.data(), gt + 2 * h, strided(n, h, g));
+      for (int64_t b = 0; b < n; ++b) gru_update(gt + b * g, h_.data() + b * h, h);
+    }
+  }
+
+  std::string what_;
+  RecSpec s_;
+  dnnl::matmul in_, rec_, hh_;
+  std::vector<memory> w_, r_, rh_w_, bias_;
+  std::vector<std::vector<float>> rbh_;
+  std::vector<float> gates_, h_, c_, work_;
+  std::mutex mu_;
+};
+
+template <Cell kCell>
+std::unique_ptr<Kernel> create(const NodeInfo& info) {
+  return std::make_unique<RecurrentKernel>(info, kCell);
+}
+
+}  // namespace
+
+KernelFactory lstm_factory() {
+  return {"onednn.lstm", accepts_unless_declined<declines<Cell::kLstm>>,
+          nullptr,       create<Cell::kLstm>,
+          nullptr,       declines<Cell::kLstm>};
+}
+
+KernelFactory gru_factory() {
+  return {"onednn.gru", accepts_unless_declined<declines<Cell::kGru>>,
+          nullptr,      create<Cell::kGru>,
+          nullptr,      declines<Cell::kGru>};
+}
+
+}  // namespace nnfuse::onednn
