@@ -69,12 +69,10 @@ bool close_enough(const Tensor& got, const Tensor& want, std::string* why) {
 
 class NodeTest : public ::testing::TestWithParam<std::string> {};
 
-// "" when the tensor in `f` fits the static shape the model declares for input `in`, else what
-// differs (some of Debian's CastLike bfloat16 tests give a [1] tensor for a [3, 4] input).
-std::string shape_defect(const fs::path& f, const onnx::ValueInfoProto& in) {
-  onnx::TensorProto t;
-  std::ifstream s(f, std::ios::binary);
-  if (!t.ParseFromIstream(&s) || !in.type().tensor_type().has_shape()) return "";
+// "" when tensor `t` fits the static shape the model declares for input `in`, else what differs
+// (some of Debian's CastLike bfloat16 tests give a [1] tensor for a [3, 4] input).
+std::string shape_defect(const onnx::TensorProto& t, const onnx::ValueInfoProto& in) {
+  if (!in.type().tensor_type().has_shape()) return "";
   const auto& dims = in.type().tensor_type().shape().dim();
   std::vector<int64_t> want;
   for (const auto& d : dims) {
@@ -87,14 +85,14 @@ std::string shape_defect(const fs::path& f, const onnx::ValueInfoProto& in) {
          dims_str(want);
 }
 
-// The input file for a model input of type `elem_type`. The test data of ONNX releases before
-// 1.13 (Debian's) stores bfloat16 tensors as their uint16 bit patterns; such a file is written
-// again into `tmp` as the bfloat16 tensor it stands for (same bits).
-std::string input_file(const fs::path& f, int elem_type, const std::string& tmp) {
-  if (elem_type != onnx::TensorProto::BFLOAT16) return f.string();
-  onnx::TensorProto t;
-  std::ifstream in(f, std::ios::binary);
-  if (!t.ParseFromIstream(&in) || t.data_type() != onnx::TensorProto::UINT16) return f.string();
+// The input file `f` (holding `t`) for a model input of type `elem_type`. The test data of ONNX
+// releases before 1.13 (Debian's) stores bfloat16 tensors as their uint16 bit patterns; such a
+// file is written again into `tmp` as the bfloat16 tensor it stands for (same bits).
+std::string input_file(const fs::path& f, onnx::TensorProto t, int elem_type,
+                       const std::string& tmp) {
+  if (elem_type != onnx::TensorProto::BFLOAT16 || t.data_type() != onnx::TensorProto::UINT16) {
+    return f.string();
+  }
   t.set_data_type(onnx::TensorProto::BFLOAT16);
   const fs::path out = fs::path(tmp) / f.filename();
   std::ofstream o(out, std::ios::binary);
@@ -120,14 +118,19 @@ TEST_P(NodeTest, MatchesExpectedOutputs) {
     if (inits.count(in.name())) continue;
     fs::path f = data / ("input_" + std::to_string(k++) + ".pb");
     if (!fs::exists(f)) break;  // trailing optional inputs may be left out
-    if (std::string defect = shape_defect(f, in); !defect.empty()) {
+    onnx::TensorProto t;
+    {
+      std::ifstream s(f, std::ios::binary);
+      ASSERT_TRUE(t.ParseFromIstream(&s)) << f;
+    }
+    if (std::string defect = shape_defect(t, in); !defect.empty()) {
       fs::remove_all(out);
       fs::remove_all(inputs_dir);
       GTEST_SKIP() << "defect in the test data, not a result: " << defect;
     }
     args.push_back("--input");
     args.push_back(in.name() + "=" +
-                   input_file(f, in.type().tensor_type().elem_type(), inputs_dir));
+                   input_file(f, std::move(t), in.type().tensor_type().elem_type(), inputs_dir));
   }
   args.push_back("--output-dir");
   args.push_back(out);

@@ -29,12 +29,7 @@ const std::vector<DType>& signed_types() {
                                        DType::kInt16,   DType::kInt32,   DType::kInt64};
   return v;
 }
-const std::vector<DType>& numeric_types() {
-  static const std::vector<DType> v = {
-      DType::kFloat32, DType::kFloat64, DType::kInt8,   DType::kUInt8, DType::kInt16,
-      DType::kUInt16,  DType::kInt32,   DType::kUInt32, DType::kInt64, DType::kUInt64};
-  return v;
-}
+using ref::numeric_types;
 const std::vector<DType>& numeric_bool_types() {
   static const std::vector<DType> v = [] {
     std::vector<DType> r = numeric_types();

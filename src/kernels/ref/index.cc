@@ -307,12 +307,8 @@ void run_one_hot(KernelContext& ctx) {
   ctx.outputs[0] = y;
 }
 
-const std::vector<DType> kNumeric = {
-    DType::kFloat32, DType::kFloat64, DType::kInt8,   DType::kUInt8, DType::kInt16,
-    DType::kUInt16,  DType::kInt32,   DType::kUInt32, DType::kInt64, DType::kUInt64};
-
 std::string one_hot_support(const Node& node, int64_t) {
-  std::string r = require_input_types(node, kNumeric, 0, 2);
+  std::string r = require_input_types(node, numeric_types(), 0, 2);
   return r.empty() ? require_fixed_size(node, 2) : r;
 }
 
@@ -349,7 +345,8 @@ std::string eye_like_support(const Node& node, int64_t) {
     if (t <= 0 || t > 16) return "dtype " + std::to_string(t) + " is not valid";
   }
   DType t = eye_like_type(node, v ? v->dtype() : DType::kUndefined);
-  if (t != DType::kBool && std::find(kNumeric.begin(), kNumeric.end(), t) == kNumeric.end()) {
+  if (t != DType::kBool &&
+      std::find(numeric_types().begin(), numeric_types().end(), t) == numeric_types().end()) {
     return "output type " + dtype_name(t) + " is not supported";
   }
   return "";
@@ -384,7 +381,7 @@ void run_non_zero(KernelContext& ctx) {
 }
 
 std::string non_zero_support(const Node& node, int64_t) {
-  std::vector<DType> types = kNumeric;
+  std::vector<DType> types = numeric_types();
   types.push_back(DType::kBool);
   return require_input_types(node, types, 0, 1);
 }

@@ -21,12 +21,7 @@ const std::vector<DType>& float_types() {
   static const std::vector<DType> v = {DType::kFloat32, DType::kFloat64};
   return v;
 }
-const std::vector<DType>& numeric_types() {
-  static const std::vector<DType> v = {
-      DType::kFloat32, DType::kFloat64, DType::kInt8,   DType::kUInt8, DType::kInt16,
-      DType::kUInt16,  DType::kInt32,   DType::kUInt32, DType::kInt64, DType::kUInt64};
-  return v;
-}
+using ref::numeric_types;
 const std::vector<DType>& int_index_types() {
   static const std::vector<DType> v = {DType::kInt32, DType::kInt64};
   return v;

@@ -19,12 +19,7 @@
 namespace nnfuse {
 namespace {
 
-const std::vector<DType>& numeric_types() {
-  static const std::vector<DType> v = {
-      DType::kFloat32, DType::kFloat64, DType::kInt8,   DType::kUInt8, DType::kInt16,
-      DType::kUInt16,  DType::kInt32,   DType::kUInt32, DType::kInt64, DType::kUInt64};
-  return v;
-}
+using ref::numeric_types;
 
 // X viewed as [outer, len, inner] around `axis`.
 struct AxisView {

@@ -57,6 +57,13 @@ void BroadcastIter::next() {
   done_ = true;
 }
 
+const std::vector<DType>& numeric_types() {
+  static const std::vector<DType> v = {
+      DType::kFloat32, DType::kFloat64, DType::kInt8,   DType::kUInt8, DType::kInt16,
+      DType::kUInt16,  DType::kInt32,   DType::kUInt32, DType::kInt64, DType::kUInt64};
+  return v;
+}
+
 std::string require_input_types(const Node& node, const std::vector<DType>& allowed, size_t first,
                                 size_t count) {
   size_t end = std::min(node.num_inputs(), count == SIZE_MAX ? SIZE_MAX : first + count);

@@ -99,6 +99,8 @@ class BroadcastIter {
   bool done_ = false;
 };
 
+// float32, float64 and every integer type (not bool): the element types most ops take.
+const std::vector<DType>& numeric_types();
 // Common support checks: "" or a reason.
 std::string require_input_types(const Node& node, const std::vector<DType>& allowed,
                                 size_t first = 0, size_t count = SIZE_MAX);
