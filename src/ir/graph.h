@@ -98,6 +98,8 @@ struct Attribute {
   std::vector<float> floats;
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
+  // A subgraph (If's branches, Loop's and Scan's bodies), shared by copies of the node.
+  std::shared_ptr<const Graph> g;
 };
 const char* attribute_kind_name(Attribute::Kind k);
 
@@ -160,6 +162,11 @@ class Graph {
   std::string name;
   // Opset version per domain ("" is the default ONNX domain).
   std::map<std::string, int64_t> opsets;
+  // For a subgraph: its last `num_captures` inputs are the values of enclosing graphs it reads
+  // by name (outer-scope values), which its node receives as its last `num_captures` inputs, so
+  // that every value a node reads is one of its inputs. Every subgraph of one node captures the
+  // same values in the same order.
+  size_t num_captures = 0;
   int64_t opset(const std::string& domain = "") const;
 
   // Creates a value; throws if the name is taken.

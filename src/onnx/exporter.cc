@@ -79,9 +79,89 @@ void attribute_to_proto(const std::string& name, const Attribute& a, onnx::Attri
       for (const auto& s : a.strings) p->add_strings(s);
       break;
     case Attribute::Kind::kGraph:
-      fail(ErrorKind::kUnsupported, "attribute '", name, "': graph attributes cannot be exported");
+      // Written by node_to_proto, which knows the node's captured inputs.
+      fail(ErrorKind::kInternal, "attribute '", name, "': a subgraph is written with its node");
   }
 }
+
+namespace {
+
+// A value's type, or only its name where its element type is unknown (a subgraph's inputs may
+// leave their types to the node that runs it).
+void declare(const Value* v, onnx::ValueInfoProto* vi) {
+  if (v->dtype() == DType::kUndefined) {
+    vi->set_name(v->name());
+  } else {
+    set_type(v, vi);
+  }
+}
+
+// The inputs a node's subgraphs capture (the node's last inputs), 0 without subgraphs.
+size_t num_captures(const Node& n) {
+  for (const auto& [k, a] : n.attrs()) {
+    if (a.kind == Attribute::Kind::kGraph && a.g) return a.g->num_captures;
+  }
+  return 0;
+}
+
+void node_to_proto(const Node& n, onnx::NodeProto* np);
+
+// A subgraph as ONNX writes it: it reads the outer values it captures by name, so its capture
+// inputs are dropped, and an Identity renames an outer value whose name changed since import.
+void subgraph_to_proto(const Graph& body, const Node& owner, onnx::GraphProto* gp) {
+  gp->set_name(body.name);
+  const size_t formal = body.inputs().size() - body.num_captures;
+  for (size_t i = 0; i < formal; ++i) declare(body.inputs()[i], gp->add_input());
+  for (const Value* v : body.values()) {
+    if (v->is_constant()) tensor_to_proto(v->constant(), v->name(), gp->add_initializer());
+  }
+  const size_t first = owner.num_inputs() - body.num_captures;
+  for (size_t k = 0; k < body.num_captures; ++k) {
+    const Value* inner = body.inputs()[formal + k];
+    const Value* outer = owner.input(first + k);
+    if (!outer || outer->name() == inner->name()) continue;
+    onnx::NodeProto* np = gp->add_node();
+    np->set_name(inner->name() + "/capture");
+    np->set_op_type("Identity");
+    np->add_input(outer->name());
+    np->add_output(inner->name());
+  }
+  for (const Node* n : body.nodes()) {
+    node_to_proto(*n, gp->add_node());
+    for (const Value* v : n->outputs()) {
+      if (v && !v->is_graph_output() && v->dtype() != DType::kUndefined) {
+        set_type(v, gp->add_value_info());
+      }
+    }
+  }
+  for (const Value* v : body.outputs()) declare(v, gp->add_output());
+}
+
+void node_to_proto(const Node& n, onnx::NodeProto* np) {
+  np->set_name(n.name());
+  np->set_op_type(n.op_type());
+  if (!n.domain().empty()) np->set_domain(n.domain());
+  const size_t ins = n.num_inputs() - num_captures(n);
+  for (size_t i = 0; i < ins; ++i) np->add_input(n.input(i) ? n.input(i)->name() : "");
+  for (const Value* v : n.outputs()) np->add_output(v ? v->name() : "");
+  for (const auto& [k, a] : n.attrs()) {
+    if (a.kind == Attribute::Kind::kGraph) {
+      onnx::AttributeProto* p = np->add_attribute();
+      p->set_name(k);
+      p->set_type(onnx::AttributeProto::GRAPH);
+      subgraph_to_proto(*a.g, n, p->mutable_g());
+      continue;
+    }
+    attribute_to_proto(k, a, np->add_attribute());
+  }
+  if (!n.fused_by().empty()) {
+    // Provenance travels in the doc string (attributes would fail the schema check of
+    // standard ops), so dumps of an exported model stay explainable.
+    np->set_doc_string(provenance_doc(n.fused_by(), n.fused_from()));
+  }
+}
+
+}  // namespace
 
 void graph_to_model(const Graph& g, onnx::ModelProto* m, ExportFormat format) {
   m->Clear();
@@ -109,22 +189,11 @@ void graph_to_model(const Graph& g, onnx::ModelProto* m, ExportFormat format) {
       for (const Value* v : n->outputs()) ort->declare(v);
       continue;
     }
-    onnx::NodeProto* np = gp->add_node();
-    np->set_name(n->name());
-    np->set_op_type(n->op_type());
-    if (!n->domain().empty()) np->set_domain(n->domain());
-    for (const Value* v : n->inputs()) np->add_input(v ? v->name() : "");
-    for (const Value* v : n->outputs()) np->add_output(v ? v->name() : "");
-    for (auto& [k, a] : n->attrs()) attribute_to_proto(k, a, np->add_attribute());
+    node_to_proto(*n, gp->add_node());
     for (const Value* v : n->outputs()) {
       if (v && !v->is_graph_output() && v->dtype() != DType::kUndefined) {
         set_type(v, gp->add_value_info());
       }
-    }
-    if (!n->fused_by().empty()) {
-      // Provenance travels in the doc string (attributes would fail the schema check of
-      // standard ops), so dumps of an exported model stay explainable.
-      np->set_doc_string(provenance_doc(n->fused_by(), n->fused_from()));
     }
   }
   for (const Value* v : g.outputs()) set_type(v, gp->add_output());

@@ -7,15 +7,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <set>
 
 #include "ir/error.h"
 #include "onnx/opset_upgrade.h"
 #include "onnx/provenance.h"
 #include "onnx/tensor_proto.h"
+#include "onnx/widen_half.h"
 
 namespace nnfuse {
 
@@ -92,10 +96,6 @@ Attribute convert_attribute(const Ctx& c, const Node& node, const onnx::Attribut
       r.kind = Attribute::Kind::kStrings;
       r.strings.assign(a.strings().begin(), a.strings().end());
       break;
-    case A::GRAPH:
-    case A::GRAPHS:
-      r.kind = Attribute::Kind::kGraph;
-      break;
     default:
       fail(ErrorKind::kUnsupported, label, ": attribute type ", A::AttributeType_Name(a.type()),
            " is not supported");
@@ -117,17 +117,35 @@ void check_opsets(const Ctx& c, const onnx::ModelProto& m) {
   }
 }
 
-void build_graph(const Ctx& c, onnx::ModelProto& m) {
-  Graph& g = *c.g;
-  const onnx::GraphProto& gp = m.graph();
-  g.name = gp.name();
+// The values of the graphs enclosing a subgraph, innermost first: a subgraph reads them by name.
+struct Scope {
+  const Graph* g;
+  const Scope* parent;
+  const Value* find(const std::string& name) const {
+    for (const Scope* s = this; s; s = s->parent) {
+      if (const Value* v = s->g->find_value(name)) return v;
+    }
+    return nullptr;
+  }
+};
 
+std::shared_ptr<const Graph> build_subgraph(const Ctx& c, onnx::GraphProto& gp, const Scope& outer,
+                                            const std::string& where,
+                                            std::vector<std::string>* captures);
+
+// Builds `g` from `gp`. For a subgraph (`outer` given), names no value of `gp` defines but an
+// enclosing graph does are captured: made values of `g` and listed in `captures`, in the order
+// they are first read.
+void build_body(const Ctx& c, onnx::GraphProto& gp, Graph& g, const Scope* outer,
+                std::vector<std::string>* captures) {
+  const std::string in_graph = outer ? " in subgraph '" + gp.name() + "'" : "";
   std::map<std::string, const onnx::TypeProto*> types;
   for (const auto& vi : gp.value_info()) types[vi.name()] = &vi.type();
   for (const auto& vi : gp.output()) types[vi.name()] = &vi.type();
 
-  for (auto& init : *m.mutable_graph()->mutable_initializer()) {
-    if (init.name().empty()) bad(c, "an initializer has no name");
+  for (auto& init : *gp.mutable_initializer()) {
+    if (init.name().empty()) bad(c, "an initializer" + in_graph + " has no name");
+    if (g.find_value(init.name())) bad(c, "initializer '" + init.name() + "' is defined twice");
     Value* v = g.add_value(init.name());
     v->set_constant(
         take_tensor_from_proto(init, c.base_dir, c.label + ": initializer '" + init.name() + "'"));
@@ -138,17 +156,36 @@ void build_graph(const Ctx& c, onnx::ModelProto& m) {
       if (!v->is_constant()) bad(c, "graph input '" + in.name() + "' is listed twice");
       continue;  // an initializer listed as input (IR < 4): a constant
     }
-    if (in.name().empty()) bad(c, "a graph input has no name");
+    if (in.name().empty()) bad(c, "a graph input" + in_graph + " has no name");
     Value* v = g.add_value(in.name());
     apply_type(c, in.type(), v);
-    if (v->dtype() == DType::kUndefined)
+    // A subgraph's inputs may leave their types to the node that runs it.
+    if (v->dtype() == DType::kUndefined && !outer)
       bad(c, "graph input '" + in.name() + "' has no element type");
     g.add_input(v);
   }
 
+  // Names this graph defines: anything else a node reads comes from an enclosing graph.
+  std::set<std::string> local;
+  for (const auto& np : gp.node()) {
+    for (const auto& o : np.output()) local.insert(o);
+  }
+  auto resolve = [&](const std::string& name) -> Value* {
+    if (Value* v = g.find_value(name)) return v;
+    if (outer && !local.count(name)) {
+      if (const Value* o = outer->find(name)) {
+        captures->push_back(name);
+        return g.add_value(name, o->dtype(), o->shape());
+      }
+    }
+    // Producers may come later in a mis-ordered file; make the value now, sort later.
+    return g.add_value(name);
+  };
+
   std::set<std::string> node_names;
   int index = 0;
-  for (const auto& np : gp.node()) {
+  const Scope here{&g, outer};
+  for (auto& np : *gp.mutable_node()) {
     ++index;
     std::string name = np.name();
     if (name.empty() || node_names.count(name)) {
@@ -160,19 +197,40 @@ void build_graph(const Ctx& c, onnx::ModelProto& m) {
     std::string domain = np.domain() == "ai.onnx" ? "" : np.domain();
     if (np.op_type().empty()) bad(c, "node '" + name + "' has no op type");
 
-    std::vector<Value*> ins;
-    for (const auto& i : np.input()) {
-      if (i.empty()) {
-        ins.push_back(nullptr);
-        continue;
+    // Subgraphs first: the values they capture become this node's last inputs.
+    std::map<std::string, std::shared_ptr<const Graph>> subgraphs;
+    std::vector<std::string> node_captures;
+    for (auto& a : *np.mutable_attribute()) {
+      if (a.type() != onnx::AttributeProto::GRAPH) continue;
+      std::vector<std::string> caps;
+      subgraphs[a.name()] =
+          build_subgraph(c, *a.mutable_g(), here,
+                         np.op_type() + " '" + name + "' attribute '" + a.name() + "'", &caps);
+      for (const auto& k : caps) {
+        if (std::find(node_captures.begin(), node_captures.end(), k) == node_captures.end())
+          node_captures.push_back(k);
       }
-      Value* v = g.find_value(i);
-      if (!v) {
-        // Producers may come later in a mis-ordered file; make the value now, sort later.
-        v = g.add_value(i);
-      }
-      ins.push_back(v);
     }
+    // Every subgraph of the node takes every capture, in one order.
+    for (auto& [attr, sub] : subgraphs) {
+      auto* body = const_cast<Graph*>(sub.get());
+      for (const auto& k : node_captures) {
+        Value* v = body->find_value(k);
+        if (v && v->is_graph_input()) continue;
+        if (!v) {
+          const Value* o = here.find(k);
+          v = body->add_value(k, o ? o->dtype() : DType::kUndefined,
+                              o ? o->shape() : Shape::unknown());
+        }
+      }
+      // Inputs: the formal ones, then the captures in the node's order.
+      for (const auto& k : node_captures) body->add_input(body->find_value(k));
+      body->num_captures = node_captures.size();
+    }
+
+    std::vector<Value*> ins;
+    for (const auto& i : np.input()) ins.push_back(i.empty() ? nullptr : resolve(i));
+    for (const auto& k : node_captures) ins.push_back(resolve(k));
     std::vector<Value*> outs;
     for (const auto& o : np.output()) {
       if (o.empty()) {
@@ -188,6 +246,13 @@ void build_graph(const Ctx& c, onnx::ModelProto& m) {
     Node* n = g.add_node(np.op_type(), name, ins, outs, domain);
     for (const auto& a : np.attribute()) {
       if (a.name().empty()) bad(c, n->describe() + " has an attribute without a name");
+      if (a.type() == onnx::AttributeProto::GRAPH) {
+        Attribute r;
+        r.kind = Attribute::Kind::kGraph;
+        r.g = subgraphs[a.name()];
+        n->set_attr(a.name(), std::move(r));
+        continue;
+      }
       n->set_attr(a.name(), convert_attribute(c, *n, a));
     }
     std::string pass;
@@ -197,17 +262,42 @@ void build_graph(const Ctx& c, onnx::ModelProto& m) {
 
   for (const auto& out : gp.output()) {
     Value* v = g.find_value(out.name());
-    if (!v) bad(c, "graph output '" + out.name() + "' is not produced by any node");
+    if (!v && outer && outer->find(out.name())) v = resolve(out.name());
+    if (!v) bad(c, "graph output '" + out.name() + "'" + in_graph + " is not produced by any node");
     apply_type(c, out.type(), v);
     g.add_output(v);
   }
   for (Value* v : g.values()) {
-    if (!v->producer() && !v->is_constant() && !v->is_graph_input()) {
+    if (!v->producer() && !v->is_constant() && !v->is_graph_input() &&
+        !(captures &&
+          std::find(captures->begin(), captures->end(), v->name()) != captures->end())) {
       std::string reader = v->uses().empty() ? "the graph" : v->uses()[0].node->describe();
-      bad(c, reader + " reads '" + v->name() + "', which no node, input or initializer defines");
+      bad(c, reader + in_graph + " reads '" + v->name() +
+                 "', which no node, input or initializer defines");
     }
   }
   g.topological_sort();
+}
+
+std::shared_ptr<const Graph> build_subgraph(const Ctx& c, onnx::GraphProto& gp, const Scope& outer,
+                                            const std::string& where,
+                                            std::vector<std::string>* captures) {
+  auto g = std::make_shared<Graph>();
+  g->name = gp.name().empty() ? where : gp.name();
+  g->opsets = c.g->opsets;
+  try {
+    build_body(c, gp, *g, &outer, captures);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kInvalidModel && e.kind() != ErrorKind::kUnsupported) throw;
+    fail(e.kind(), std::string(e.what()), " (in the subgraph of ", where, ")");
+  }
+  return g;
+}
+
+void build_graph(const Ctx& c, onnx::ModelProto& m) {
+  Graph& g = *c.g;
+  g.name = m.graph().name();
+  build_body(c, *m.mutable_graph(), g, nullptr, nullptr);
 }
 
 }  // namespace
@@ -298,6 +388,15 @@ std::unique_ptr<Graph> import_model(onnx::ModelProto& m, const std::string& base
   Ctx c{label, base_dir, g.get()};
   if (const int64_t v = default_opset(m); v >= 1 && v < kMinOpset) {
     check_nodes(m, base_dir, label);  // the model as written, before it is converted
+    for (const auto& n : m.graph().node()) {
+      // Scan-8 scans a batch of sequences (sequence_lens first); the converter gives Scan-9
+      // nodes whose inputs no longer match the model's.
+      if (v < 9 && n.op_type() == "Scan" && (n.domain().empty() || n.domain() == "ai.onnx")) {
+        fail(ErrorKind::kUnsupported, label, ": Scan node '", n.name(),
+             "': Scan of opset 8 (batched, with sequence_lens) is not supported; export the "
+             "model at opset 9 or later");
+      }
+    }
     upgrade_opset(m, kMinOpset, label);
   }
   check_opsets(c, m);
@@ -314,6 +413,7 @@ std::unique_ptr<Graph> import_model(onnx::ModelProto& m, const std::string& base
     }
   }
   build_graph(c, m);
+  widen_half_precision(*g);
   return g;
 }
 

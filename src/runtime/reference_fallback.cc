@@ -40,10 +40,13 @@ bool is_compute_op(const std::string& op_type) {
       "LogSoftmax",
       // Attention and resampling.
       "Attention", "MultiHeadAttention", "Resize",
-      // Recurrences, quantized products, Einsum, sampling and transforms: reference kernels
-      // only for now, so every run says so.
+      // Recurrences (the forms their fast kernels decline), quantized products, Einsums not
+      // lowered to MatMuls, sampling and transforms: reference kernels only for now, so every
+      // run says so.
       "LSTM", "GRU", "RNN", "Einsum", "QLinearConv", "QLinearMatMul", "ConvInteger",
-      "MatMulInteger", "GridSample", "RoiAlign", "DFT", "STFT"};
+      "MatMulInteger", "GridSample", "RoiAlign", "DFT", "STFT",
+      // Control flow: the subgraphs run node by node on the reference kernels.
+      "If", "Loop", "Scan"};
   return kOps.count(op_type) != 0;
 }
 

@@ -104,6 +104,11 @@ bool infer_node(const Graph& g, Node* n) {
   const onnx::OpSchema* schema =
       onnx::OpSchemaRegistry::Schema(n->op_type(), static_cast<int>(g.opset(domain)), domain);
   if (!schema || !schema->has_type_and_shape_inference_function()) return false;
+  // Control flow: ONNX's inference of If/Loop/Scan needs its subgraphs' inferencer, which this
+  // context does not give (their outputs keep the types the import inferred).
+  for (const auto& [name, a] : n->attrs()) {
+    if (a.kind == Attribute::Kind::kGraph) return false;
+  }
   bool needed = false;
   for (const Value* o : n->outputs()) {
     needed = needed || (o && (!o->shape().fully_known() || o->dtype() == DType::kUndefined));

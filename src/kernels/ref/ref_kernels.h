@@ -59,8 +59,9 @@ void append_rnn_kernels(std::vector<RefKernelEntry>& t);     // LSTM, GRU, RNN
 void append_vision_kernels(std::vector<RefKernelEntry>& t);  // NonMaxSuppression, RoiAlign, ...
 void append_sort_kernels(std::vector<RefKernelEntry>& t);    // TopK, Unique
 void append_linalg_kernels(std::vector<RefKernelEntry>& t);  // Einsum, Det
-void append_signal_kernels(std::vector<RefKernelEntry>& t);  // DFT, STFT, windows, mel filters
-void append_fused_kernels(std::vector<RefKernelEntry>& t);   // FusedConv... (domain ai.nnfuse)
+void append_control_flow_kernels(std::vector<RefKernelEntry>& t);  // If, Loop, Scan
+void append_signal_kernels(std::vector<RefKernelEntry>& t);       // DFT, STFT, windows, mel filters
+void append_fused_kernels(std::vector<RefKernelEntry>& t);        // FusedConv... (domain ai.nnfuse)
 void append_attention_kernels(std::vector<RefKernelEntry>& t);    // MultiHeadAttention (ai.nnfuse)
 void append_embed_kernels(std::vector<RefKernelEntry>& t);        // EmbedLayerNorm (ai.nnfuse)
 void append_conv_pool_kernels(std::vector<RefKernelEntry>& t);    // FusedConvPool (ai.nnfuse)

@@ -39,6 +39,7 @@ const Table& table() {
     append_vision_kernels(list);
     append_sort_kernels(list);
     append_linalg_kernels(list);
+    append_control_flow_kernels(list);
     append_signal_kernels(list);
     const size_t num_onnx = list.size();
     append_fused_kernels(list);
