@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/error.h"
+#include "ir/half.h"
 
 namespace nnfuse {
 
@@ -54,9 +55,16 @@ std::map<std::string, Tensor> complete_inputs(const Graph& g, std::map<std::stri
     }
     Tensor t(v->dtype(), v->shape().static_dims());
     int64_t n = t.numel();
+    auto uniform = [&] { return static_cast<float>(next()) / (1u << 23) - 1.0f; };
     if (v->dtype() == DType::kFloat32) {
       float* p = t.data<float>();
-      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(next()) / (1u << 23) - 1.0f;
+      for (int64_t i = 0; i < n; ++i) p[i] = uniform();
+    } else if (v->dtype() == DType::kFloat64) {
+      for (int64_t i = 0; i < n; ++i) t.data<double>()[i] = uniform();
+    } else if (v->dtype() == DType::kFloat16) {
+      for (int64_t i = 0; i < n; ++i) t.data<Float16>()[i] = to_half<Float16>(uniform());
+    } else if (v->dtype() == DType::kBFloat16) {
+      for (int64_t i = 0; i < n; ++i) t.data<BFloat16>()[i] = to_half<BFloat16>(uniform());
     } else if (v->dtype() == DType::kInt64 || v->dtype() == DType::kInt32) {
       int64_t bound = index_bound(v);
       if (bound <= 0) bound = 2;

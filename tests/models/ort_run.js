@@ -10,7 +10,8 @@ const fs = require('fs');
 const path = require('path');
 
 const kArrays = { float32: Float32Array, int64: BigInt64Array, int32: Int32Array,
-                  float64: Float64Array, uint8: Uint8Array, int8: Int8Array, bool: Uint8Array };
+                  float64: Float64Array, uint8: Uint8Array, int8: Int8Array, bool: Uint8Array,
+                  float16: Uint16Array };
 
 (async () => {
   const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));

@@ -363,9 +363,39 @@ TEST(CpuCast, BetweenFloatIntAndBool) {
   // Layout-transparent.
   FastInput nhwc{random_tensor({1, 3, 2, 2}, 9), false, Layout::kNHWC};
   expect_same_as_ref("cpu.cast", "Cast", {nhwc}, {{"to", attr_int(7)}});
-  EXPECT_FALSE(fast_accepts("cpu.cast", "Cast", {{f}}, {{"to", attr_int(10)}}));  // to float16
+  // float16 and bfloat16 to and from float32 only.
+  EXPECT_FALSE(fast_accepts("cpu.cast", "Cast", {{ints}}, {{"to", attr_int(10)}}));
   EXPECT_FALSE(
-      fast_accepts("cpu.cast", "Cast", {{Tensor(DType::kFloat16, {2})}}, {{"to", attr_int(1)}}));
+      fast_accepts("cpu.cast", "Cast", {{Tensor(DType::kFloat16, {2})}}, {{"to", attr_int(7)}}));
+}
+
+TEST(CpuCast, HalfTypesToAndFromFloat32MatchTheReferenceBitForBit) {
+  const float inf = std::numeric_limits<float>::infinity();
+  // Rounding ties, subnormals of both formats, overflow, signed zero, infinity and NaN.
+  std::vector<float> v = {0.0f,
+                          -0.0f,
+                          1.0f + 1.0f / 2048,
+                          1.0f + 3.0f / 2048,
+                          65504.0f,
+                          65520.0f,
+                          1e-7f,
+                          -6e-8f,
+                          1e-40f,
+                          3.0e38f,
+                          inf,
+                          -inf,
+                          std::numeric_limits<float>::quiet_NaN()};
+  Tensor special = Tensor::from_vector<float>({static_cast<int64_t>(v.size())}, v);
+  Tensor big = random_tensor({70000}, 11, -70000.0f, 70000.0f);
+  for (int64_t to : {10, 16}) {
+    SCOPED_TRACE("to " + std::to_string(to));
+    for (const Tensor& x : {special, big}) {
+      expect_same_as_ref("cpu.cast", "Cast", {{x}}, {{"to", attr_int(to)}});
+      // Back to float32 from the reference's rounding.
+      std::vector<Tensor> half = testing::run_ref("Cast", {x}, {{"to", attr_int(to)}}, 1, 17);
+      expect_same_as_ref("cpu.cast", "Cast", {{half[0]}}, {{"to", attr_int(1)}});
+    }
+  }
 }
 
 TEST(CpuData, DeclineChannelsLastAndOddTypes) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "ir/half.h"
 #include "kernels/cpu/cpu_copy.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/cpu_util.h"
@@ -264,6 +265,28 @@ void with_cast_type(DType t, F&& f) {
   }
 }
 
+// float32 to and from float16 / bfloat16: the casts at the inputs and outputs of a model stored
+// in half precision, which runs in float32 inside.
+bool half_pair(DType from, DType to) {
+  return (from == DType::kFloat32 && dtype_is_half(to)) ||
+         (dtype_is_half(from) && to == DType::kFloat32);
+}
+
+template <typename H>
+void cast_half(const Tensor& x, Tensor& y, bool widen) {
+  parallel_range(x.numel(), kParallelGrain, [&](int64_t lo, int64_t hi) {
+    if (widen) {
+      const H* src = x.data<H>();
+      float* dst = y.data<float>();
+      for (int64_t i = lo; i < hi; ++i) dst[i] = half_to_float(src[i]);
+    } else {
+      const float* src = x.data<float>();
+      H* dst = y.data<H>();
+      for (int64_t i = lo; i < hi; ++i) dst[i] = to_half<H>(src[i]);
+    }
+  });
+}
+
 DType cast_target(const Node& n) {
   const int64_t to = n.attr_int("to", 0);
   return to > 0 && to <= 16 ? static_cast<DType>(to) : DType::kUndefined;
@@ -276,6 +299,16 @@ class CastKernel : public Kernel {
 
   void run(KernelIO& io) override {
     const Tensor& x = io.in(0);
+    if (half_pair(x.dtype(), to_)) {
+      Tensor& y = io.output(0, to_, x.shape(), x.layout());
+      const DType h = x.dtype() == DType::kFloat32 ? to_ : x.dtype();
+      if (h == DType::kFloat16) {
+        cast_half<Float16>(x, y, x.dtype() != DType::kFloat32);
+      } else {
+        cast_half<BFloat16>(x, y, x.dtype() != DType::kFloat32);
+      }
+      return;
+    }
     if (!cast_type(x.dtype())) {
       fail(ErrorKind::kRuntime, who_, ": input type ", dtype_name(x.dtype()), " is not supported");
     }
@@ -308,7 +341,8 @@ bool cast_accepts(const NodeInfo& info) {
     return false;
   }
   try {
-    return cast_type(cast_target(n)) && cast_type(info.input_dtype(0));
+    const DType from = info.input_dtype(0), to = cast_target(n);
+    return (cast_type(to) && cast_type(from)) || half_pair(from, to);
   } catch (const Error&) {
     return false;
   }
