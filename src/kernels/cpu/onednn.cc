@@ -15,6 +15,7 @@ void append_onednn_kernels(std::vector<std::pair<std::string, KernelFactory>>& t
   t.emplace_back("GlobalMaxPool", onednn::global_pool_factory());
   t.emplace_back("LSTM", onednn::lstm_factory());
   t.emplace_back("GRU", onednn::gru_factory());
+  t.emplace_back("RNN", onednn::rnn_factory());
   t.emplace_back("FusedConv", onednn::fused_conv_factory());
   t.emplace_back("ScaledConv", onednn::scaled_conv_factory());
   t.emplace_back("FusedConvPool", onednn::fused_conv_pool_factory());

@@ -13,6 +13,7 @@ KernelFactory pool_factory();            // MaxPool, AveragePool
 KernelFactory global_pool_factory();     // GlobalAveragePool, GlobalMaxPool
 KernelFactory lstm_factory();            // LSTM (default activations, no peepholes or clip)
 KernelFactory gru_factory();             // GRU (default activations, no clip)
+KernelFactory rnn_factory();             // RNN (Tanh, Relu or Sigmoid, no clip)
 // The fused ops of domain ai.nnfuse.
 KernelFactory fused_conv_factory();       // FusedConv: Conv + bias + residual sum + activation
 KernelFactory scaled_conv_factory();      // ScaledConv: 1x1 Conv of a channel-scaled input

@@ -1,16 +1,21 @@
-// LSTM and GRU (forward, reverse or bidirectional; layout 0; the default activations) on
-// oneDNN matmuls. Per direction, the input projection of every step at once, X [T*N, I] W^T
-// [I, G*H] plus the biases that sit outside the gates' products, is one GEMM into a buffer of
-// gate pre-activations; then per step the recurrent product of the state and the gates, with
-// cpu_math.h's vectorized sigmoid and tanh (ONNX's gate orders: LSTM i, o, f, c; GRU z, r, h):
+// LSTM, GRU and RNN (forward, reverse or bidirectional; layout 0; LSTM and GRU with the default
+// activations, RNN with Tanh, Relu or Sigmoid per direction) on oneDNN matmuls. Per direction,
+// the input projection of every step at once, X [T*N, I] W^T [I, G*H] plus the biases that sit
+// outside the gates' products, is one GEMM into a buffer of gate pre-activations; then per step
+// the recurrent product of the state and the gates, with cpu_math.h's vectorized sigmoid and
+// tanh (ONNX's gate orders: LSTM i, o, f, c; GRU z, r, h; RNN its one gate i):
 //   LSTM: the product H R^T [H, 4H] accumulated onto the step's rows (a sum post-op);
 //         c = f c + i c', h = o tanh(c).
 //   GRU, linear_before_reset 1: H R^T [H, 3H] into a buffer of its own;
 //         z, r = sigmoid(x + h-part), n = tanh(x_h + r (H Rh^T + Rbh)), H = (1 - z) n + z H.
 //   GRU, linear_before_reset 0: H [Rz Rr]^T accumulated onto the z and r columns, then
 //         (r H) Rh^T onto the h columns (two GEMMs a step), n = tanh of those.
-// Declined (the reference kernel runs it): peepholes, clip, input_forget, other activations,
-// layout 1, sequence_lens other than the full length, weights known only at run time.
+//   RNN:  the product H R^T [H, H] accumulated onto the step's rows; H = f(those), f the
+//         direction's activation (Tanh by default; one name serves both directions).
+// Declined (the reference kernel runs it): peepholes, clip, input_forget, other activations
+// (activation_alpha or activation_beta given), layout 1, sequence_lens other than the full
+// length, weights known only at run time.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -27,15 +32,18 @@ namespace {
 
 using dnnl::memory;
 
-enum class Cell { kGru, kLstm };
+enum class Cell { kGru, kLstm, kRnn };
+
+enum class Act { kTanh, kRelu, kSigmoid };  // an RNN's activation
 
 struct RecSpec {
   Cell cell = Cell::kLstm;
   int64_t gates = 4, t = 0, n = 0, i = 0, h = 0, dirs = 1;
   bool reverse = false;  // one direction, run backwards
   bool bias = false, init_h = false, init_c = false;
-  bool linear_before_reset = false;      // GRU
-  bool want[3] = {false, false, false};  // Y, Y_h, Y_c
+  bool linear_before_reset = false;       // GRU
+  bool want[3] = {false, false, false};   // Y, Y_h, Y_c
+  Act act[2] = {Act::kTanh, Act::kTanh};  // RNN, per direction
 };
 
 bool lower_equal(std::string a, const char* b) {
@@ -47,7 +55,7 @@ bool lower_equal(std::string a, const char* b) {
 std::string rec_declines(const NodeInfo& info, Cell cell, RecSpec* s) {
   const Node& n = info.node;
   s->cell = cell;
-  s->gates = cell == Cell::kLstm ? 4 : 3;
+  s->gates = cell == Cell::kLstm ? 4 : cell == Cell::kGru ? 3 : 1;
   for (size_t k = 0; k < 3; ++k) {
     if (!static_f32_input(info, k)) return "input " + std::to_string(k) + " is not static float32";
   }
@@ -60,8 +68,8 @@ std::string rec_declines(const NodeInfo& info, Cell cell, RecSpec* s) {
   if (n.has_attr("activation_alpha") || n.has_attr("activation_beta")) return "activation_alpha";
   const Attribute* a = n.find_attr("activations");
   const std::vector<std::string> acts = a ? a->strings : std::vector<std::string>{};
-  const size_t per_dir = cell == Cell::kLstm ? 3 : 2;
-  for (size_t k = 0; k < acts.size(); ++k) {
+  const size_t per_dir = cell == Cell::kLstm ? 3 : 2;  // RNN's are read below
+  for (size_t k = 0; cell != Cell::kRnn && k < acts.size(); ++k) {
     if (!lower_equal(acts[k], k % per_dir == 0 ? "sigmoid" : "tanh")) {
       return "activation " + acts[k] + " (only the defaults)";
     }
@@ -72,6 +80,25 @@ std::string rec_declines(const NodeInfo& info, Cell cell, RecSpec* s) {
   if (dir != "forward" && dir != "reverse" && dir != "bidirectional") return "direction " + dir;
   s->dirs = dir == "bidirectional" ? 2 : 1;
   s->reverse = dir == "reverse";
+  if (cell == Cell::kRnn && !acts.empty()) {
+    const size_t dirs = static_cast<size_t>(s->dirs);
+    if (acts.size() != 1 && acts.size() != dirs) {
+      return "activations lists " + std::to_string(acts.size()) + " functions for " +
+             std::to_string(dirs) + " direction(s)";
+    }
+    for (size_t d = 0; d < dirs; ++d) {
+      const std::string& name = acts[acts.size() == 1 ? 0 : d];
+      if (lower_equal(name, "tanh")) {
+        s->act[d] = Act::kTanh;
+      } else if (lower_equal(name, "relu")) {
+        s->act[d] = Act::kRelu;
+      } else if (lower_equal(name, "sigmoid")) {
+        s->act[d] = Act::kSigmoid;
+      } else {
+        return "activation " + name + " (only Tanh, Relu or Sigmoid)";
+      }
+    }
+  }
   s->t = x[0];
   s->n = x[1];
   s->i = x[2];
@@ -145,6 +172,21 @@ NNFUSE_TARGET_CLONES void gru_update(const float* g, float* h, int64_t n) {
   }
 }
 
+// One RNN step over a whole batch (n = batch * hidden values): h = f(g), g the pre-activations.
+NNFUSE_TARGET_CLONES void rnn_cell(const float* g, float* h, int64_t n, Act act) {
+  switch (act) {
+    case Act::kTanh:
+      for (int64_t j = 0; j < n; ++j) h[j] = cpu::tanh_f(g[j]);
+      return;
+    case Act::kRelu:
+      for (int64_t j = 0; j < n; ++j) h[j] = std::max(g[j], 0.0f);
+      return;
+    case Act::kSigmoid:
+      for (int64_t j = 0; j < n; ++j) h[j] = cpu::sigmoid_f(g[j]);
+      return;
+  }
+}
+
 // [rows, cols] rows `stride` floats apart.
 memory::desc strided(int64_t rows, int64_t cols, int64_t stride) {
   return memory::desc({rows, cols}, memory::data_type::f32, memory::dims{stride, 1});
@@ -178,7 +220,7 @@ class RecurrentKernel : public Kernel {
             accumulate ? acc : plain, engine());
       };
       const dnnl::matmul::primitive_desc rec_pd =
-          rec(split ? 2 * h : g, cell == Cell::kLstm || split);
+          rec(split ? 2 * h : g, cell != Cell::kGru || split);
       rec_ = dnnl::matmul(rec_pd);
       dnnl::matmul::primitive_desc hh_pd;
       if (split) {
@@ -274,7 +316,11 @@ class RecurrentKernel : public Kernel {
       memory o(dst_desc, engine(), dst);
       execute(p, {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, o}});
     };
-    if (s_.cell == Cell::kLstm) {
+    if (s_.cell == Cell::kRnn) {
+      // g == h: the step's rows are the [n, h] pre-activations, contiguous.
+      product(rec_, r_[di], h_.data(), gt, strided(n, g, g));
+      rnn_cell(gt, h_.data(), n * h, s_.act[di]);
+    } else if (s_.cell == Cell::kLstm) {
       product(rec_, r_[di], h_.data(), gt, strided(n, g, g));
       for (int64_t b = 0; b < n; ++b)
         lstm_cell(gt + b * g, c_.data() + b * h, h_.data() + b * h, h);
@@ -318,6 +364,12 @@ KernelFactory gru_factory() {
   return {"onednn.gru", accepts_unless_declined<declines<Cell::kGru>>,
           nullptr,      create<Cell::kGru>,
           nullptr,      declines<Cell::kGru>};
+}
+
+KernelFactory rnn_factory() {
+  return {"onednn.rnn", accepts_unless_declined<declines<Cell::kRnn>>,
+          nullptr,      create<Cell::kRnn>,
+          nullptr,      declines<Cell::kRnn>};
 }
 
 }  // namespace nnfuse::onednn

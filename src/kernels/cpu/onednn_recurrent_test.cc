@@ -1,6 +1,9 @@
-// The LSTM and GRU kernels on oneDNN matmuls against the reference kernels: each direction,
-// with and without B and initial states, both GRU reset forms; and what they decline.
+// The LSTM, GRU and RNN kernels on oneDNN matmuls against the reference kernels: each
+// direction, with and without B and initial states, both GRU reset forms, RNN's activations (one
+// for both directions or one each); and what they decline.
 #include <gtest/gtest.h>
+
+#include <utility>
 
 #include "kernels/cpu/cpu_test_support.h"
 #include "kernels/cpu/test_util.h"
@@ -20,7 +23,8 @@ struct Case {
   bool bias, init;
 };
 
-// Inputs of an LSTM (4 gates, initial h and c) or a GRU (3 gates, initial h).
+// Inputs of an LSTM (4 gates, initial h and c), a GRU (3 gates, initial h) or an RNN (1 gate,
+// initial h).
 std::vector<FastInput> inputs_of(const Case& c, int64_t gates, uint32_t seed) {
   const int64_t d = c.direction == "bidirectional" ? 2 : 1;
   std::vector<FastInput> in = {{random_tensor({c.t, c.n, c.i}, seed, -1.5f, 1.5f), false},
@@ -47,6 +51,14 @@ const std::vector<Case>& cases() {
 std::string trace(const Case& c) {
   return c.direction + " T " + std::to_string(c.t) + " N " + std::to_string(c.n) + " I " +
          std::to_string(c.i) + " H " + std::to_string(c.h);
+}
+
+// The activations attribute: a list of function names.
+Attribute activations(std::vector<std::string> names) {
+  Attribute a;
+  a.kind = Attribute::Kind::kStrings;
+  a.strings = std::move(names);
+  return a;
 }
 
 TEST(OnednnRecurrent, LstmMatchesTheReference) {
@@ -102,6 +114,90 @@ TEST(OnednnRecurrent, DeclinesWhatItDoesNotRun) {
   const std::vector<FastInput> gru = inputs_of(c, 3, 4);
   EXPECT_TRUE(testing::fast_accepts("onednn.gru", "GRU", gru, base, 14, 2));
   EXPECT_FALSE(testing::fast_accepts("onednn.gru", "GRU", gru, clip, 14, 2));
+}
+
+TEST(OnednnRecurrent, RnnMatchesTheReferenceForEachActivation) {
+  uint32_t seed = 5;
+  for (const char* act : {"", "Tanh", "Relu", "Sigmoid"}) {
+    for (const Case& c : cases()) {
+      SCOPED_TRACE(trace(c) + " activation " + (*act ? act : "default"));
+      Attrs attrs = {{"direction", attr_string(c.direction)}, {"hidden_size", attr_int(c.h)}};
+      if (*act) attrs["activations"] = activations({act});
+      expect_matches_ref("onednn.rnn", "RNN", inputs_of(c, 1, seed += 10), attrs, 2, 1e-5f, 1e-4f,
+                         14);
+    }
+  }
+}
+
+TEST(OnednnRecurrent, RnnTakesAnActivationPerDirection) {
+  uint32_t seed = 7;
+  const std::vector<std::vector<std::string>> lists = {
+      {"Relu", "Sigmoid"}, {"sigmoid", "Tanh"}, {"relu"}};  // one name serves both directions
+  for (const std::vector<std::string>& acts : lists) {
+    for (const Case& c : cases()) {
+      if (c.direction != "bidirectional") continue;
+      SCOPED_TRACE(trace(c) + " activations " + acts.front() + (acts.size() > 1 ? ", " : "") +
+                   (acts.size() > 1 ? acts.back() : ""));
+      const Attrs attrs = {{"direction", attr_string(c.direction)},
+                           {"hidden_size", attr_int(c.h)},
+                           {"activations", activations(acts)}};
+      expect_matches_ref("onednn.rnn", "RNN", inputs_of(c, 1, seed += 10), attrs, 2, 1e-5f, 1e-4f,
+                         14);
+    }
+  }
+}
+
+TEST(OnednnRecurrent, RnnDeclinesWhatItDoesNotRun) {
+  const Case c{4, 2, 3, 4, "forward", true, true};
+  const Attrs base = {{"hidden_size", attr_int(4)}};
+  const std::vector<FastInput> in = inputs_of(c, 1, 5);
+  auto accepts = [](const std::vector<FastInput>& inputs, const Attrs& attrs) {
+    return testing::fast_accepts("onednn.rnn", "RNN", inputs, attrs, 14, 2);
+  };
+  auto with = [&base](const std::string& key, const Attribute& value) {
+    Attrs attrs = base;
+    attrs[key] = value;
+    return attrs;
+  };
+  EXPECT_TRUE(accepts(in, base));
+  EXPECT_TRUE(accepts(in, with("activations", activations({"Relu"}))));
+  EXPECT_TRUE(accepts(in, with("activations", activations({"sigmoid"}))));
+  EXPECT_FALSE(accepts(in, with("clip", attr_float(1.0f))));
+  EXPECT_FALSE(accepts(in, with("layout", attr_int(1))));
+  EXPECT_FALSE(accepts(in, with("activations", activations({"LeakyRelu"}))));
+  EXPECT_FALSE(accepts(in, with("activations", activations({"Affine"}))));
+  EXPECT_FALSE(accepts(in, with("activations", activations({"Tanh", "Relu"}))));  // 2, 1 direction
+  EXPECT_FALSE(accepts(in, with("activation_alpha", attr_floats({0.5f}))));
+  EXPECT_FALSE(accepts(in, with("activation_beta", attr_floats({0.5f}))));
+  std::vector<FastInput> dyn_w = in;
+  dyn_w[1].constant = false;
+  EXPECT_FALSE(accepts(dyn_w, base));
+  std::vector<FastInput> dyn_b = in;
+  dyn_b[3].constant = false;
+  EXPECT_FALSE(accepts(dyn_b, base));
+  std::vector<FastInput> short_seq = in;
+  short_seq[4] = {Tensor::from_vector<int32_t>({2}, {4, 2}), true};
+  EXPECT_FALSE(accepts(short_seq, base));
+  std::vector<FastInput> full_seq = in;
+  full_seq[4] = {Tensor::from_vector<int32_t>({2}, {4, 4}), true};
+  EXPECT_TRUE(accepts(full_seq, base));
+  std::vector<FastInput> f64 = in;
+  f64[0] = {Tensor(DType::kFloat64, {4, 2, 3}), false};
+  EXPECT_FALSE(accepts(f64, base));
+
+  const Case bi{4, 2, 3, 4, "bidirectional", true, true};
+  const std::vector<FastInput> in2 = inputs_of(bi, 1, 6);
+  Attrs both = base;
+  both["direction"] = attr_string("bidirectional");
+  EXPECT_TRUE(accepts(in2, both));
+  both["activations"] = activations({"Relu", "Tanh"});
+  EXPECT_TRUE(accepts(in2, both));
+  both["activations"] = activations({"Relu"});
+  EXPECT_TRUE(accepts(in2, both));
+  both["activations"] = activations({"Relu", "Tanh", "Sigmoid"});
+  EXPECT_FALSE(accepts(in2, both));
+  both["activations"] = activations({"Relu", "Elu"});
+  EXPECT_FALSE(accepts(in2, both));
 }
 
 }  // namespace
