@@ -18,6 +18,10 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   p.push_back(make_identity_elimination_pass());
   p.push_back(make_shape_folding_pass());
   p.push_back(make_constant_folding_pass());
+  // Einsums to MatMuls (after folding, so their shapes are static), before the fusions look
+  // for MatMuls.
+  p.push_back(make_einsum_lowering_pass());
+  p.push_back(make_transpose_gather_pass());
   // Transformer normalizations, before anything absorbs their Adds and Muls.
   p.push_back(make_layer_norm_pass());
   p.push_back(make_rms_norm_pass());

@@ -17,5 +17,12 @@ std::unique_ptr<Pass> make_identity_elimination_pass();
 // Shape(x) and Size(x) of statically shaped x are constants; with constant folding this
 // folds the Shape -> Gather -> Concat -> Reshape subgraphs exporters emit.
 std::unique_ptr<Pass> make_shape_folding_pass();
+// Gather(Transpose(x), scalar index) == Transpose(Gather(x, index)) on the smaller slice, the
+// Transpose left out where the slice keeps its order.
+std::unique_ptr<Pass> make_transpose_gather_pass();
+// A float32 Einsum of one or two static-shaped operands is the ReduceSum, Transpose, Reshape and
+// MatMul nodes it stands for (einsum(A, B) == matmul(A laid out [batch, M, K], B laid out
+// [batch, K, N]) laid out as the output), so it runs on the fast MatMul kernels.
+std::unique_ptr<Pass> make_einsum_lowering_pass();
 
 }  // namespace nnfuse
