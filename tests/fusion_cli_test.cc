@@ -48,14 +48,19 @@ TEST_F(FusionCli, CompileWritesARunnableFusedModelAndReport) {
 }
 
 TEST_F(FusionCli, ShapeFlagIsCheckedAndNamed) {
-  for (std::string bad :
-       {"input", "input=", "=1,3", "input=1,x,3", "input=1,-3", "nope=1,3,32,32"}) {
+  for (std::string bad : {"input", "=1,3", "input=1,x,3", "input=1,-3", "nope=1,3,32,32"}) {
     auto r = nnfuse({"bench", model(), "--runs", "1", "--shape", bad});
     EXPECT_NE(r.exit_code, 0) << bad;
     EXPECT_TRUE(r.output.find("--shape") != std::string::npos ||
                 r.output.find("nope") != std::string::npos)
         << bad << ": " << r.output;
   }
+  // "NAME=" is a scalar: refused for a rank-4 input, naming it and both ranks.
+  auto r = nnfuse({"bench", model(), "--runs", "1", "--shape", "input="});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("input 'input' has rank 4, the shape given has 0 dims"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST_F(FusionCli, AtcStyleSpellingAndDumps) {

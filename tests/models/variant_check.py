@@ -93,18 +93,19 @@ def compile_model(nnfuse, tmp, name, path, passes):
     return out, rep, errors
 
 
-def run_and_verify(nnfuse, path, fused, feeds, want):
-    """The fused model reloads, runs and gives PyTorch's output `want` (output "y") within 1e-4
-    of its largest magnitude; `nnfuse verify` passes on the original model."""
+def run_and_verify(nnfuse, path, fused, feeds, want, tolerance=1e-4):
+    """The fused model reloads, runs and gives PyTorch's output `want` (output "y") within
+    `tolerance` of its largest magnitude; `nnfuse verify` passes on the original model."""
     errors = []
     with tempfile.TemporaryDirectory() as res:
         rc, log = run([nnfuse, "run", fused, "--output-dir", res] + feeds)
         if rc != 0:
             errors.append("running the fused model failed (%d): %s" % (rc, log.strip()))
         else:
-            got = np.load(os.path.join(res, "y.npy"))
+            got = np.load(os.path.join(res, "y.npy")).astype(np.float64)
             rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-6))
-            if got.shape != want.shape or rel > 1e-4:
+            print("     largest error relative to the largest magnitude: %.3g" % rel)
+            if got.shape != want.shape or rel > tolerance:
                 errors.append("fused model output differs from PyTorch: shape %s vs %s, "
                               "relative error %.3g" % (got.shape, want.shape, rel))
     rc, log = run([nnfuse, "verify", path])

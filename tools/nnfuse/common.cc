@@ -106,14 +106,15 @@ size_t dump_kernel_sources(const Graph& g, const std::string& dir, const std::st
 
 void add_shape_flag(CLI::App* c, FusionFlags& f) {
   c->add_option("--shape", f.shapes,
-                "Input dims to run with instead of the model's, as NAME=d0,d1,... (repeatable)");
+                "Input dims to run with instead of the model's, as NAME=d0,d1,... (NAME= for a "
+                "scalar; repeatable)");
 }
 
 ImportOptions import_options(const FusionFlags& f) {
   ImportOptions o;
   for (const std::string& spec : f.shapes) {
     const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+    if (eq == std::string::npos || eq == 0) {
       fail(ErrorKind::kInvalidArgument, "--shape ", spec, ": expected NAME=d0,d1,...");
     }
     std::vector<int64_t> dims;
