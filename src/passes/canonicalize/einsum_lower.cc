@@ -408,7 +408,14 @@ class EinsumLowering : public Pass {
   void run(Graph& g, PassContext&) override {
     bool changed = false;
     for (Node* n : g.nodes()) {
-      if (!g.contains(n) || n->op_type() != "Einsum" || !is_default_domain(n->domain())) continue;
+      if (!g.contains(n)) continue;
+      if (n->op_type() != "Einsum" || !is_default_domain(n->domain())) {
+        // ONNX's Einsum inference gives a rank at most: once an Einsum is lowered its output has
+        // static dims, and the nodes after it (the Reshapes to heads and back, the next Einsum's
+        // operands) are inferred again from them.
+        if (changed) shape::infer_node(g, n);
+        continue;
+      }
       // A declined Einsum runs on the reference kernel, which the planner reports with its
       // reason; nothing more to record here.
       if (lower(g, n).empty()) changed = true;

@@ -211,5 +211,37 @@ TEST(EinsumLowering, PipelineLowersEinsum) {
   expect_same_numbers_as(std::move(f.graph), einsum_graph("bhqd,bhkd->bhqk", {q, k}, s), true);
 }
 
+// Projections to heads and attention scores written as Einsums whose outputs have a rank but no
+// dims (as ONNX's Einsum inference leaves them): each lowered Einsum's dims reach the Reshape
+// after it and the next Einsum, so the whole chain is lowered.
+std::unique_ptr<Graph> einsum_chain() {
+  B b;
+  Value* x = b.in("x", {1, 6, 8});
+  auto einsum = [&](const std::string& name, std::vector<Value*> ins, const std::string& eq,
+                    size_t rank) {
+    Shape s;
+    s.has_rank = true;
+    s.dims.resize(rank);
+    Node* n = b.node("Einsum", name, std::move(ins), DType::kFloat32, s);
+    n->set_attr("equation", attr_string(eq));
+    return n->output(0);
+  };
+  Value* q = einsum("q", {x, b.cst("wq", random_tensor({8, 8}, 3))}, "bsd,de->bse", 3);
+  Value* k = einsum("k", {x, b.cst("wk", random_tensor({8, 8}, 4))}, "bsd,de->bse", 3);
+  Value* heads = b.cst("heads", Tensor::from_vector<int64_t>({4}, {1, 6, 2, 4}));
+  Value* qh = b.node("Reshape", "qh", {q, heads})->output(0);
+  Value* kh = b.node("Reshape", "kh", {k, heads})->output(0);
+  b.out(einsum("scores", {qh, kh}, "bqhd,bkhd->bhqk", 4));
+  return std::move(b.g);
+}
+
+TEST(EinsumLowering, ChainOfEinsumsWithoutStaticDimsIsLoweredWhole) {
+  std::unique_ptr<Graph> g = lowered(einsum_chain());
+  EXPECT_EQ(count_op(*g, "Einsum"), 0u) << graph_to_text(*g);
+  EXPECT_EQ(count_op(*g, "MatMul"), 3u) << graph_to_text(*g);
+  EXPECT_EQ(g->outputs()[0]->shape(), Shape::of({1, 2, 6, 6}));
+  expect_same_numbers_as(std::move(g), einsum_chain(), false);
+}
+
 }  // namespace
 }  // namespace nnfuse
