@@ -3,9 +3,9 @@
 a 2-layer bidirectional LSTM tagger, a GRU and a vanilla RNN (recurrent ops with their
 Slice/Concat plumbing), a model with Einsum and TopK, a QDQ-quantized convnet (fake
 quantization of activations per tensor and of weights per output channel, exported as
-QuantizeLinear / DequantizeLinear pairs), a scripted model with a data-dependent Loop and an If,
-and a convnet stored in float16 (its export with every float tensor, input and output converted
-to float16). For each: `nnfuse compile` writes a checker-valid model, the compiled model gives
+QuantizeLinear / DequantizeLinear pairs) and a QDQ-quantized BERT-style encoder layer, a
+scripted model with a data-dependent Loop and an If, and a convnet stored in float16 (its export
+with every float tensor, input and output converted to float16). For each: `nnfuse compile` writes a checker-valid model, the compiled model gives
 PyTorch's outputs within 1e-4 of their largest magnitude (float16: within 1e-3, PyTorch run on
 the float16-rounded weights and input, the output then rounded once more), `nnfuse verify`
 (fused against unfused) passes, and the ONNX Runtime export runs in ORT.
@@ -78,7 +78,7 @@ class QdqNet(nn.Module):
 
     @staticmethod
     def weight(w):
-        scale = w.detach().abs().amax(dim=(1, 2, 3)) / 127
+        scale = w.detach().abs().amax(dim=tuple(range(1, w.dim()))) / 127
         zero = torch.zeros(w.shape[0], dtype=torch.int32)
         return torch.fake_quantize_per_channel_affine(w, scale, zero, 0, -128, 127)
 
@@ -86,6 +86,29 @@ class QdqNet(nn.Module):
         h = nn.functional.conv2d(s.act(x, 0.02), s.weight(s.c1.weight), s.c1.bias, padding=1)
         h = s.act(torch.relu(h), 0.05)
         return nn.functional.conv2d(h, s.weight(s.c2.weight), s.c2.bias, padding=1)
+
+
+class QdqEncoder(nn.Module):
+    """A BERT-style encoder layer (self-attention, LayerNorms, a GELU FFN) whose Linear layers
+    read fake-quantized activations (uint8, per tensor) and weights (int8, per output channel),
+    exported as QuantizeLinear / DequantizeLinear pairs."""
+
+    def __init__(s, d=64, heads=4):
+        super().__init__()
+        s.h = heads
+        s.qkv, s.o = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        s.f1, s.f2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        s.n1, s.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
+
+    def lin(s, layer, x, scale):
+        return nn.functional.linear(QdqNet.act(x, scale), QdqNet.weight(layer.weight), layer.bias)
+
+    def forward(s, x):
+        b, n, d = x.shape
+        q, k, v = s.lin(s.qkv, x, 0.05).reshape(b, n, 3, s.h, d // s.h).permute(2, 0, 3, 1, 4)
+        a = (q @ k.transpose(-1, -2) / (d // s.h) ** 0.5).softmax(-1)
+        x = s.n1(x + s.lin(s.o, (a @ v).transpose(1, 2).reshape(b, n, d), 0.05))
+        return s.n2(x + s.lin(s.f2, nn.functional.gelu(s.lin(s.f1, x, 0.05)), 0.05))
 
 
 class RnnNet(nn.Module):
@@ -161,6 +184,7 @@ CASES = [
     ("gru_encoder", GruEncoder(), {"x": torch.randn(3, 7, 16), "h0": torch.randn(1, 3, 24)}, 14),
     ("einsum_topk", EinsumTopK(), {"x": torch.randn(2, 5, 8)}, 13),
     ("qdq_convnet", QdqNet(), {"x": torch.randn(1, 3, 16, 16)}, 13),
+    ("qdq_encoder", QdqEncoder(), {"x": torch.randn(2, 16, 64)}, 13),
     ("rnn_tanh", RnnNet(), {"x": torch.randn(3, 9, 12)}, 14),
     ("loop_if", Steps(), {"x": torch.randn(2, 8), "n": torch.tensor(3)}, 13),
     ("float16_convnet", HalfConvNet(), {"x": torch.randn(2, 3, 16, 16)}, 13),
