@@ -3,6 +3,7 @@
 #include <chrono>
 #include <fstream>
 
+#include "ir/atomic_file.h"
 #include "ir/error.h"
 
 namespace nnfuse {
@@ -58,10 +59,9 @@ PlanProfile profile_plan(PlanSession& session, const std::map<std::string, Tenso
 }
 
 void write_chrome_trace(const PlanProfile& p, const std::string& path) {
-  std::ofstream f(path);
-  if (!f) fail(ErrorKind::kInvalidArgument, "'", path, "': cannot write the trace file");
-  f << nlohmann::json{{"traceEvents", p.trace_events}, {"displayTimeUnit", "ms"}}.dump();
-  if (!f) fail(ErrorKind::kInvalidArgument, "'", path, "': writing the trace failed");
+  const std::string text =
+      nlohmann::json{{"traceEvents", p.trace_events}, {"displayTimeUnit", "ms"}}.dump();
+  write_file_atomically(path, "the trace file", [&](std::ostream& f) { f << text; });
 }
 
 }  // namespace nnfuse

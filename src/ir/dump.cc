@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "ir/atomic_file.h"
 #include "ir/error.h"
 
 namespace nnfuse {
@@ -316,11 +317,7 @@ void dump_graph(const Graph& g, const std::string& format, const std::string& pa
     fail(ErrorKind::kInvalidArgument, "unknown graph dump format \"", format,
          "\" (accepted: yaml, json, dot)");
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail(ErrorKind::kInvalidArgument, path, ": cannot write the graph dump");
-  out << text;
-  out.close();
-  if (!out) fail(ErrorKind::kInvalidArgument, path, ": error writing the graph dump");
+  write_file_atomically(path, "the graph dump", [&](std::ostream& out) { out << text; });
 }
 
 }  // namespace nnfuse

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <memory>
 
+#include "ir/atomic_file.h"
 #include "ir/error.h"
 #include "onnx/ort_export.h"
 #include "onnx/provenance.h"
@@ -230,12 +231,12 @@ void save_onnx(const Graph& g, const std::string& path, ExportFormat format) {
   if (m.ByteSizeLong() > static_cast<size_t>(INT32_MAX)) {
     fail(ErrorKind::kUnsupported, "the model is too large to serialize as one protobuf (2 GiB)");
   }
-  // Straight to the file: no second in-memory copy of the weights.
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) fail(ErrorKind::kInvalidArgument, "cannot write '", path, "'");
-  if (!m.SerializeToOstream(&f)) fail(ErrorKind::kInvalidArgument, "failed writing '", path, "'");
-  f.close();
-  if (!f) fail(ErrorKind::kInvalidArgument, "failed writing '", path, "'");
+  // Straight to the file (no second in-memory copy of the weights), whole or not at all.
+  write_file_atomically(path, "the model", [&](std::ostream& f) {
+    if (!m.SerializeToOstream(&f)) {
+      fail(ErrorKind::kInvalidArgument, "failed writing the model '", path, "'");
+    }
+  });
 }
 
 }  // namespace nnfuse

@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "ir/atomic_file.h"
 #include "ir/error.h"
 
 namespace nnfuse {
@@ -61,12 +62,9 @@ nlohmann::json fusion_report_json(const FusionReport& report) {
 }
 
 void write_fusion_report(const FusionReport& report, const std::string& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail(ErrorKind::kInvalidArgument, path, ": cannot write the fusion report");
-  out << fusion_report_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-      << "\n";
-  out.close();
-  if (!out) fail(ErrorKind::kInvalidArgument, path, ": error writing the fusion report");
+  const std::string text =
+      fusion_report_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  write_file_atomically(path, "the fusion report", [&](std::ostream& out) { out << text << "\n"; });
 }
 
 }  // namespace nnfuse

@@ -5,6 +5,7 @@
 #include <map>
 #include <regex>
 
+#include "ir/atomic_file.h"
 #include "ir/error.h"
 #include "onnx/tensor_proto.h"
 
@@ -115,17 +116,16 @@ void save_npy(const std::string& path, const Tensor& t) {
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) fail(ErrorKind::kInvalidArgument, "cannot write '", path, "'");
-  f.write(kMagic, 6);
-  char ver[2] = {1, 0};
-  f.write(ver, 2);
-  uint16_t len = static_cast<uint16_t>(header.size());
-  char lb[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
-  f.write(lb, 2);
-  f.write(header.data(), static_cast<std::streamsize>(header.size()));
-  f.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
-  if (!f) fail(ErrorKind::kInvalidArgument, "failed writing '", path, "'");
+  write_file_atomically(path, "the output", [&](std::ostream& f) {
+    f.write(kMagic, 6);
+    char ver[2] = {1, 0};
+    f.write(ver, 2);
+    uint16_t len = static_cast<uint16_t>(header.size());
+    char lb[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
+    f.write(lb, 2);
+    f.write(header.data(), static_cast<std::streamsize>(header.size()));
+    f.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
+  });
 }
 
 Tensor load_tensor_file(const std::string& path) {

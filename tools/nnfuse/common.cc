@@ -10,6 +10,7 @@
 
 #include "api/compile.h"
 #include "codegen/codegen.h"
+#include "ir/atomic_file.h"
 #include "ir/dump.h"
 #include "ir/error.h"
 #include "kernels/ref/fused_region.h"
@@ -91,14 +92,13 @@ size_t dump_kernel_sources(const Graph& g, const std::string& dir, const std::st
     for (int k = 2; !used.insert(file).second; ++k) file = stem + "_" + std::to_string(k);
     const std::string path =
         (std::filesystem::path(dir) / (file + (cuda ? ".cu" : ".cc"))).string();
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
     std::string from;
     for (const std::string& o : node->fused_from()) from += (from.empty() ? "" : ", ") + o;
-    out << "// " << node->describe() << ", fused by " << node->fused_by() << " from: " << from
-        << "\n"
-        << (cuda ? codegen::emit_cuda(r, symbol) : codegen::emit_cpp(r, symbol));
-    out.close();
-    if (!out) fail(ErrorKind::kInvalidArgument, "--dump-kernels: cannot write ", path);
+    write_file_atomically(path, "the kernel source", [&](std::ostream& out) {
+      out << "// " << node->describe() << ", fused by " << node->fused_by() << " from: " << from
+          << "\n"
+          << (cuda ? codegen::emit_cuda(r, symbol) : codegen::emit_cpp(r, symbol));
+    });
     ++n;
   }
   return n;
