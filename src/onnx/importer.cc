@@ -121,6 +121,7 @@ void check_opsets(const Ctx& c, const onnx::ModelProto& m) {
 struct Scope {
   const Graph* g;
   const Scope* parent;
+  int depth = 0;  // 0 for the model's graph
   const Value* find(const std::string& name) const {
     for (const Scope* s = this; s; s = s->parent) {
       if (const Value* v = s->g->find_value(name)) return v;
@@ -184,7 +185,7 @@ void build_body(const Ctx& c, onnx::GraphProto& gp, Graph& g, const Scope* outer
 
   std::set<std::string> node_names;
   int index = 0;
-  const Scope here{&g, outer};
+  const Scope here{&g, outer, outer ? outer->depth + 1 : 0};
   for (auto& np : *gp.mutable_node()) {
     ++index;
     std::string name = np.name();
@@ -282,6 +283,12 @@ void build_body(const Ctx& c, onnx::GraphProto& gp, Graph& g, const Scope* outer
 std::shared_ptr<const Graph> build_subgraph(const Ctx& c, onnx::GraphProto& gp, const Scope& outer,
                                             const std::string& where,
                                             std::vector<std::string>* captures) {
+  // Each level is a recursion of the importer, the checker and the kernels that run it.
+  constexpr int kMaxDepth = 16;
+  if (outer.depth + 1 > kMaxDepth) {
+    fail(ErrorKind::kUnsupported, c.label, ": subgraphs nest more than ", kMaxDepth, " deep (at ",
+         where, ")");
+  }
   auto g = std::make_shared<Graph>();
   g->name = gp.name().empty() ? where : gp.name();
   g->opsets = c.g->opsets;

@@ -149,5 +149,39 @@ TEST(Subgraphs, AnUndefinedNameInASubgraphIsNamed) {
   }
 }
 
+TEST(Subgraphs, NestingIsBounded) {
+  // If inside If inside If ... 20 deep: refused with the depth named, not a stack overflow.
+  onnx::GraphProto inner;
+  inner.set_name("leaf");
+  node(&inner, "Identity", {"x"}, {"leaf_out"});
+  value(inner.add_output(), "leaf_out", kF, {2, 3});
+  for (int k = 0; k < 20; ++k) {
+    const std::string out = std::string("o").append(std::to_string(k));
+    onnx::GraphProto outer;
+    outer.set_name(std::string("level").append(std::to_string(k)));
+    onnx::NodeProto* iff = node(&outer, "If", {"c"}, {out});
+    for (const char* b : {"then_branch", "else_branch"}) {
+      onnx::AttributeProto* a = iff->add_attribute();
+      a->set_name(b);
+      a->set_type(onnx::AttributeProto::GRAPH);
+      *a->mutable_g() = inner;
+    }
+    value(outer.add_output(), out, kF, {2, 3});
+    inner = outer;
+  }
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  *m.mutable_graph() = inner;
+  value(m.mutable_graph()->add_input(), "x", kF, {2, 3});
+  value(m.mutable_graph()->add_input(), "c", kB, {});
+  try {
+    load_onnx_from_string(m.SerializeAsString(), "", "deep.onnx");
+    FAIL() << "loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nest more than 16 deep"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace nnfuse
