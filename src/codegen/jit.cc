@@ -8,12 +8,15 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 extern char** environ;
@@ -58,6 +61,56 @@ std::string first_lines(const std::string& path, int max_lines) {
   return out;
 }
 
+// Every cached object ends in a trailer: 8 magic bytes and the FNV-1a hash of the bytes before
+// it. The ELF loader ignores bytes past the object's end, and an entry that is truncated,
+// corrupted or was not written by this code fails the check and is rebuilt, never loaded.
+constexpr char kTrailerMagic[8] = {'n', 'n', 'f', 'u', 's', 'e', 'o', '1'};
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return f ? s.str() : std::string();
+}
+
+bool append_trailer(const fs::path& so) {
+  const std::string bytes = read_bytes(so);
+  if (bytes.empty()) return false;
+  const uint64_t h = fnv1a64(bytes);
+  std::ofstream f(so, std::ios::binary | std::ios::app);
+  f.write(kTrailerMagic, sizeof kTrailerMagic);
+  for (int i = 0; i < 8; ++i) f.put(static_cast<char>((h >> (8 * i)) & 0xff));
+  f.close();
+  return static_cast<bool>(f);
+}
+
+// "" when `so` ends in a trailer that matches its bytes, else why not.
+std::string check_trailer(const fs::path& so) {
+  const std::string bytes = read_bytes(so);
+  const size_t n = sizeof kTrailerMagic + 8;
+  if (bytes.size() <= n) return "too short";
+  if (bytes.compare(bytes.size() - n, sizeof kTrailerMagic,
+                    std::string(kTrailerMagic, sizeof kTrailerMagic)) != 0) {
+    return "no checksum trailer";
+  }
+  uint64_t h = 0;
+  for (int i = 0; i < 8; ++i) {
+    h |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[bytes.size() - 8 + i])) << (8 * i);
+  }
+  return fnv1a64(bytes.substr(0, bytes.size() - n)) == h ? "" : "checksum mismatch";
+}
+
+// Seconds a compile may take ($NNFUSE_JIT_TIMEOUT, default 300) before it is killed and the
+// region falls back to its nodes.
+double compile_timeout() {
+  if (const char* v = env_nonempty("NNFUSE_JIT_TIMEOUT")) {
+    char* end = nullptr;
+    const double t = std::strtod(v, &end);
+    if (end != v && t > 0) return t;
+  }
+  return 300;
+}
+
 // Loads `so` and resolves `symbol`; on failure sets `error`.
 KernelFn load(const std::string& so, const std::string& symbol, std::string& error) {
   dlerror();
@@ -90,18 +143,39 @@ std::string run_compiler(const std::vector<std::string>& argv, const std::string
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&fa, 2, 1);
+  // Its own process group, so that a compile that hangs is killed with the processes it started.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   g_compiler_runs.fetch_add(1);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  const int rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     return std::string("compiler '") + argv[0] + "' could not be started: " + std::strerror(rc);
   }
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
+  const double limit = compile_timeout();
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) {
       return std::string("compiler '") + argv[0] + "': waitpid failed: " + std::strerror(errno);
     }
+    const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - start;
+    if (spent.count() > limit) {
+      kill(-pid, SIGKILL);
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      char t[32];
+      std::snprintf(t, sizeof t, "%g", limit);
+      return std::string("compiler '") + argv[0] + "' timed out after " + t +
+             " s (NNFUSE_JIT_TIMEOUT) and was killed";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
   std::string why = std::string("compiler '") + argv[0] + "' failed";
@@ -182,7 +256,9 @@ JitResult jit_build(const std::string& source, const std::string& symbol) {
 
     if (fs::exists(so, ec)) {
       std::string why;
-      if (KernelFn fn = load(so.string(), symbol, why)) {
+      // A damaged or foreign entry is never loaded: it is rebuilt below.
+      if (!check_trailer(so).empty()) {
+      } else if (KernelFn fn = load(so.string(), symbol, why)) {
         res.fn = fn;
         res.cache_hit = true;
         return res;
@@ -216,6 +292,11 @@ JitResult jit_build(const std::string& source, const std::string& symbol) {
     if (!why.empty()) {
       fs::remove(tmp_so, ec);
       res.error = why;
+      return res;
+    }
+    if (!append_trailer(tmp_so)) {
+      fs::remove(tmp_so, ec);
+      res.error = std::string("cannot write the checksum of '") + tmp_so.string() + "'";
       return res;
     }
     fs::rename(tmp_so, so, ec);

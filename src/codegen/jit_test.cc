@@ -5,7 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -157,6 +160,57 @@ TEST_F(JitTest, MissingSymbolGivesReason) {
   JitResult r = jit_build(add_source("jit_sym", 1.0f), "jit_other_name");
   EXPECT_FALSE(r.ok());
   EXPECT_NE(r.error.find("jit_other_name"), std::string::npos) << r.error;
+}
+
+// Each way an entry can be damaged: the compiler runs again and the rebuilt object is loaded,
+// the damaged one never is.
+TEST_F(JitTest, DamagedOrForeignEntryIsRebuiltNotLoaded) {
+  const std::string src = add_source("jit_damaged", 3.0f);
+  JitResult a = jit_build(src, "jit_damaged");
+  ASSERT_TRUE(a.ok()) << a.error;
+  const auto size = fs::file_size(a.so_path);
+  const std::vector<std::function<void()>> damage = {
+      [&] {  // a flipped byte in the middle
+        std::fstream f(a.so_path, std::ios::binary | std::ios::in | std::ios::out);
+        f.seekg(static_cast<std::streamoff>(size / 2));
+        const char c = static_cast<char>(f.get());
+        f.seekp(static_cast<std::streamoff>(size / 2));
+        f.put(static_cast<char>(c ^ 0x5a));
+      },
+      [&] { fs::resize_file(a.so_path, size / 2); },  // truncated
+      [&] {                                           // something else under its name
+        std::ofstream f(a.so_path, std::ios::binary | std::ios::trunc);
+        f << std::string(4096, 'x');
+      }};
+  for (size_t k = 0; k < damage.size(); ++k) {
+    SCOPED_TRACE("damage " + std::to_string(k));
+    damage[k]();
+    const int64_t runs = jit_compiler_invocations();
+    JitResult b = jit_build(src, "jit_damaged");
+    ASSERT_TRUE(b.ok()) << b.error;
+    EXPECT_FALSE(b.cache_hit);
+    EXPECT_EQ(jit_compiler_invocations(), runs + 1);
+    expect_adds(b.fn, 3.0f);
+    EXPECT_EQ(fs::file_size(b.so_path), size);
+  }
+}
+
+TEST_F(JitTest, HungCompilerIsKilledAtTheTimeout) {
+  const std::string script = dir_ + "/hang.sh";
+  {
+    std::ofstream f(script);
+    f << "#!/bin/sh\nsleep 60\n";
+  }
+  fs::permissions(script, fs::perms::owner_all);
+  setenv("NNFUSE_CXX", script.c_str(), 1);
+  setenv("NNFUSE_JIT_TIMEOUT", "0.5", 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  JitResult r = jit_build(add_source("jit_hang", 1.0f), "jit_hang");
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+  unsetenv("NNFUSE_JIT_TIMEOUT");
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("timed out after 0.5 s"), std::string::npos) << r.error;
+  EXPECT_LT(took.count(), 10.0);
 }
 
 TEST_F(JitTest, CompilerAndCacheDirFromEnvironment) {
