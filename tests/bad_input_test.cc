@@ -171,6 +171,42 @@ TEST_F(BadInput, OverflowingTensorSize) {
   expect_error({"run", path("overflow.onnx"), "--input", "x=" + path("x.npy")}, "64 bits");
 }
 
+TEST_F(BadInput, ActivationsTooLargeForTheMachineAreNamed) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer aborts on a 2 TiB allocation instead of failing it";
+#endif
+  // x + ConstantOfShape([100000, 100000, 64]): 2.3 TiB of activations.
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("huge");
+  auto* x = g->add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(1);
+  auto* shape = g->add_initializer();
+  shape->set_name("shape");
+  shape->set_data_type(onnx::TensorProto::INT64);
+  shape->add_dims(3);
+  for (int64_t d : {100000, 100000, 64}) shape->add_int64_data(d);
+  auto* c = g->add_node();
+  c->set_op_type("ConstantOfShape");
+  c->add_input("shape");
+  c->add_output("big");
+  auto* a = g->add_node();
+  a->set_op_type("Add");
+  a->add_input("x");
+  a->add_input("big");
+  a->add_output("y");
+  g->add_output()->set_name("y");
+  write_model("huge.onnx", m);
+  save_npy(path("x1.npy"), Tensor(DType::kFloat32, {1}));
+  expect_error({"run", path("huge.onnx"), "--input", "x=" + path("x1.npy")},
+               "out of memory: the activations need 2.3 TiB, the largest 'big' "
+               "float32[100000, 100000, 64] 2.3 TiB");
+}
+
 TEST_F(BadInput, UnsupportedOpsAreAllReportedBeforeRunning) {
   auto m = testing::small_model();
   m.mutable_graph()->mutable_node(0)->set_op_type("NoSuchOp");

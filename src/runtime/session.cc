@@ -2,7 +2,9 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <set>
 #include <unordered_map>
 
@@ -64,6 +66,30 @@ void PlanSession::init(const PlanOptions& opts, bool release_weights) {
   release_arena(acquire_arena());  // the first run's, allocated now
 }
 
+namespace {
+
+size_t nbytes_of(const PlanValue& v) {
+  size_t n = dtype_size(v.dtype);
+  for (int64_t d : v.shape) n *= static_cast<size_t>(std::max<int64_t>(d, 0));
+  return n;
+}
+
+// "2.5 TiB", "512 MiB", "100 bytes".
+std::string bytes_str(size_t b) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 5) {
+    v /= 1024;
+    ++u;
+  }
+  char s[32];
+  std::snprintf(s, sizeof s, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+  return s;
+}
+
+}  // namespace
+
 std::shared_ptr<std::byte[]> PlanSession::acquire_arena() {
   {
     std::lock_guard<std::mutex> lock(arenas_mu_);
@@ -74,7 +100,22 @@ std::shared_ptr<std::byte[]> PlanSession::acquire_arena() {
     }
     ++num_arenas_;
   }
-  return aligned_bytes(arena_bytes_ + kArenaAlignment, kArenaAlignment);
+  try {
+    return aligned_bytes(arena_bytes_ + kArenaAlignment, kArenaAlignment);
+  } catch (const std::bad_alloc&) {
+    std::lock_guard<std::mutex> lock(arenas_mu_);
+    --num_arenas_;
+    // Name the largest planned value: usually the one whose shape is the surprise.
+    const PlanValue* big = nullptr;
+    for (const PlanValue& v : plan_->values()) {
+      if (v.buffer < 0 || !v.static_shape) continue;
+      if (!big || nbytes_of(v) > nbytes_of(*big)) big = &v;
+    }
+    fail(ErrorKind::kRuntime, "out of memory: the activations need ", bytes_str(arena_bytes_),
+         big ? detail::cat(", the largest '", big->name, "' ", dtype_name(big->dtype),
+                           dims_str(big->shape), " ", bytes_str(nbytes_of(*big)))
+             : std::string());
+  }
 }
 
 void PlanSession::release_arena(std::shared_ptr<std::byte[]> arena) {
@@ -241,8 +282,15 @@ std::vector<Tensor> PlanSession::run(const std::map<std::string, Tensor>& feeds,
       }
       throw Error(e.kind(), msg);
     } catch (const std::bad_alloc&) {
+      std::string outs;
+      for (int id : st.outputs) {
+        if (id < 0 || !values[id].static_shape) continue;
+        outs += detail::cat(outs.empty() ? " (its outputs: '" : ", '", values[id].name, "' ",
+                            dtype_name(values[id].dtype), dims_str(values[id].shape), " ",
+                            bytes_str(nbytes_of(values[id])));
+      }
       fail(ErrorKind::kRuntime, st.node ? st.node->describe() : std::string("output"),
-           ": out of memory");
+           ": out of memory", outs.empty() ? "" : outs + ")");
     }
     if (timings) {
       auto t1 = std::chrono::steady_clock::now();
