@@ -19,8 +19,9 @@ if [ "${NNFUSE_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "== sanitizer build (ASan + UBSan)"
   BUILD_DIR=build-asan ./scripts/build.sh -DNNFUSE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
   # oneDNN and OpenMP keep allocations for the life of the process; leaks are not checked.
-  # The real models and the fusion baseline (which reads them; what fuses does not depend on
-  # the build) run in the Release build only.
+  # The real models, the fusion baseline (which reads them; what fuses does not depend on the
+  # build) and the killed compiles (which time kills against a Release compile's phases) run in
+  # the Release build only.
   ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan -j2 --output-on-failure -E '^(export_models|model_|fusion_baseline$)'
+    ctest --test-dir build-asan -j2 --output-on-failure -E '^(export_models|model_|fusion_baseline$|killed_compile$)'
 fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A compile killed midway leaves the output it would replace whole: `nnfuse compile` of a model
-with 128 MiB of weights is killed (SIGKILL) after delays from 0 to past its end, over an output
+with 64 MiB of weights is killed (SIGKILL) after delays from 0 to past its end, over an output
 file that holds an earlier compile; after each kill the output loads and is byte for byte the
 earlier compile's (or, where the kill came after the rename, the new one's: the same bytes),
 never a partial file. The fusion report written beside it likewise.
@@ -24,10 +24,10 @@ def main():
         return 2
     nnfuse = sys.argv[1]
     with tempfile.TemporaryDirectory() as d:
-        # Eight 2048x2048 MatMuls with ReLUs: 128 MiB of weights to write.
+        # Four 2048x2048 MatMuls with ReLUs: 64 MiB of weights to write.
         rng = np.random.default_rng(0)
         nodes, inits, x = [], [], "x"
-        for i in range(8):
+        for i in range(4):
             w = numpy_helper.from_array(rng.standard_normal((2048, 2048), np.float32) / 45, "w%d" % i)
             inits.append(w)
             nodes.append(helper.make_node("MatMul", [x, w.name], ["m%d" % i]))
