@@ -1,6 +1,7 @@
 // The fusion CLI end to end on the bundled model: compile (and its atc-style spelling),
 // fusion_result.json, graph dumps, switch files, verify.
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
 #include <filesystem>
 #include <fstream>
@@ -112,6 +113,70 @@ TEST_F(FusionCli, VerifyPassesAndBisects) {
   r = nnfuse({"list-passes"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.output.find("ConvBatchnormFusionPass  [on]"), std::string::npos) << r.output;
+}
+
+TEST_F(FusionCli, ExplainSaysWhatFusedANodeAndWhyAnotherDidNot) {
+  auto r = nnfuse({"explain", model(), "/stem/stem.1/BatchNormalization"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("fused: into FusedConv '/stem/stem.2/Relu' by ConvActivationFusionPass,"
+                          " with 2 other nodes: /stem/stem.0/Conv, "
+                          "/stem/stem.1/BatchNormalization, /stem/stem.2/Relu"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("2 kernels and 262144 bytes of intermediates saved"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("kernel: onednn.fused_conv"), std::string::npos) << r.output;
+
+  // A residual Add that broadcasts over the batch: the residual rule looks at it and declines.
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("residual");
+  auto input = [&](const std::string& name, std::vector<int64_t> dims) {
+    onnx::ValueInfoProto* v = g->add_input();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) {
+      v->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+  };
+  input("x", {2, 4, 8});
+  input("r", {4, 8});
+  onnx::TensorProto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(8);
+  w->add_dims(8);
+  for (int i = 0; i < 64; ++i) w->add_float_data(0.01f * static_cast<float>(i % 7));
+  onnx::NodeProto* mm = g->add_node();
+  mm->set_name("proj");
+  mm->set_op_type("MatMul");
+  mm->add_input("x");
+  mm->add_input("w");
+  mm->add_output("m");
+  onnx::NodeProto* add = g->add_node();
+  add->set_name("residual");
+  add->set_op_type("Add");
+  add->add_input("m");
+  add->add_input("r");
+  add->add_output("y");
+  g->add_output()->set_name("y");
+  std::ofstream(path("residual.onnx"), std::ios::binary) << m.SerializeAsString();
+  r = nnfuse({"explain", path("residual.onnx"), "residual"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("declined by:\n  MatMulResidualFusionPass (with proj, residual): "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("broadcasting Adds are not fused"), std::string::npos) << r.output;
+
+  // A name the model does not have.
+  r = nnfuse({"explain", model(), "/stem/stem.1/BatchNorm"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("no node named '/stem/stem.1/BatchNorm'; did you mean "
+                          "'/stem/stem.1/BatchNormalization'"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace

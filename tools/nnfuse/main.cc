@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   add(cli::add_compile);
   add(cli::add_verify);
   add(cli::add_list_passes);
+  add(cli::add_explain);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
