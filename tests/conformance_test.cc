@@ -8,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -26,6 +27,8 @@ namespace fs = std::filesystem;
 std::string g_nnfuse;
 std::string g_data = "/usr/share/libonnx-testdata/data/node";
 
+// Every node test, or every Nth in name order with $NNFUSE_NODE_TEST_SAMPLE=N (a sanitizer
+// build's sample; --min-pass applies to full runs only).
 std::vector<std::string> test_dirs() {
   std::vector<std::string> r;
   std::error_code ec;
@@ -33,6 +36,13 @@ std::vector<std::string> test_dirs() {
     if (fs::exists(e.path() / "model.onnx")) r.push_back(e.path().filename().string());
   }
   std::sort(r.begin(), r.end());
+  const char* s = std::getenv("NNFUSE_NODE_TEST_SAMPLE");
+  const int every = s ? std::atoi(s) : 1;
+  if (every > 1) {
+    std::vector<std::string> kept;
+    for (size_t i = 0; i < r.size(); i += static_cast<size_t>(every)) kept.push_back(r[i]);
+    r = std::move(kept);
+  }
   return r;
 }
 
@@ -204,8 +214,11 @@ int main(int argc, char** argv) {
     }
   }
   const int total = static_cast<int>(nnfuse::test_dirs().size());
-  std::printf("node tests matching their expected outputs: %d of %d\n", passed, total);
-  if (ran == total && passed < std::stoi(min_pass)) {
+  const char* sample = std::getenv("NNFUSE_NODE_TEST_SAMPLE");
+  const bool sampled = sample && std::atoi(sample) > 1;
+  std::printf("node tests matching their expected outputs: %d of %d%s\n", passed, total,
+              sampled ? " (a sample: $NNFUSE_NODE_TEST_SAMPLE)" : "");
+  if (!sampled && ran == total && passed < std::stoi(min_pass)) {
     std::fprintf(stderr, "only %d node tests pass, fewer than --min-pass %s\n", passed,
                  min_pass.c_str());
     return 1;
