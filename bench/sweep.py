@@ -34,7 +34,7 @@ Usage:
 ONNX Runtime is npm onnxruntime-node, installed into /tmp/nnfuse-ort by compare_ort.py's
 ensure_ort() unless $ORT_NODE names one.
 """
-import argparse, json, math, os, statistics, subprocess, sys, tempfile, time
+import argparse, json, math, os, shutil, statistics, subprocess, sys, tempfile, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -94,8 +94,50 @@ PROJECT = ["bert_tiny", "bert_base"]
 DEFAULT_MODELS = list(TV) + PROJECT
 
 
+class Status:
+    """One line below the log on stderr, rewritten in place with '\\r' while stderr is a terminal
+    (nothing otherwise): the model being measured, its step and the time since the sweep began,
+    redrawn every second. Log lines go above it."""
+
+    def __init__(self):
+        self.on, self.text, self.drawn, self.t0 = False, "", 0, time.time()
+        self.lock = threading.Lock()
+
+    def start(self):
+        self.on, self.t0 = sys.stderr.isatty(), time.time()
+        if self.on:
+            threading.Thread(target=self._tick, daemon=True).start()
+
+    def _tick(self):
+        while True:
+            time.sleep(1)
+            with self.lock:
+                self._draw()
+
+    def _draw(self):
+        if not self.on or not self.text:
+            return
+        line = "%s  %.0f s" % (self.text, time.time() - self.t0)
+        line = line[:max(shutil.get_terminal_size().columns - 1, 1)]
+        sys.stderr.write("\r" + line + " " * max(self.drawn - len(line), 0))
+        sys.stderr.flush()
+        self.drawn = len(line)
+
+    def print(self, *a):
+        """Prints a line to stderr, on a line of its own above the status line."""
+        with self.lock:
+            if self.drawn:
+                sys.stderr.write("\r" + " " * self.drawn + "\r")
+                self.drawn = 0
+            print(*a, file=sys.stderr, flush=True)
+            self._draw()
+
+
+STATUS = Status()
+
+
 def log(*a):
-    print("[sweep %s]" % time.strftime("%H:%M:%S"), *a, file=sys.stderr, flush=True)
+    STATUS.print("[sweep %s]" % time.strftime("%H:%M:%S"), *a)
 
 
 def short(msg, n=160):
@@ -283,6 +325,7 @@ def sweep_model(a, name, ort_env, idx, total):
     tag = "[%d/%d] %s" % (idx, total, name)
 
     def step(what, fn):
+        STATUS.text = "sweep: model %d/%d %s: %s" % (idx, total, name, what)
         log(tag, what)
         try:
             return fn()
@@ -471,8 +514,10 @@ def main():
         ort_env = dict(os.environ, ORT_NODE=compare_ort.ensure_ort())
     rows = []
     t0 = time.time()
+    STATUS.start()
     for k, name in enumerate(a.models, 1):
         rows.append(sweep_model(a, name, ort_env, k, len(a.models)))
+    STATUS.text = ""
     log("done in %.0f s" % (time.time() - t0))
     summary = report(a, rows)
     if a.json:

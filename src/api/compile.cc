@@ -6,6 +6,7 @@
 #include "config/switches.h"
 #include "ir/dump.h"
 #include "ir/error.h"
+#include "ir/progress.h"
 #include "onnx/importer.h"
 #include "passes/auto_fuse/auto_fuse.h"
 #include "passes/pipeline.h"
@@ -44,10 +45,15 @@ CompileResult compile_with(Load&& load, const CompileOptions& o) {
   ImportOptions io;
   io.input_shapes = o.input_shapes;
   CompileResult r;
-  r.graph = load(io);
-  // Exported dynamic shapes are computed by Shape -> Gather -> ... -> Reshape subgraphs, which
-  // fold to constants once the inputs are static, every value's shape inferred on the way.
-  if (!o.input_shapes.empty()) shape::infer_and_fold(*r.graph);
+  {
+    // On a terminal, while a large model is read: "loading model  2.1 s".
+    Progress progress("loading model", 0);
+    progress.keep_ticking();
+    r.graph = load(io);
+    // Exported dynamic shapes are computed by Shape -> Gather -> ... -> Reshape subgraphs, which
+    // fold to constants once the inputs are static, every value's shape inferred on the way.
+    if (!o.input_shapes.empty()) shape::infer_and_fold(*r.graph);
+  }
   r.imported_nodes = r.graph->num_nodes();
   const auto t1 = Clock::now();
   r.load_s = seconds(t0, t1);

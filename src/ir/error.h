@@ -26,11 +26,16 @@ template <typename... Args>
   throw Error(kind, detail::cat(std::forward<Args>(args)...));
 }
 
+// Clears the progress line on stderr if one is drawn (ir/progress.h).
+void clear_progress_line();
+
 // A problem nnfuse works around (a fused kernel that could not be built runs unfused): one
-// line on stderr, "nnfuse: warning: ...".
+// line on stderr, "nnfuse: warning: ...", on a line of its own when a progress line is drawn.
 template <typename... Args>
 void warn(Args&&... args) {
-  std::cerr << "nnfuse: warning: " << detail::cat(std::forward<Args>(args)...) << "\n";
+  const std::string message = detail::cat(std::forward<Args>(args)...);
+  clear_progress_line();
+  std::cerr << "nnfuse: warning: " << message << "\n";
 }
 
 }  // namespace nnfuse

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/error.h"
+#include "ir/progress.h"
 #include "onnx/importer.h"
 #include "runtime/session.h"
 #include "tools/nnfuse/commands.h"
@@ -66,7 +67,9 @@ int bench_cycle(const BenchArgs& a) {
   std::vector<std::map<std::string, Tensor>> feeds;
   std::vector<double> first_ms;
   std::vector<size_t> kernels, reference_kernels;
+  Progress planning("bench: shape set", static_cast<int64_t>(sets.size()));
   for (PlanCache::Shapes& s : sets) {
+    planning.update(static_cast<int64_t>(feeds.size()) + 1);
     // Inputs the set does not name keep the given file's dims, or the model's fixed ones.
     for (const InputDecl& d : cache->inputs()) {
       if (s.count(d.name)) continue;
@@ -89,11 +92,18 @@ int bench_cycle(const BenchArgs& a) {
     kernels.push_back(session.plan().num_kernels());
     reference_kernels.push_back(session.plan().reference_fallbacks().size());
   }
-  for (int w = 0; w < a.warmup; ++w) {
-    for (const auto& f : feeds) cache->run(f);
+  planning.finish();
+  {
+    Progress progress("bench: warm-up", a.warmup);
+    for (int w = 0; w < a.warmup; ++w) {
+      progress.update(w + 1);
+      for (const auto& f : feeds) cache->run(f);
+    }
   }
   std::vector<std::vector<double>> ms(sets.size());
+  Progress progress("bench: run", a.runs);
   for (int r = 0; r < a.runs; ++r) {
+    progress.update(r + 1);
     for (size_t i = 0; i < sets.size(); ++i) {
       auto s = std::chrono::steady_clock::now();
       cache->run(feeds[i]);
@@ -101,6 +111,7 @@ int bench_cycle(const BenchArgs& a) {
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
     }
   }
+  progress.finish();
   nlohmann::json j;
   j["model"] = a.model;
   j["threads"] = num_threads();
@@ -174,14 +185,24 @@ int bench(const BenchArgs& a) {
     std::cerr << "bench " << a.model << ": " << a.warmup << " warm-up + " << a.runs
               << " timed runs on " << num_threads() << " threads\n";
   }
-  for (int i = 0; i < a.warmup; ++i) session.run(feeds);
+  {
+    // On a terminal: "bench: warm-up 2/3  0.4 s", then "bench: run 140/200  3.4 s".
+    Progress progress("bench: warm-up", a.warmup);
+    for (int i = 0; i < a.warmup; ++i) {
+      progress.update(i + 1);
+      session.run(feeds);
+    }
+  }
   std::vector<double> ms;
+  Progress progress("bench: run", a.runs);
   for (int i = 0; i < a.runs; ++i) {
+    progress.update(i + 1);  // before the clock starts: drawing is not timed
     auto s = std::chrono::steady_clock::now();
     session.run(feeds);
     ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
   }
+  progress.finish();
   std::sort(ms.begin(), ms.end());
   const ExecutionPlan& plan = session.plan();
   const size_t fallbacks = plan.reference_fallbacks().size();

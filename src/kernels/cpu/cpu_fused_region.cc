@@ -8,6 +8,7 @@
 #include <set>
 
 #include "codegen/jit.h"
+#include "ir/progress.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/cpu_util.h"
 #include "kernels/ref/fused_region.h"
@@ -24,6 +25,9 @@ codegen::JitResult build(const codegen::Region& r) {
   std::lock_guard<std::mutex> lock(mu);
   auto it = built.find(symbol);
   if (it == built.end()) {
+    // On a terminal, while the compiler runs (a cache hit is done before anything is drawn).
+    Progress progress("building kernel " + symbol, 0);
+    progress.keep_ticking();
     it = built.emplace(symbol, codegen::jit_build(codegen::emit_cpp(r, symbol), symbol)).first;
   }
   return it->second;

@@ -2,6 +2,7 @@
 
 #include "codegen/jit.h"
 #include "ir/error.h"
+#include "ir/progress.h"
 #include "kernels/ref/fused_region.h"
 #include "passes/auto_fuse/auto_fuse.h"
 #include "passes/auto_fuse/cost.h"
@@ -37,7 +38,13 @@ class AutoFusionPass : public Pass {
     opts.free_input = [](const Value& v) { return becomes_literal(v); };
     // Regions are disjoint and a rewrite only touches its own nodes, so every region found
     // up front stays valid while the others are replaced.
-    for (const Region& r : find_regions(g, opts)) {
+    const std::vector<Region> regions = find_regions(g, opts);
+    // On a terminal, the region whose kernel is being built (the compiler takes a while).
+    Progress progress("building kernels:", static_cast<int64_t>(regions.size()));
+    progress.keep_ticking();
+    int64_t done = 0;
+    for (const Region& r : regions) {
+      progress.update(++done);
       ctx.matched(kPass);
       if (std::string why = why_not_paying(region_cost(r)); !why.empty()) {
         ctx.rejected(kPass, original_names(r.nodes), "does not pay: " + why);
