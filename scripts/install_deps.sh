@@ -10,6 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   pybind11-dev python3-dev python3-numpy python3-pytest python3-onnx python3-torch python3-torchvision
   graphviz
+  chromium  # headless browser for the HTML report's check (tests/report/check_report.js)
 )
 # npm installs ONNX Runtime's Node package (onnxruntime-node), which the ORT-export tests and the
 # benchmarks run; a Node.js that ships its own npm is kept.

@@ -22,9 +22,10 @@ if [ "${NNFUSE_SKIP_SANITIZERS:-0}" != 1 ]; then
   BUILD_DIR=build-asan ./scripts/build.sh -DNNFUSE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DNNFUSE_BUILD_PYTHON=OFF
   # oneDNN and OpenMP keep allocations for the life of the process; leaks are not checked.
-  # The real models, the fusion baseline (which reads them; what fuses does not depend on the
-  # build) and the killed compiles (which time kills against a Release compile's phases) run in
-  # the Release build only.
+  # These run in the Release build only: the real models, the fusion baseline (which reads them;
+  # what fuses does not depend on the build), the killed compiles (which time kills against a
+  # Release compile's phases), the progress line (timed runs of a real model) and the report in
+  # a browser (two large models profiled).
   ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan -j2 --output-on-failure -E '^(export_models|model_|fusion_baseline$|killed_compile$)'
+    ctest --test-dir build-asan -j2 --output-on-failure -E '^(export_models|model_|fusion_baseline$|killed_compile$|progress_tty$|report_browser$)'
 fi

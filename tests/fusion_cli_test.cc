@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tests/test_support.h"
 
@@ -177,6 +178,57 @@ TEST_F(FusionCli, ExplainSaysWhatFusedANodeAndWhyAnotherDidNot) {
                           "'/stem/stem.1/BatchNormalization'"),
             std::string::npos)
       << r.output;
+}
+
+TEST_F(FusionCli, ReportWritesOnePageWithMeasuredBenefits) {
+  auto r = nnfuse({"report", model(), "-o", path("report.html"), "--measure", "--runs", "2",
+                   "--threads", "1", "--json", path("fusion_result.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("wrote " + path("report.html") + ": 22 kernels -> "), std::string::npos)
+      << r.output;
+  std::ifstream html(path("report.html"));
+  std::stringstream page;
+  page << html.rdbuf();
+  for (const char* id : {"id=\"graph-before\"", "id=\"graph-after\"", "id=\"fused-nodes\"",
+                         "id=\"declined\"", "class=\"bar\"", "<svg"}) {
+    EXPECT_NE(page.str().find(id), std::string::npos) << id;
+  }
+  std::ifstream f(path("fusion_result.json"));
+  const nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_GT(j["summary"]["measured_ms_after"].get<double>(), 0.0);
+  ASSERT_FALSE(j["fused_nodes"].empty());
+  for (const auto& n : j["fused_nodes"]) {
+    EXPECT_TRUE(n.contains("estimated_speedup")) << n.dump();
+    EXPECT_TRUE(n.contains("measured_speedup")) << n.dump();
+    EXPECT_LE(n["max_relative_error"].get<double>(), 1e-4) << n.dump();
+  }
+  // ONNX Runtime's figures from a side-by-side run, when asked; a file without this model is
+  // an error naming it.
+  write("ort.json", R"([{"model": "tiny_resnet", "nnfuse_ms": 1.5, "ort_ms": 2.0, "ratio": 0.75,
+                        "ratio_min": 0.7, "ratio_max": 0.8}])");
+  r = nnfuse({"report", model(), "-o", path("report2.html"), "--ort-json", path("ort.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream html2(path("report2.html"));
+  std::stringstream page2;
+  page2 << html2.rdbuf();
+  EXPECT_NE(page2.str().find("ONNX Runtime 2.000 ms: ratio 0.750"), std::string::npos);
+  write("other.json", R"([{"model": "resnet50", "nnfuse_ms": 1, "ort_ms": 2}])");
+  r = nnfuse({"report", model(), "-o", path("report3.html"), "--ort-json", path("other.json")});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("has no result for model 'tiny_resnet'"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(path("report3.html")));
+}
+
+TEST_F(FusionCli, CompileMeasuresAndWarnsOnRequest) {
+  auto r = nnfuse({"compile", model(), "-o", path("fused.onnx"), "--report",
+                   path("fusion_result.json"), "--measure", "--runs", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream f(path("fusion_result.json"));
+  const nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_GT(j["summary"]["measured_ms_before"].get<double>(), 0.0);
+  EXPECT_EQ(j["summary"]["kernels_before"], 22);
+  EXPECT_TRUE(j["warnings"].is_array());
+  EXPECT_TRUE(j["summary"]["machine"]["source"].is_string());
 }
 
 }  // namespace

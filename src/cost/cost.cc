@@ -132,4 +132,17 @@ Benefit fusion_benefit(const std::vector<Node*>& nodes, const std::vector<Value*
   return b;
 }
 
+GraphCost graph_cost(const Graph& g, const Machine& m) {
+  GraphCost c;
+  for (const Node* n : g.nodes()) {
+    if (n->op_type() == "Constant") continue;
+    const int64_t f = std::max<int64_t>(flops(*n), 0), moved = bytes_moved(*n);
+    ++c.kernels;
+    c.flops += f;
+    c.bytes_moved += moved;
+    c.seconds += roofline_seconds(f, moved, m);
+  }
+  return c;
+}
+
 }  // namespace nnfuse::cost

@@ -80,4 +80,12 @@ struct Benefit {
 Benefit fusion_benefit(const std::vector<Node*>& nodes, const std::vector<Value*>& outputs,
                        const Machine& m = {});
 
+// A whole graph: its kernels (nodes other than Constant), their FLOPs (unknown counts 0), the
+// bytes they move and the sum of their roofline times.
+struct GraphCost {
+  int64_t kernels = 0, flops = 0, bytes_moved = 0;
+  double seconds = 0;
+};
+GraphCost graph_cost(const Graph& g, const Machine& m = {});
+
 }  // namespace nnfuse::cost

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cost/cost.h"
 #include "ir/graph.h"
 #include "report/report.h"
 
@@ -20,6 +21,8 @@ struct PassContext {
   // What generated kernels are for: "cpu" (built and loaded while fusing, so a region whose
   // code does not build falls back to its nodes at once) or "cuda" (source only).
   std::string target = "cpu";
+  // The machine fusions' benefits are estimated for (cost/machine.h).
+  cost::Machine machine{};
   // Records a match and its outcome for `pass`.
   void matched(const std::string& pass) { report.record(pass).match_times++; }
   void applied(const std::string& pass) { report.record(pass).effect_times++; }

@@ -3,12 +3,16 @@
 
 #include <filesystem>
 
+#include "cost/machine.h"
 #include "ir/dump.h"
 #include "ir/error.h"
+#include "ir/progress.h"
 #include "kernels/ref/user_pattern.h"
 #include "passes/auto_fuse/auto_fuse.h"
 #include "passes/canonicalize/canonicalize.h"
+#include "passes/fusions/fusion_records.h"
 #include "passes/fusions/fusions.h"
+#include "passes/overfusion.h"
 
 namespace nnfuse {
 
@@ -93,10 +97,26 @@ std::map<std::string, std::vector<std::string>> pass_op_lists() {
   return r;
 }
 
+namespace {
+
+GraphFigures figures(const cost::GraphCost& c) {
+  return {c.kernels, c.flops, c.bytes_moved, c.seconds};
+}
+
+}  // namespace
+
 FusionReport run_pipeline(Graph& g, const PipelineOptions& opts) {
   FusionReport report;
   PassContext ctx{report};
   ctx.target = opts.target;
+  std::string source = "given";
+  ctx.machine = opts.machine ? *opts.machine : cost::estimate_machine(&source);
+  report.peak_gflops = ctx.machine.flops_per_s / 1e9;
+  report.bandwidth_gbps = ctx.machine.bytes_per_s / 1e9;
+  report.launch_us = ctx.machine.launch_s * 1e6;
+  report.machine_source = source;
+  report.before = figures(cost::graph_cost(g, ctx.machine));
+  const std::map<std::string, OriginalCost> originals = original_costs(g, ctx.machine);
   int index = 0;
   bool rules_done = false;
   auto dump = [&](const std::string& after) {
@@ -110,9 +130,14 @@ FusionReport run_pipeline(Graph& g, const PipelineOptions& opts) {
     dump_graph(g, opts.dump_format, file);
   };
   dump("imported");
-  for (auto& pass : make_pipeline()) {
+  const std::vector<std::unique_ptr<Pass>> passes = make_pipeline();
+  // On a terminal, the pass running now: "fusing: pass 23/38 LayerNormFusionPass  1.2 s".
+  Progress progress("fusing: pass", static_cast<int64_t>(passes.size()));
+  progress.keep_ticking();
+  for (const auto& pass : passes) {
     ++index;
     const PassInfo& info = pass->info();
+    progress.update(index, info.name);
     if (info.fusion && !rules_done) {
       // User rules before the built-in fusions (whether those are on or off): what a user asked
       // for takes precedence.
@@ -137,6 +162,9 @@ FusionReport run_pipeline(Graph& g, const PipelineOptions& opts) {
 #endif
     dump(info.name);
   }
+  settle_fusion_records(g, report, originals, ctx.machine);
+  report.after = figures(cost::graph_cost(g, ctx.machine));
+  report.warnings = overfusion_warnings(g, l2_cache_bytes(), vector_registers());
   return report;
 }
 

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ struct PipelineOptions {
   std::string dump_format;                   // "", yaml, json or dot
   std::string dump_dir;                      // with dump_format: the graph after every pass
   std::string target = "cpu";                // generated kernels: "cpu" (built now) or "cuda"
+  // The machine benefits are estimated for; unset: this CPU's calibration, else the defaults
+  // (cost::estimate_machine).
+  std::optional<cost::Machine> machine;
 };
 
 // Every pass, in the order it runs.

@@ -64,6 +64,51 @@ TEST(Report, JsonHasGeShape) {
   EXPECT_EQ(s["bytes_saved"], 4896);
 }
 
+TEST(Report, JsonHasTheBenefitFiguresEstimatedAndMeasured) {
+  FusionReport r = sample_report();
+  FusionBenefit& b = r.fused[0];
+  b.flops = 1000;
+  b.bytes_before = 8000;
+  b.bytes_after = 2000;
+  b.seconds_before = 4e-6;
+  b.seconds_after = 2e-6;
+  b.measured_ms_before = 0.006;
+  b.measured_ms_after = 0.003;
+  b.max_rel_error = 1e-7;
+  r.before = {10, 5000, 100000, 2e-5};
+  r.after = {4, 5000, 40000, 1e-5};
+  r.peak_gflops = 400;
+  r.bandwidth_gbps = 50;
+  r.launch_us = 2;
+  r.machine_source = "calibrated on X";
+  r.measured_ms_before = 2.0;
+  r.measured_ms_after = 1.6;
+  r.warnings.push_back({"over-fusion", "gelu_0", "spills"});
+  const nlohmann::json j = fusion_report_json(r);
+  const auto& f = j["fused_nodes"][0];
+  EXPECT_EQ(f["kernels_before"], 2);
+  EXPECT_EQ(f["kernels_after"], 1);
+  EXPECT_DOUBLE_EQ(f["kernel_reduction"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(f["mem_reduction"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(f["estimated_speedup"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(f["measured_speedup"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(f["measured_us_after"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(f["max_relative_error"].get<double>(), 1e-7);
+  // Not estimated, not measured: the figures are absent, not zero.
+  EXPECT_FALSE(j["fused_nodes"][1].contains("estimated_speedup"));
+  EXPECT_FALSE(j["fused_nodes"][1].contains("measured_speedup"));
+  const auto& s = j["summary"];
+  EXPECT_EQ(s["kernels_before"], 10);
+  EXPECT_EQ(s["kernels_after"], 4);
+  EXPECT_DOUBLE_EQ(s["kernel_reduction"].get<double>(), 0.6);
+  EXPECT_DOUBLE_EQ(s["mem_reduction"].get<double>(), 0.6);
+  EXPECT_DOUBLE_EQ(s["estimated_speedup"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(s["measured_speedup"].get<double>(), 1.25);
+  EXPECT_EQ(s["machine"]["source"], "calibrated on X");
+  ASSERT_EQ(j["warnings"].size(), 1u);
+  EXPECT_EQ(j["warnings"][0]["node"], "gelu_0");
+}
+
 TEST(Report, EmptyReportHasAllSections) {
   nlohmann::json j = fusion_report_json(FusionReport{});
   EXPECT_TRUE(j["graph_fusion"].is_object());

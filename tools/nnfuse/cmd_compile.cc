@@ -5,8 +5,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "api/insight.h"
 #include "codegen/jit.h"
 #include "ir/error.h"
+#include "ir/progress.h"
 #include "onnx/exporter.h"
 #include "passes/pipeline.h"
 #include "report/report.h"
@@ -19,13 +21,15 @@ namespace {
 struct CompileArgs {
   std::string model, output, report, format = "nnfuse";
   FusionFlags fusion;
-  bool json = false;
+  bool json = false, measure = false;
+  int runs = 10;
 };
 
 }  // namespace
 
 int compile_model(const std::string& model, const std::string& output, const std::string& report,
-                  const FusionFlags& fusion, bool json, const std::string& format) {
+                  const FusionFlags& fusion, bool json, const std::string& format,
+                  int measure_runs) {
   const ExportFormat fmt = export_format_from_name(format);
   FusionReport r;
   size_t before = 0;
@@ -33,10 +37,25 @@ int compile_model(const std::string& model, const std::string& output, const std
   const int64_t builds_before = codegen::jit_compiler_invocations();
   auto g = load_and_fuse(model, fusion, &r, &before, &times);
   const int64_t builds = codegen::jit_compiler_invocations() - builds_before;
+  if (measure_runs > 0) {
+    FusionFlags plain = fusion;
+    plain.no_fusion = true;
+    MeasureOptions m;
+    m.runs = measure_runs;
+    measure_fusion([&](bool fused) { return load_and_fuse(model, fused ? fusion : plain); }, r, m);
+  }
+  for (const FusionWarning& w : r.warnings) {
+    std::cerr << "nnfuse: warning: " << w.kind << " in '" << w.node << "': " << w.message << "\n";
+  }
   std::string out = output;
   if (out.size() < 5 || out.substr(out.size() - 5) != ".onnx") out += ".onnx";
   const auto s0 = std::chrono::steady_clock::now();
-  save_onnx(*g, out, fmt);
+  {
+    // On a terminal, while a large model is written: "saving OUT.onnx  1.4 s".
+    Progress progress("saving " + out, 0);
+    progress.keep_ticking();
+    save_onnx(*g, out, fmt);
+  }
   const double save_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
   if (!report.empty()) write_fusion_report(r, report);
@@ -98,6 +117,12 @@ Action add_compile(CLI::App& app) {
                 "(CUDA __global__ source, written to --dump-kernels, default OUTPUT_cuda/)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
+  c->add_flag("--measure", a->measure,
+              "Profile the fused and the unfused model: each fused node's measured time and "
+              "its outputs' error against the unfused nodes go into the report");
+  c->add_option("--runs", a->runs, "Profiled runs of each model with --measure")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   return [a] {
     FusionFlags f = a->fusion;
     if (f.target == "cuda" && f.dump_kernels.empty()) {
@@ -105,7 +130,8 @@ Action add_compile(CLI::App& app) {
       if (stem.size() >= 5 && stem.substr(stem.size() - 5) == ".onnx") stem.resize(stem.size() - 5);
       f.dump_kernels = stem + "_cuda";
     }
-    return compile_model(a->model, a->output, a->report, f, a->json, a->format);
+    return compile_model(a->model, a->output, a->report, f, a->json, a->format,
+                         a->measure ? a->runs : 0);
   };
 }
 

@@ -31,6 +31,8 @@ Action add_compile(CLI::App& app);
 Action add_verify(CLI::App& app);
 Action add_list_passes(CLI::App& app);
 Action add_explain(CLI::App& app);
+Action add_report(CLI::App& app);
+Action add_calibrate(CLI::App& app);
 
 // Fusion flags shared by compile, run, bench and verify.
 struct FusionFlags {
@@ -57,8 +59,11 @@ inline void add_strict_flag(CLI::App* c, bool& strict) {
 // The --shape values as import options (errors name the flag).
 ImportOptions import_options(const FusionFlags& f);
 // `format`: "nnfuse" or "ort" (ExportFormat).
+// `measure_runs` > 0: the fused and unfused models profiled that many runs each, the measured
+// figures and precision checks added to the report (api/insight.h).
 int compile_model(const std::string& model, const std::string& output, const std::string& report,
-                  const FusionFlags& fusion, bool json, const std::string& format = "nnfuse");
+                  const FusionFlags& fusion, bool json, const std::string& format = "nnfuse",
+                  int measure_runs = 0);
 // Loads the model and, unless --no-fusion, runs the pass pipeline on it.
 // Seconds spent loading (import and shape specialization) and fusing (the pass pipeline,
 // generated kernels built or found in the cache included).

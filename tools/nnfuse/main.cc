@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "ir/error.h"
+#include "ir/progress.h"
 #include "tools/nnfuse/commands.h"
 
 namespace {
@@ -16,6 +17,9 @@ bool is_atc_style(int argc, char** argv) {
   return false;
 }
 
+// --quiet: the progress line drawn on a terminal during long steps (ir/progress.h) is off.
+constexpr const char* kQuietHelp = "No progress line on the terminal";
+
 int atc_main(int argc, char** argv) {
   using namespace nnfuse;
   CLI::App app{"nnfuse (atc-style): compile an ONNX model with fusion"};
@@ -28,12 +32,15 @@ int atc_main(int argc, char** argv) {
       ->check(CLI::IsMember({5}));
   app.add_option("--report", report, "Write fusion_result.json here");
   cli::add_fusion_flags(&app, fusion);
+  bool quiet = false;
+  app.add_flag("--quiet", quiet, kQuietHelp);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : cli::kExitUsage;
   }
+  if (quiet) set_progress_enabled(false);
   return cli::compile_model(model, output, report, fusion, false);
 }
 
@@ -69,12 +76,21 @@ int main(int argc, char** argv) {
   add(cli::add_verify);
   add(cli::add_list_passes);
   add(cli::add_explain);
+  add(cli::add_report);
+  add(cli::add_calibrate);
+  // --quiet before the subcommand or among its options.
+  bool quiet = false;
+  app.add_flag("--quiet", quiet, kQuietHelp);
+  for (CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_option_no_throw("--quiet") == nullptr) sub->add_flag("--quiet", quiet, kQuietHelp);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : cli::kExitUsage;
   }
+  if (quiet) set_progress_enabled(false);
   try {
     for (auto& [sub, action] : actions) {
       if (sub->parsed()) return action();

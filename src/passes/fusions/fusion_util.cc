@@ -40,7 +40,7 @@ std::string apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
   std::vector<std::string> names = original_names(nodes);
   std::string why = pattern::check_replaceable(g, nodes, outputs);
   if (!why.empty()) return why;
-  const cost::Benefit benefit = cost::fusion_benefit(nodes, outputs);
+  const cost::Benefit benefit = cost::fusion_benefit(nodes, outputs, ctx.machine);
   std::vector<std::string> absorbed;
   for (const Node* n : nodes) absorbed.push_back(n->name());
   Node* fused = pattern::replace_with(g, nodes, op_type, domain, inputs, outputs, attrs, pass);
