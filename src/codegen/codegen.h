@@ -121,6 +121,10 @@ Region decode(const std::vector<int64_t>& ops, const std::vector<float>& values,
 // The C++17 source of one function named `fn_name` computing the region (see above).
 // Throws std::invalid_argument if validate(r) is not empty or fn_name is not an identifier.
 std::string emit_cpp(const Region& r, const std::string& fn_name);
+// emit_cpp's source in two parts, preamble + function, so that several regions' functions can
+// be compiled as one source with the preamble once (jit_build_many).
+std::string emit_cpp_preamble();
+std::string emit_cpp_function(const Region& r, const std::string& fn_name);
 
 // The same region as CUDA source: one kernel
 //   extern "C" __global__ void fn(const float* const* in, float* out, int64_t n)

@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "codegen/jit_internal.h"
+
 extern char** environ;
 
 namespace nnfuse::codegen {
@@ -232,80 +234,98 @@ std::string jit_cache_dir() {
   return (fs::temp_directory_path() / "nnfuse-cache").string();
 }
 
+std::string jit_entry_path(const std::string& source, std::string* error) {
+  const std::string compiler = jit_compiler();
+  const std::string key =
+      compiler + '\n' + kJitFlags + ' ' + kJitLibs + '\n' + host_isa() + '\n' + source;
+  const fs::path dir = jit_cache_dir();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    if (error)
+      *error = std::string("cannot create cache dir '") + dir.string() + "': " + ec.message();
+    return "";
+  }
+  return (dir / (std::string("nnf_") + hex64(fnv1a64(key)) + ".so")).string();
+}
+
+bool jit_entry_valid(const std::string& path) {
+  std::error_code ec;
+  return fs::exists(path, ec) && check_trailer(path).empty();
+}
+
+std::string jit_temp_name(const std::string& entry, const std::string& ext) {
+  return entry.substr(0, entry.size() - 3) + "." +
+         std::to_string(static_cast<long long>(getpid())) + "." +
+         std::to_string(g_unique.fetch_add(1)) + ".tmp" + ext;
+}
+
+std::string jit_compile(const std::string& source, const std::string& out) {
+  std::vector<std::string> argv = split_ws(jit_compiler());
+  if (argv.empty()) return "no compiler configured";
+  const std::string src = out.substr(0, out.size() - 3) + ".cc";
+  const std::string log = out.substr(0, out.size() - 3) + ".log";
+  std::error_code ec;
+  {
+    std::ofstream f(src, std::ios::binary);
+    f << source;
+    f.close();
+    if (!f) {
+      fs::remove(src, ec);
+      return std::string("cannot write '") + src + "'";
+    }
+  }
+  for (const std::string& flag : split_ws(kJitFlags)) argv.push_back(flag);
+  argv.push_back("-o");
+  argv.push_back(out);
+  argv.push_back(src);
+  for (const std::string& lib : split_ws(kJitLibs)) argv.push_back(lib);
+  const std::string why = run_compiler(argv, log);
+  fs::remove(src, ec);
+  fs::remove(log, ec);
+  if (!why.empty()) {
+    fs::remove(out, ec);
+    return why;
+  }
+  if (!append_trailer(out)) {
+    fs::remove(out, ec);
+    return std::string("cannot write the checksum of '") + out + "'";
+  }
+  return "";
+}
+
 JitResult jit_build(const std::string& source, const std::string& symbol) {
   JitResult res;
   try {
-    const std::string compiler = jit_compiler();
-    std::vector<std::string> argv = split_ws(compiler);
-    if (argv.empty()) {
+    if (split_ws(jit_compiler()).empty()) {
       res.error = "no compiler configured";
       return res;
     }
-    const std::string key =
-        compiler + '\n' + kJitFlags + ' ' + kJitLibs + '\n' + host_isa() + '\n' + source;
-    const std::string base = std::string("nnf_") + hex64(fnv1a64(key));
-    const fs::path dir = jit_cache_dir();
+    const std::string so = jit_entry_path(source, &res.error);
+    if (so.empty()) return res;
+    res.so_path = so;
     std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) {
-      res.error = std::string("cannot create cache dir '") + dir.string() + "': " + ec.message();
-      return res;
-    }
-    const fs::path so = dir / (base + ".so");
-    res.so_path = so.string();
-
-    if (fs::exists(so, ec)) {
+    // A damaged or foreign entry is never loaded: it is rebuilt below (the rename replaces it).
+    if (jit_entry_valid(so)) {
       std::string why;
-      // A damaged or foreign entry is never loaded: it is rebuilt below.
-      if (!check_trailer(so).empty()) {
-      } else if (KernelFn fn = load(so.string(), symbol, why)) {
+      if (KernelFn fn = load(so, symbol, why)) {
         res.fn = fn;
         res.cache_hit = true;
         return res;
       }
-      // A damaged cache entry: rebuild it below (the rename replaces it).
     }
-
-    const std::string tag = std::string(".") + std::to_string(static_cast<long long>(getpid())) +
-                            "." + std::to_string(g_unique.fetch_add(1)) + ".tmp";
-    const fs::path src = dir / (base + tag + ".cc");
-    const fs::path tmp_so = dir / (base + tag + ".so");
-    const fs::path log = dir / (base + tag + ".log");
-    {
-      std::ofstream f(src, std::ios::binary);
-      f << source;
-      f.close();
-      if (!f) {
-        res.error = std::string("cannot write '") + src.string() + "'";
-        fs::remove(src, ec);
-        return res;
-      }
-    }
-    for (const std::string& flag : split_ws(kJitFlags)) argv.push_back(flag);
-    argv.push_back("-o");
-    argv.push_back(tmp_so.string());
-    argv.push_back(src.string());
-    for (const std::string& lib : split_ws(kJitLibs)) argv.push_back(lib);
-    std::string why = run_compiler(argv, log.string());
-    fs::remove(src, ec);
-    fs::remove(log, ec);
-    if (!why.empty()) {
-      fs::remove(tmp_so, ec);
+    const std::string tmp_so = jit_temp_name(so, ".so");
+    if (std::string why = jit_compile(source, tmp_so); !why.empty()) {
       res.error = why;
-      return res;
-    }
-    if (!append_trailer(tmp_so)) {
-      fs::remove(tmp_so, ec);
-      res.error = std::string("cannot write the checksum of '") + tmp_so.string() + "'";
       return res;
     }
     fs::rename(tmp_so, so, ec);
     if (ec) {
       fs::remove(tmp_so, ec);
-      res.error = std::string("cannot rename into cache '") + so.string() + "'";
+      res.error = std::string("cannot rename into cache '") + so + "'";
       return res;
     }
-    res.fn = load(so.string(), symbol, res.error);
+    res.fn = load(so, symbol, res.error);
     if (res.fn != nullptr) res.error.clear();
     return res;
   } catch (const std::exception& e) {

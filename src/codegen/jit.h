@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace nnfuse::codegen {
 
@@ -38,6 +39,24 @@ struct JitResult {
 
 // Compiles (or finds in the cache) `source` and resolves the extern "C" function `symbol`.
 JitResult jit_build(const std::string& source, const std::string& symbol);
+
+// Many sources at once: source i is `preamble` + functions[i].body, its function
+// functions[i].symbol. Each is looked up in the cache as jit_build does; the sources not there
+// are compiled together, the preamble once, in batches of up to kJitBatch functions (the
+// batches in parallel, one per core), and each batch's object stored under every one of its
+// sources' cache names, so a later jit_build of any of them is a cache hit. A batch that does
+// not build is built source by source instead, so a source that fails fails alone with its own
+// error. Results are in the order of `functions`.
+struct JitFunction {
+  std::string symbol;
+  std::string body;
+};
+inline constexpr size_t kJitBatch = 64;
+std::vector<JitResult> jit_build_many(const std::string& preamble,
+                                      const std::vector<JitFunction>& functions);
+// Only the batches: the sources missing from the cache are put there where their batch builds;
+// nothing is loaded, and a source whose batch failed is left for its own jit_build.
+void jit_prebuild(const std::string& preamble, const std::vector<JitFunction>& functions);
 
 // The compiler command and cache directory the next jit_build would use.
 std::string jit_compiler();

@@ -22,6 +22,22 @@ std::string joined(const std::vector<std::string>& names) {
   return s;
 }
 
+// The generated kernels of the regions that will be fused, built into the cache a batch of
+// regions per compiler run (codegen::jit_prebuild) before they are fused one by one, each
+// then finding its kernel in the cache (or, when its batch did not build, building it alone).
+void prebuild(const std::vector<Region>& regions, int64_t opset) {
+  std::vector<codegen::JitFunction> fns;
+  for (const Region& r : regions) {
+    if (r.outputs.size() != 1 || !why_not_paying(region_cost(r)).empty()) continue;
+    auto lowered = lower_region(r.nodes, opset);
+    const LoweredRegion* l = std::get_if<LoweredRegion>(&lowered);
+    if (!l) continue;
+    const std::string symbol = fused_region_symbol(l->region);
+    fns.push_back({symbol, codegen::emit_cpp_function(l->region, symbol)});
+  }
+  if (fns.size() >= 2) codegen::jit_prebuild(codegen::emit_cpp_preamble(), fns);
+}
+
 class AutoFusionPass : public Pass {
  public:
   const PassInfo& info() const override {
@@ -39,6 +55,7 @@ class AutoFusionPass : public Pass {
     // Regions are disjoint and a rewrite only touches its own nodes, so every region found
     // up front stays valid while the others are replaced.
     const std::vector<Region> regions = find_regions(g, opts);
+    if (ctx.target == "cpu") prebuild(regions, opset);
     // On a terminal, the region whose kernel is being built (the compiler takes a while).
     Progress progress("building kernels:", static_cast<int64_t>(regions.size()));
     progress.keep_ticking();
