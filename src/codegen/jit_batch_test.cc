@@ -24,14 +24,6 @@ JitFunction add_fn(const std::string& name, float k) {
                     std::to_string(k) + "f;\n}\n"};
 }
 
-void expect_adds(KernelFn fn, float k) {
-  const float x[4] = {1, 2, 3, 4};
-  const float* in[1] = {x};
-  float out[4] = {};
-  fn(in, out, 0, 4);
-  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(out[i], x[i] + k);
-}
-
 TEST_F(JitBatchTest, ManySourcesOneCompilerRunEachCachedUnderItsOwnName) {
   std::vector<JitFunction> fns;
   for (int i = 0; i < 5; ++i) fns.push_back(add_fn("batch_add_" + std::to_string(i), float(i)));

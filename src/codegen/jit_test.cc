@@ -29,14 +29,6 @@ std::string add_source(const std::string& name, float k) {
          std::to_string(k) + "f;\n}\n";
 }
 
-void expect_adds(KernelFn fn, float k) {
-  const float x[4] = {1, 2, 3, 4};
-  const float* in[1] = {x};
-  float out[4] = {};
-  fn(in, out, 0, 4);
-  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(out[i], x[i] + k);
-}
-
 TEST_F(JitTest, BuildsLoadsAndCaches) {
   const std::string src = add_source("jit_add", 2.0f);
   const int64_t runs0 = jit_compiler_invocations();

@@ -1,5 +1,5 @@
 // Codegen tests: each test gets a fresh JIT cache dir ($NNFUSE_CACHE_DIR), removed afterwards,
-// and the default compiler ($NNFUSE_CXX unset).
+// and the default compiler ($NNFUSE_CXX unset); and a check of the tests' adding kernels.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,7 +9,18 @@
 #include <string>
 #include <system_error>
 
+#include "codegen/jit.h"
+
 namespace nnfuse::codegen {
+
+// A test kernel computing out = in[0] + k, checked on four values.
+inline void expect_adds(KernelFn fn, float k) {
+  const float x[4] = {1, 2, 3, 4};
+  const float* in[1] = {x};
+  float out[4] = {};
+  fn(in, out, 0, 4);
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(out[i], x[i] + k);
+}
 
 class CacheDirTest : public ::testing::Test {
  protected:

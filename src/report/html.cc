@@ -239,7 +239,7 @@ void kernel_bars(std::ostringstream& os, const ReportPage& p) {
   constexpr size_t kMaxBars = 40;
   os << "<p class=\"muted\">The fused model, " << p.measured_runs << " runs: " << fmt("%.3f", total)
      << " ms of kernels per run; the " << std::min(kMaxBars, k.size()) << " slowest of " << k.size()
-     << " kernels" << (k.size() > kMaxBars ? "" : "")
+     << " kernels"
      << ". Red: on the reference kernel.</p><div class=\"bars\">";
   for (size_t i = 0; i < k.size() && i < kMaxBars; ++i) {
     const KernelBar& t = k[i];

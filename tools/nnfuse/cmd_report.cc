@@ -63,7 +63,7 @@ int report(const ReportArgs& a) {
   plain.no_fusion = true;
   FusionFlags fused_flags = a.fusion;
   fused_flags.no_fusion = false;
-  std::unique_ptr<Graph> after = load_and_fuse(a.model, fused_flags, &r);
+  const std::shared_ptr<const Graph> after = load_and_fuse(a.model, fused_flags, &r);
   std::unique_ptr<Graph> before = load_and_fuse(a.model, plain);
   ReportPage page;
   page.model = a.model;
@@ -86,7 +86,7 @@ int report(const ReportArgs& a) {
     PlanOptions opts;
     opts.threads = a.threads;
     opts.warn_fallbacks = false;
-    PlanSession session(load_and_fuse(a.model, fused_flags), opts);
+    PlanSession session(after, opts);  // the fused graph shown, planned as it runs
     for (const ReferenceFallback& f : session.plan().reference_fallbacks()) {
       page.reference_kernels.push_back(fallback_line(f));
     }
