@@ -157,9 +157,9 @@ TEST(Dump, InvalidUtf8NamesDoNotThrow) {
   Value* x = g.add_value("x\xff", DType::kFloat32, Shape::of({2}));
   g.add_input(x);
   g.add_output(x);
-  EXPECT_NO_THROW(nlohmann::json::parse(graph_to_json(g)));
-  EXPECT_NO_THROW(graph_to_yaml(g));
-  EXPECT_NO_THROW(graph_to_dot(g));
+  EXPECT_TRUE(nlohmann::json::accept(graph_to_json(g)));
+  EXPECT_NO_THROW((void)graph_to_yaml(g));
+  EXPECT_NO_THROW((void)graph_to_dot(g));
 }
 
 TEST(Dump, DumpGraphWritesEachFormat) {

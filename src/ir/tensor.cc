@@ -63,6 +63,9 @@ Tensor::Tensor(DType dtype, Dims shape, bool zero) : dtype_(dtype), shape_(std::
 }
 
 std::shared_ptr<std::byte[]> aligned_bytes(size_t bytes, size_t alignment) {
+  // Past a tebibyte the request is refused as operator new would refuse it, without asking the
+  // allocator (a sanitizer's allocator aborts on such sizes instead of throwing).
+  if (bytes > (size_t{1} << 40)) throw std::bad_alloc();
   return std::shared_ptr<std::byte[]>(
       static_cast<std::byte*>(::operator new[](bytes, std::align_val_t(alignment))),
       [alignment](std::byte* p) { ::operator delete[](p, std::align_val_t(alignment)); });

@@ -151,10 +151,13 @@ TEST(Subgraphs, AnUndefinedNameInASubgraphIsNamed) {
 
 TEST(Subgraphs, NestingIsBounded) {
   // If inside If inside If ... 20 deep: refused with the depth named, not a stack overflow.
-  onnx::GraphProto inner;
-  inner.set_name("leaf");
-  node(&inner, "Identity", {"x"}, {"leaf_out"});
-  value(inner.add_output(), "leaf_out", kF, {2, 3});
+  // The deep chain is the then-branch; each else-branch is a leaf, so the model grows linearly
+  // with the depth.
+  onnx::GraphProto leaf;
+  leaf.set_name("leaf");
+  node(&leaf, "Identity", {"x"}, {"leaf_out"});
+  value(leaf.add_output(), "leaf_out", kF, {2, 3});
+  onnx::GraphProto inner = leaf;
   for (int k = 0; k < 20; ++k) {
     const std::string out = std::string("o").append(std::to_string(k));
     onnx::GraphProto outer;
@@ -164,7 +167,7 @@ TEST(Subgraphs, NestingIsBounded) {
       onnx::AttributeProto* a = iff->add_attribute();
       a->set_name(b);
       a->set_type(onnx::AttributeProto::GRAPH);
-      *a->mutable_g() = inner;
+      *a->mutable_g() = std::string(b) == "then_branch" ? inner : leaf;
     }
     value(outer.add_output(), out, kF, {2, 3});
     inner = outer;

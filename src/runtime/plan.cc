@@ -20,7 +20,7 @@ bool is_view_op(const Node& n) {
 
 }  // namespace
 
-ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : graph_(g), opts_(opts) {
+ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : opts_(opts) {
   set_num_threads(opts.threads);
   for (const Value* v : g.values()) {
     if (v->is_constant()) add_value(v, Layout::kPlain);

@@ -99,7 +99,6 @@ class ExecutionPlan {
   void add_view(const Node& n, std::vector<int> inputs, const Value* out, Layout layout);
   void plan_buffers();
 
-  const Graph& graph_;
   PlanOptions opts_;
   std::vector<PlanValue> values_;
   std::vector<PlanStep> steps_;

@@ -47,7 +47,7 @@ int knowledge(const Shape& s) {
 
 class NodeContext : public onnx::InferenceContext {
  public:
-  explicit NodeContext(const Node& n) : node_(n), outputs_(n.num_outputs()) {
+  explicit NodeContext(const Node& n) : outputs_(n.num_outputs()) {
     inputs_.resize(n.num_inputs());
     data_.resize(n.num_inputs());
     for (size_t i = 0; i < n.num_inputs(); ++i) {
@@ -90,7 +90,6 @@ class NodeContext : public onnx::InferenceContext {
   const onnx::TypeProto& output(size_t i) const { return outputs_[i]; }
 
  private:
-  const Node& node_;
   std::vector<std::unique_ptr<onnx::TypeProto>> inputs_;
   std::vector<std::unique_ptr<onnx::TensorProto>> data_;
   std::vector<onnx::TypeProto> outputs_;

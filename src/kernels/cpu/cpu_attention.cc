@@ -330,8 +330,13 @@ struct Transpose<W, std::integer_sequence<int, K...>> {
     for (int i = 0; i < W; ++i) {
       if (i & S) continue;
       const V x = a[i], y = a[i + S];
+#if defined(__clang__)
+      a[i] = __builtin_shufflevector(x, y, ((K & S) ? W + K - S : K)...);
+      a[i + S] = __builtin_shufflevector(x, y, ((K & S) ? W + K : K + S)...);
+#else
       a[i] = __builtin_shuffle(x, y, I{((K & S) ? W + K - S : K)...});
       a[i + S] = __builtin_shuffle(x, y, I{((K & S) ? W + K : K + S)...});
+#endif
     }
   }
 

@@ -8,12 +8,6 @@
 
 namespace nnfuse::norm {
 
-namespace {
-
-constexpr DType kF32 = DType::kFloat32;
-
-}  // namespace
-
 int64_t feature_count(const Value* x, const std::vector<const Value*>& params) {
   const Shape& s = x->shape();
   if (s.has_rank && !s.dims.empty() && s.dims.back().known()) return s.dims.back().value;
