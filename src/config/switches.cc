@@ -150,6 +150,8 @@ class Parser {
       if (at == std::string::npos)
         at = why.find("] ") == std::string::npos ? 0 : why.find("] ") + 2;
       bad(label_ + ":" + std::to_string(line), "malformed JSON: " + why.substr(at));
+    } catch (const json::exception& e) {  // a number out of range, bad UTF-8 in a string
+      bad(label_, std::string("malformed JSON: ") + e.what());
     }
     if (!doc.is_object()) {
       bad(label_, "expected a JSON object with \"Switch\" or \"rules\", got " +

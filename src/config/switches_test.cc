@@ -246,4 +246,12 @@ TEST(Switches, LoadReadsTheFileAndNamesIt) {
 }
 
 }  // namespace
+
+// Found by fuzz_switches: a number too large for a double made the JSON parser throw its
+// out_of_range, not parse_error, which escaped as an untyped exception.
+TEST(SwitchesErrors, NumberOutOfRangeIsMalformedJson) {
+  EXPECT_HAS(error_of(R"({"rules":[{"ops":[1E400]}]})"), "malformed JSON");
+  EXPECT_HAS(error_of("{\"Switch\":{\"GraphFusion\":{\"ALL\":\"o\xff\"}}}"), "sw.cfg");
+}
+
 }  // namespace nnfuse

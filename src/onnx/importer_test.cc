@@ -180,6 +180,19 @@ TEST(OnnxImport, OpsetThatCannotBeConvertedIsAClearError) {
   }
 }
 
+// Found by fuzz_model: ONNX's version converter crashed on a graph output (or a node input)
+// that nothing defines; an old-opset model naming one is refused before conversion.
+TEST(OnnxImport, UndefinedNamesInAnOldOpsetModelAreRefusedNotConverted) {
+  auto m = testing::small_model(9);
+  m.mutable_graph()->mutable_output(0)->set_name("nowhere");
+  std::string e = error_of(m);
+  EXPECT_NE(e.find("graph output 'nowhere' is not defined"), std::string::npos) << e;
+  m = testing::small_model(9);
+  m.mutable_graph()->mutable_node(1)->set_input(0, "ghost");
+  e = error_of(m);
+  EXPECT_NE(e.find("reads 'ghost'"), std::string::npos) << e;
+}
+
 TEST(OnnxImport, BadBytesAreErrors) {
   std::string good = testing::small_model().SerializeAsString();
   for (size_t cut : {size_t{0}, size_t{5}, good.size() / 2, good.size() - 3}) {

@@ -3,9 +3,46 @@
 #include <onnx/defs/schema.h>
 #include <onnx/version_converter/convert.h>
 
+#include <set>
+
 #include "ir/error.h"
 
 namespace nnfuse {
+
+namespace {
+
+// ONNX's converter dereferences a value named by a node input or a graph output without
+// checking that anything defines it; such a model is refused before it gets there. `outer`:
+// the names the enclosing graphs define (a subgraph may read them).
+void check_names_defined(const onnx::GraphProto& g, std::set<std::string> outer,
+                         const std::string& label) {
+  std::set<std::string>& defined = outer;
+  for (const auto& v : g.input()) defined.insert(v.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& n : g.node()) {
+    for (const auto& o : n.output()) defined.insert(o);
+  }
+  for (const auto& n : g.node()) {
+    for (const auto& i : n.input()) {
+      if (!i.empty() && !defined.count(i)) {
+        fail(ErrorKind::kInvalidInput, label, ": node '", n.name(), "' (", n.op_type(), ") reads '",
+             i, "', which nothing in the graph defines");
+      }
+    }
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) check_names_defined(a.g(), defined, label);
+      for (const auto& sub : a.graphs()) check_names_defined(sub, defined, label);
+    }
+  }
+  for (const auto& v : g.output()) {
+    if (!defined.count(v.name())) {
+      fail(ErrorKind::kInvalidInput, label, ": graph output '", v.name(),
+           "' is not defined by any node, input or initializer");
+    }
+  }
+}
+
+}  // namespace
 
 int64_t default_opset(const onnx::ModelProto& m) {
   for (const auto& o : m.opset_import()) {
@@ -30,6 +67,7 @@ void upgrade_opset(onnx::ModelProto& m, int64_t target, const std::string& label
              std::to_string(target));
     }
   }
+  check_names_defined(m.graph(), {}, label);
   onnx::ModelProto converted;
   try {
     converted = onnx::version_conversion::ConvertVersion(m, static_cast<int>(target));

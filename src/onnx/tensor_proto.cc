@@ -133,23 +133,49 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
                      " needs " + std::to_string(n));
     }
   };
-  Tensor t(dt, dims);
+  // The typed field's length is checked before anything is allocated: a shape that lies about
+  // its data must not ask for memory.
   switch (dt) {
     case DType::kFloat32:
       check_count(p.float_data_size());
-      copy_field<float>(p.float_data(), t.raw(), n);
       break;
     case DType::kFloat64:
       check_count(p.double_data_size());
-      copy_field<double>(p.double_data(), t.raw(), n);
       break;
     case DType::kInt64:
       check_count(p.int64_data_size());
-      copy_field<int64_t>(p.int64_data(), t.raw(), n);
       break;
     case DType::kUInt32:
     case DType::kUInt64:
       check_count(p.uint64_data_size());
+      break;
+    case DType::kInt32:
+    case DType::kInt16:
+    case DType::kInt8:
+    case DType::kUInt16:
+    case DType::kFloat16:
+    case DType::kBFloat16:
+    case DType::kUInt8:
+    case DType::kBool:
+      check_count(p.int32_data_size());
+      break;
+    default:
+      fail(ErrorKind::kUnsupported, label, ": tensors of type ", dtype_name(dt),
+           " are not supported");
+  }
+  Tensor t(dt, dims);
+  switch (dt) {
+    case DType::kFloat32:
+      copy_field<float>(p.float_data(), t.raw(), n);
+      break;
+    case DType::kFloat64:
+      copy_field<double>(p.double_data(), t.raw(), n);
+      break;
+    case DType::kInt64:
+      copy_field<int64_t>(p.int64_data(), t.raw(), n);
+      break;
+    case DType::kUInt32:
+    case DType::kUInt64:
       if (dt == DType::kUInt32) {
         copy_field<uint32_t>(p.uint64_data(), t.raw(), n);
       } else {
@@ -157,30 +183,24 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
       }
       break;
     case DType::kInt32:
-      check_count(p.int32_data_size());
       copy_field<int32_t>(p.int32_data(), t.raw(), n);
       break;
     case DType::kInt16:
-      check_count(p.int32_data_size());
       copy_field<int16_t>(p.int32_data(), t.raw(), n);
       break;
     case DType::kInt8:
-      check_count(p.int32_data_size());
       copy_field<int8_t>(p.int32_data(), t.raw(), n);
       break;
     case DType::kUInt16:
     case DType::kFloat16:
     case DType::kBFloat16:
       // float16/bfloat16 are stored as their bit patterns in int32_data.
-      check_count(p.int32_data_size());
       copy_field<uint16_t>(p.int32_data(), t.raw(), n);
       break;
     case DType::kUInt8:
-      check_count(p.int32_data_size());
       copy_field<uint8_t>(p.int32_data(), t.raw(), n);
       break;
     case DType::kBool: {
-      check_count(p.int32_data_size());
       bool* out = static_cast<bool*>(t.raw());
       for (int64_t i = 0; i < n; ++i) out[i] = p.int32_data(static_cast<int>(i)) != 0;
       break;
@@ -204,6 +224,10 @@ Tensor load_tensor_pb(const std::string& path, std::string* name) {
   std::ifstream f(path, std::ios::binary);
   if (!f) fail(ErrorKind::kInvalidInput, "cannot open tensor file '", path, "'");
   std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return parse_tensor_pb(bytes, path, name);
+}
+
+Tensor parse_tensor_pb(const std::string& bytes, const std::string& path, std::string* name) {
   onnx::TensorProto p;
   if (!p.ParseFromString(bytes)) {
     fail(ErrorKind::kInvalidInput, path, ": not a valid ONNX TensorProto file");

@@ -26,5 +26,8 @@ void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto
 
 // Reads a serialized TensorProto file (the ONNX test format, input_0.pb).
 Tensor load_tensor_pb(const std::string& path, std::string* name = nullptr);
+// The same from the file's bytes; `label` names them in errors.
+Tensor parse_tensor_pb(const std::string& bytes, const std::string& label,
+                       std::string* name = nullptr);
 
 }  // namespace nnfuse

@@ -34,6 +34,10 @@ const std::map<std::string, DType>& descr_types() {
 Tensor load_npy(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) bad(path, "cannot open the file");
+  return read_npy(f, path);
+}
+
+Tensor read_npy(std::istream& f, const std::string& path) {
   char magic[8];
   f.read(magic, 8);
   if (!f || std::memcmp(magic, kMagic, 6) != 0) bad(path, "not a .npy file (bad magic)");

@@ -1,0 +1,294 @@
+// Differential fuzzing of fusion: random graphs (random_graph.h) run three ways, fused (every
+// pass, generated kernels built), unfused on the fast kernels and unfused on the reference
+// kernels (the oracle), on the same random inputs. Any output further than the tolerance from
+// the oracle's, relative to the oracle's largest finite magnitude, or a NaN or infinity in a
+// different place, is a mismatch; an exception other than a typed refusal is a crash. A
+// mismatch is reduced to the fewest choices that still show it and printed with its graph.
+//
+//   nnfuse_diff_fuzz --graphs 100000 --seed 1     (bench/diff_fuzz.sh)
+//
+// Exits 0 when every graph agreed, 1 on a mismatch or crash, 2 on bad arguments.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ir/error.h"
+#include "passes/pipeline.h"
+#include "random_graph.h"
+#include "runtime/session.h"
+
+namespace {
+
+using nnfuse::Graph;
+using nnfuse::Tensor;
+
+struct Args {
+  long graphs = 200;
+  uint64_t seed = 1;
+  int max_steps = 8;
+  double rtol = 1e-4;
+  bool quiet = false;
+  bool trace = false;  // each seed on stderr before it runs (to find one that kills the process)
+};
+
+// Replays recorded choices, then draws fresh ones from a generator (recording them too).
+class Choices {
+ public:
+  explicit Choices(uint64_t seed) : rng_(seed) {}
+  explicit Choices(std::vector<uint32_t> fixed)
+      : rng_(0), fixed_(std::move(fixed)), replay_(true) {}
+  uint32_t operator()(uint32_t n) {
+    uint32_t raw;
+    if (replay_) {
+      raw = pos_ < fixed_.size() ? fixed_[pos_] : 0;
+    } else {
+      raw = static_cast<uint32_t>(rng_());
+      fixed_.push_back(raw);
+    }
+    ++pos_;
+    return raw % n;
+  }
+  const std::vector<uint32_t>& recorded() const { return fixed_; }
+
+ private:
+  std::mt19937_64 rng_;
+  std::vector<uint32_t> fixed_;
+  size_t pos_ = 0;
+  bool replay_ = false;
+};
+
+std::unique_ptr<Graph> build(const std::vector<uint32_t>& choices, int max_steps) {
+  Choices c(choices);
+  nnfuse::fuzz::RandomGraphOptions o;
+  o.max_steps = max_steps;
+  return nnfuse::fuzz::random_graph([&](uint32_t n) { return c(n); }, o);
+}
+
+std::map<std::string, Tensor> random_inputs(const Graph& g, uint64_t seed) {
+  std::mt19937 rng(static_cast<uint32_t>(seed * 0x9E3779B97F4A7C15ull >> 32));
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::map<std::string, Tensor> feeds;
+  for (const nnfuse::Value* v : g.inputs()) {
+    if (v->is_constant()) continue;
+    Tensor t(nnfuse::DType::kFloat32, v->shape().static_dims());
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+    feeds.emplace(v->name(), std::move(t));
+  }
+  return feeds;
+}
+
+// "" when `got` matches `want`, else what differs.
+std::string compare(const Tensor& got, const Tensor& want, double rtol) {
+  if (got.shape() != want.shape()) return "shape differs";
+  double scale = 0, max_abs = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double w = want.double_at(i), g = got.double_at(i);
+    if (std::isnan(w) || std::isnan(g)) {
+      if (std::isnan(w) != std::isnan(g)) return "NaN at element " + std::to_string(i);
+      continue;
+    }
+    if (std::isinf(w) || std::isinf(g)) {
+      if (w != g) return "infinity at element " + std::to_string(i);
+      continue;
+    }
+    scale = std::max(scale, std::abs(w));
+    max_abs = std::max(max_abs, std::abs(g - w));
+  }
+  const double rel = scale > 0 ? max_abs / scale : max_abs;
+  if (rel <= rtol) return "";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "relative error %.3g (max |diff| %.3g, scale %.3g)", rel, max_abs,
+                scale);
+  return buf;
+}
+
+struct Outcome {
+  bool built = false;    // the choices made a graph
+  std::string mismatch;  // "" when all three agree
+  bool refused = false;  // a typed refusal (kUnsupported...) by the fused or unfused side
+  std::string refusal;   // its message
+  std::map<std::string, int> fired;  // pass -> matches it rewrote
+};
+
+Outcome run_case_unguarded(const std::vector<uint32_t>& choices, int max_steps, uint64_t seed,
+                           double rtol) {
+  Outcome out;
+  std::unique_ptr<Graph> fused = build(choices, max_steps);
+  if (!fused) return out;
+  out.built = true;
+  std::unique_ptr<Graph> unfused = build(choices, max_steps);
+  std::unique_ptr<Graph> oracle = build(choices, max_steps);
+  const auto feeds = random_inputs(*oracle, seed);
+  std::vector<std::string> names;
+  for (const nnfuse::Value* v : oracle->outputs()) names.push_back(v->name());
+  nnfuse::PlanOptions ref_opts;
+  ref_opts.reference_only = true;
+  ref_opts.threads = 1;
+  std::vector<Tensor> want;
+  try {
+    want = nnfuse::PlanSession(std::move(oracle), ref_opts).run(feeds);
+  } catch (const nnfuse::Error& e) {
+    out.refused = true;  // the oracle cannot run it (an op without a reference kernel)
+    out.refusal = std::string("reference kernels: ") + e.what();
+    return out;
+  }
+  nnfuse::PlanOptions fast;
+  fast.warn_fallbacks = false;
+  auto check = [&](const char* side, std::unique_ptr<Graph> g) {
+    std::vector<Tensor> got;
+    try {
+      got = nnfuse::PlanSession(std::move(g), fast).run(feeds);
+    } catch (const nnfuse::Error& e) {
+      if (e.kind() == nnfuse::ErrorKind::kUnsupported) {
+        out.refused = true;
+        out.refusal = std::string(side) + ": " + e.what();
+        return;
+      }
+      out.mismatch = std::string(side) + " failed: " + e.what();
+      return;
+    }
+    for (size_t i = 0; i < want.size() && out.mismatch.empty(); ++i) {
+      std::string d = compare(got[i], want[i], rtol);
+      if (!d.empty()) out.mismatch = std::string(side) + " output '" + names[i] + "': " + d;
+    }
+  };
+  try {
+    const nnfuse::FusionReport report = nnfuse::run_pipeline(*fused);
+    for (const nnfuse::PassRecord& p : report.passes) {
+      if (p.effect_times > 0) out.fired[p.name] += p.effect_times;
+    }
+  } catch (const nnfuse::Error& e) {
+    out.mismatch = std::string("fusion failed: ") + e.what();
+    return out;
+  }
+  check("fused", std::move(fused));
+  if (out.mismatch.empty()) check("unfused", std::move(unfused));
+  return out;
+}
+
+// Any other exception is a crash, reported as a mismatch (and reduced like one).
+Outcome run_case(const std::vector<uint32_t>& choices, int max_steps, uint64_t seed, double rtol) {
+  try {
+    return run_case_unguarded(choices, max_steps, seed, rtol);
+  } catch (const std::exception& e) {
+    Outcome out;
+    out.built = true;
+    out.mismatch = std::string("crash: exception ") + e.what();
+    return out;
+  }
+}
+
+// Fewer choices that still mismatch: each recorded choice, last first, set to 0 (the simplest
+// option, and past the end the generator's default), kept when the mismatch remains.
+std::vector<uint32_t> minimize(std::vector<uint32_t> choices, const Args& a, uint64_t seed) {
+  while (!choices.empty()) {
+    std::vector<uint32_t> shorter(choices.begin(), choices.end() - 1);
+    if (!run_case(shorter, a.max_steps, seed, a.rtol).mismatch.empty()) {
+      choices = std::move(shorter);
+    } else {
+      break;
+    }
+  }
+  for (size_t i = choices.size(); i-- > 0;) {
+    if (choices[i] == 0) continue;
+    std::vector<uint32_t> tried = choices;
+    tried[i] = 0;
+    if (!run_case(tried, a.max_steps, seed, a.rtol).mismatch.empty()) choices = std::move(tried);
+  }
+  return choices;
+}
+
+int usage(const char* why) {
+  std::fprintf(stderr,
+               "nnfuse_diff_fuzz: %s\n"
+               "usage: nnfuse_diff_fuzz [--graphs N] [--seed S] [--max-steps K] [--rtol R] "
+               "[--quiet] [--trace]\n"
+               "  runs N random graphs fused, unfused and on the reference kernels and compares\n"
+               "  their outputs; exits 1 on the first mismatch or crash, printing the smallest\n"
+               "  graph found that shows it\n",
+               why);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string f = argv[i];
+    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    const char* v = nullptr;
+    if (f == "--quiet" || f == "--trace") {
+      (f == "--quiet" ? a.quiet : a.trace) = true;
+      continue;
+    }
+    if (f == "--help" || f == "-h") {
+      usage("differential fuzzing of fusion");
+      return 0;
+    }
+    if (f != "--graphs" && f != "--seed" && f != "--max-steps" && f != "--rtol") {
+      return usage(("unknown flag '" + f + "'").c_str());
+    }
+    if (!(v = value())) return usage((f + " needs a value").c_str());
+    char* end = nullptr;
+    const double x = std::strtod(v, &end);
+    if (*end != '\0' || !(x >= 0)) return usage((f + ": not a number: '" + v + "'").c_str());
+    if (f == "--graphs") a.graphs = static_cast<long>(x);
+    if (f == "--seed") a.seed = static_cast<uint64_t>(x);
+    if (f == "--max-steps") a.max_steps = std::max(1, static_cast<int>(x));
+    if (f == "--rtol") a.rtol = x;
+  }
+  setenv("NNFUSE_PROGRESS", "0", 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  long done = 0, refused = 0, drawn = 0, fused_graphs = 0;
+  std::map<std::string, long> fired;
+  for (uint64_t s = a.seed; done < a.graphs; ++s) {
+    ++drawn;
+    Choices c(s);
+    nnfuse::fuzz::RandomGraphOptions o;
+    o.max_steps = a.max_steps;
+    if (!nnfuse::fuzz::random_graph([&](uint32_t n) { return c(n); }, o)) continue;
+    const std::vector<uint32_t> choices = c.recorded();
+    if (a.trace) std::fprintf(stderr, "seed %llu\n", static_cast<unsigned long long>(s));
+    Outcome r = run_case(choices, a.max_steps, s, a.rtol);
+    ++done;
+    if (!r.fired.empty()) ++fused_graphs;
+    for (const auto& [pass, n] : r.fired) fired[pass] += n;
+    if (r.refused) {
+      ++refused;
+      if (!a.quiet) {
+        std::fprintf(stderr, "seed %llu refused: %s\n", static_cast<unsigned long long>(s),
+                     r.refusal.c_str());
+      }
+    }
+    if (!r.mismatch.empty()) {
+      std::printf("MISMATCH at seed %llu: %s\n", static_cast<unsigned long long>(s),
+                  r.mismatch.c_str());
+      const std::vector<uint32_t> small = minimize(choices, a, s);
+      std::unique_ptr<Graph> g = build(small, a.max_steps);
+      Outcome m = run_case(small, a.max_steps, s, a.rtol);
+      std::printf("smallest graph showing it (%zu choices): %s\n%s", small.size(),
+                  m.mismatch.c_str(), g ? nnfuse::graph_to_text(*g).c_str() : "");
+      return 1;
+    }
+    if (!a.quiet && done % 1000 == 0) {
+      std::fprintf(stderr, "nnfuse_diff_fuzz: %ld graphs, 0 mismatches\n", done);
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf(
+      "nnfuse_diff_fuzz: %ld graphs (seeds %llu..%llu, %ld drawn), 0 mismatches, %ld refused "
+      "as unsupported, %.1f s\n",
+      done, static_cast<unsigned long long>(a.seed),
+      static_cast<unsigned long long>(a.seed + drawn - 1), drawn, refused, secs);
+  std::printf("%ld graphs had a fusion; rewrites by pass:", fused_graphs);
+  for (const auto& [pass, n] : fired) std::printf(" %s %ld,", pass.c_str(), n);
+  std::printf("\n");
+  return 0;
+}
