@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Configures and builds nnfuse into BUILD_DIR (default build/); TARGET limits the build to one
-# target (default: everything, tests included). Extra arguments go to CMake.
+# Configures and builds nnfuse into BUILD_DIR (default build/); TARGET limits the build to those
+# targets, separated by spaces (default: everything, tests included). Extra arguments go to
+# CMake.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -11,4 +12,5 @@ if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
 else
   cmake -S . -B "$BUILD_DIR" "$@" >/dev/null
 fi
-cmake --build "$BUILD_DIR" -j"${JOBS:-2}" ${TARGET:+--target "$TARGET"}
+# shellcheck disable=SC2086
+cmake --build "$BUILD_DIR" -j"${JOBS:-2}" ${TARGET:+--target $TARGET}

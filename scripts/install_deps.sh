@@ -5,6 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config clang-format
+  clang libclang-rt-dev libomp-dev  # the sanitizer build and its libFuzzer targets (fuzz/)
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev

@@ -20,8 +20,12 @@
 
 // Force-inlined, so the caller's target ISA applies to the body.
 #define NNFUSE_INLINE __attribute__((always_inline)) inline
-// Compiles a hot loop function for AVX-512, AVX2 and baseline x86-64, picked at load time.
-#if defined(__x86_64__)
+// Compiles a hot loop function for AVX-512, AVX2 and baseline x86-64, picked at load time. Not
+// under ThreadSanitizer: the loader runs the clones' resolver, which TSan instruments, before
+// TSan's runtime has started.
+#if defined(__SANITIZE_THREAD__)
+#define NNFUSE_TARGET_CLONES
+#elif defined(__x86_64__)
 #define NNFUSE_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define NNFUSE_TARGET_CLONES
