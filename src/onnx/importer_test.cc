@@ -181,16 +181,24 @@ TEST(OnnxImport, OpsetThatCannotBeConvertedIsAClearError) {
 }
 
 // Found by fuzz_model: ONNX's version converter crashed on a graph output (or a node input)
-// that nothing defines; an old-opset model naming one is refused before conversion.
-TEST(OnnxImport, UndefinedNamesInAnOldOpsetModelAreRefusedNotConverted) {
+// that nothing defines, and so did its MaxUnpool shape inference on an undefined input; such a
+// model is refused before either runs.
+TEST(OnnxImport, UndefinedNamesAreRefusedBeforeOnnxConvertsOrInfers) {
   auto m = testing::small_model(9);
   m.mutable_graph()->mutable_output(0)->set_name("nowhere");
   std::string e = error_of(m);
-  EXPECT_NE(e.find("graph output 'nowhere' is not defined"), std::string::npos) << e;
+  EXPECT_NE(e.find("graph output 'nowhere' is not produced"), std::string::npos) << e;
   m = testing::small_model(9);
   m.mutable_graph()->mutable_node(1)->set_input(0, "ghost");
   e = error_of(m);
   EXPECT_NE(e.find("reads 'ghost'"), std::string::npos) << e;
+  // MaxUnpool (opset 11, no conversion) with its indices input undefined.
+  m = testing::small_model(11);
+  onnx::NodeProto* n = m.mutable_graph()->mutable_node(1);
+  n->set_op_type("MaxUnpool");
+  n->add_input("indices");
+  e = error_of(m);
+  EXPECT_NE(e.find("'relu' (MaxUnpool) reads 'indices'"), std::string::npos) << e;
 }
 
 TEST(OnnxImport, BadBytesAreErrors) {

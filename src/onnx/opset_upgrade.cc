@@ -11,9 +11,6 @@ namespace nnfuse {
 
 namespace {
 
-// ONNX's converter dereferences a value named by a node input or a graph output without
-// checking that anything defines it; such a model is refused before it gets there. `outer`:
-// the names the enclosing graphs define (a subgraph may read them).
 void check_names_defined(const onnx::GraphProto& g, std::set<std::string> outer,
                          const std::string& label) {
   std::set<std::string>& defined = outer;
@@ -25,7 +22,7 @@ void check_names_defined(const onnx::GraphProto& g, std::set<std::string> outer,
   for (const auto& n : g.node()) {
     for (const auto& i : n.input()) {
       if (!i.empty() && !defined.count(i)) {
-        fail(ErrorKind::kInvalidInput, label, ": node '", n.name(), "' (", n.op_type(), ") reads '",
+        fail(ErrorKind::kInvalidModel, label, ": node '", n.name(), "' (", n.op_type(), ") reads '",
              i, "', which nothing in the graph defines");
       }
     }
@@ -36,13 +33,17 @@ void check_names_defined(const onnx::GraphProto& g, std::set<std::string> outer,
   }
   for (const auto& v : g.output()) {
     if (!defined.count(v.name())) {
-      fail(ErrorKind::kInvalidInput, label, ": graph output '", v.name(),
-           "' is not defined by any node, input or initializer");
+      fail(ErrorKind::kInvalidModel, label, ": graph output '", v.name(),
+           "' is not produced by any node, input or initializer");
     }
   }
 }
 
 }  // namespace
+
+void check_names_defined(const onnx::ModelProto& m, const std::string& label) {
+  check_names_defined(m.graph(), {}, label);
+}
 
 int64_t default_opset(const onnx::ModelProto& m) {
   for (const auto& o : m.opset_import()) {
@@ -67,7 +68,6 @@ void upgrade_opset(onnx::ModelProto& m, int64_t target, const std::string& label
              std::to_string(target));
     }
   }
-  check_names_defined(m.graph(), {}, label);
   onnx::ModelProto converted;
   try {
     converted = onnx::version_conversion::ConvertVersion(m, static_cast<int>(target));
