@@ -33,6 +33,7 @@ struct Args {
   uint64_t seed = 1;
   int max_steps = 8;
   double rtol = 1e-4;
+  double max_seconds = 0;  // > 0: stop after this long, however many graphs ran
   bool quiet = false;
   bool trace = false;  // each seed on stderr before it runs (to find one that kills the process)
 };
@@ -208,7 +209,7 @@ int usage(const char* why) {
   std::fprintf(stderr,
                "nnfuse_diff_fuzz: %s\n"
                "usage: nnfuse_diff_fuzz [--graphs N] [--seed S] [--max-steps K] [--rtol R] "
-               "[--quiet] [--trace]\n"
+               "[--max-seconds T] [--quiet] [--trace]\n"
                "  runs N random graphs fused, unfused and on the reference kernels and compares\n"
                "  their outputs; exits 1 on the first mismatch or crash, printing the smallest\n"
                "  graph found that shows it\n",
@@ -232,7 +233,8 @@ int main(int argc, char** argv) {
       usage("differential fuzzing of fusion");
       return 0;
     }
-    if (f != "--graphs" && f != "--seed" && f != "--max-steps" && f != "--rtol") {
+    if (f != "--graphs" && f != "--seed" && f != "--max-steps" && f != "--rtol" &&
+        f != "--max-seconds") {
       return usage(("unknown flag '" + f + "'").c_str());
     }
     if (!(v = value())) return usage((f + " needs a value").c_str());
@@ -243,12 +245,17 @@ int main(int argc, char** argv) {
     if (f == "--seed") a.seed = static_cast<uint64_t>(x);
     if (f == "--max-steps") a.max_steps = std::max(1, static_cast<int>(x));
     if (f == "--rtol") a.rtol = x;
+    if (f == "--max-seconds") a.max_seconds = x;
   }
   setenv("NNFUSE_PROGRESS", "0", 0);
   const auto t0 = std::chrono::steady_clock::now();
   long done = 0, refused = 0, drawn = 0, fused_graphs = 0;
   std::map<std::string, long> fired;
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
   for (uint64_t s = a.seed; done < a.graphs; ++s) {
+    if (a.max_seconds > 0 && elapsed() > a.max_seconds) break;
     ++drawn;
     Choices c(s);
     nnfuse::fuzz::RandomGraphOptions o;
