@@ -33,6 +33,10 @@ struct Args {
   uint64_t seed = 1;
   int max_steps = 8;
   double rtol = 1e-4;
+  // Below this absolute difference nothing is a mismatch: the graphs' values are of order one,
+  // so an output that cancels to about zero (the mean of a normalized row) is float32 rounding
+  // alone, and relative to its own tiny magnitude any two evaluation orders differ.
+  double atol = 1e-6;
   double max_seconds = 0;  // > 0: stop after this long, however many graphs ran
   bool quiet = false;
   bool trace = false;  // each seed on stderr before it runs (to find one that kills the process)
@@ -85,7 +89,7 @@ std::map<std::string, Tensor> random_inputs(const Graph& g, uint64_t seed) {
 }
 
 // "" when `got` matches `want`, else what differs.
-std::string compare(const Tensor& got, const Tensor& want, double rtol) {
+std::string compare(const Tensor& got, const Tensor& want, double rtol, double atol) {
   if (got.shape() != want.shape()) return "shape differs";
   double scale = 0, max_abs = 0;
   for (int64_t i = 0; i < want.numel(); ++i) {
@@ -102,7 +106,7 @@ std::string compare(const Tensor& got, const Tensor& want, double rtol) {
     max_abs = std::max(max_abs, std::abs(g - w));
   }
   const double rel = scale > 0 ? max_abs / scale : max_abs;
-  if (rel <= rtol) return "";
+  if (rel <= rtol || max_abs <= atol) return "";
   char buf[96];
   std::snprintf(buf, sizeof buf, "relative error %.3g (max |diff| %.3g, scale %.3g)", rel, max_abs,
                 scale);
@@ -118,7 +122,7 @@ struct Outcome {
 };
 
 Outcome run_case_unguarded(const std::vector<uint32_t>& choices, int max_steps, uint64_t seed,
-                           double rtol) {
+                           double rtol, double atol) {
   Outcome out;
   std::unique_ptr<Graph> fused = build(choices, max_steps);
   if (!fused) return out;
@@ -155,7 +159,7 @@ Outcome run_case_unguarded(const std::vector<uint32_t>& choices, int max_steps, 
       return;
     }
     for (size_t i = 0; i < want.size() && out.mismatch.empty(); ++i) {
-      std::string d = compare(got[i], want[i], rtol);
+      std::string d = compare(got[i], want[i], rtol, atol);
       if (!d.empty()) out.mismatch = std::string(side) + " output '" + names[i] + "': " + d;
     }
   };
@@ -174,9 +178,10 @@ Outcome run_case_unguarded(const std::vector<uint32_t>& choices, int max_steps, 
 }
 
 // Any other exception is a crash, reported as a mismatch (and reduced like one).
-Outcome run_case(const std::vector<uint32_t>& choices, int max_steps, uint64_t seed, double rtol) {
+Outcome run_case(const std::vector<uint32_t>& choices, int max_steps, uint64_t seed, double rtol,
+                 double atol) {
   try {
-    return run_case_unguarded(choices, max_steps, seed, rtol);
+    return run_case_unguarded(choices, max_steps, seed, rtol, atol);
   } catch (const std::exception& e) {
     Outcome out;
     out.built = true;
@@ -190,7 +195,7 @@ Outcome run_case(const std::vector<uint32_t>& choices, int max_steps, uint64_t s
 std::vector<uint32_t> minimize(std::vector<uint32_t> choices, const Args& a, uint64_t seed) {
   while (!choices.empty()) {
     std::vector<uint32_t> shorter(choices.begin(), choices.end() - 1);
-    if (!run_case(shorter, a.max_steps, seed, a.rtol).mismatch.empty()) {
+    if (!run_case(shorter, a.max_steps, seed, a.rtol, a.atol).mismatch.empty()) {
       choices = std::move(shorter);
     } else {
       break;
@@ -200,20 +205,22 @@ std::vector<uint32_t> minimize(std::vector<uint32_t> choices, const Args& a, uin
     if (choices[i] == 0) continue;
     std::vector<uint32_t> tried = choices;
     tried[i] = 0;
-    if (!run_case(tried, a.max_steps, seed, a.rtol).mismatch.empty()) choices = std::move(tried);
+    if (!run_case(tried, a.max_steps, seed, a.rtol, a.atol).mismatch.empty())
+      choices = std::move(tried);
   }
   return choices;
 }
 
 int usage(const char* why) {
-  std::fprintf(stderr,
-               "nnfuse_diff_fuzz: %s\n"
-               "usage: nnfuse_diff_fuzz [--graphs N] [--seed S] [--max-steps K] [--rtol R] "
-               "[--max-seconds T] [--quiet] [--trace]\n"
-               "  runs N random graphs fused, unfused and on the reference kernels and compares\n"
-               "  their outputs; exits 1 on the first mismatch or crash, printing the smallest\n"
-               "  graph found that shows it\n",
-               why);
+  std::fprintf(
+      stderr,
+      "nnfuse_diff_fuzz: %s\n"
+      "usage: nnfuse_diff_fuzz [--graphs N] [--seed S] [--max-steps K] [--rtol R] [--atol A] "
+      "[--max-seconds T] [--quiet] [--trace]\n"
+      "  runs N random graphs fused, unfused and on the reference kernels and compares\n"
+      "  their outputs; exits 1 on the first mismatch or crash, printing the smallest\n"
+      "  graph found that shows it\n",
+      why);
   return 2;
 }
 
@@ -233,7 +240,7 @@ int main(int argc, char** argv) {
       usage("differential fuzzing of fusion");
       return 0;
     }
-    if (f != "--graphs" && f != "--seed" && f != "--max-steps" && f != "--rtol" &&
+    if (f != "--graphs" && f != "--seed" && f != "--max-steps" && f != "--rtol" && f != "--atol" &&
         f != "--max-seconds") {
       return usage(("unknown flag '" + f + "'").c_str());
     }
@@ -245,6 +252,7 @@ int main(int argc, char** argv) {
     if (f == "--seed") a.seed = static_cast<uint64_t>(x);
     if (f == "--max-steps") a.max_steps = std::max(1, static_cast<int>(x));
     if (f == "--rtol") a.rtol = x;
+    if (f == "--atol") a.atol = x;
     if (f == "--max-seconds") a.max_seconds = x;
   }
   setenv("NNFUSE_PROGRESS", "0", 0);
@@ -263,7 +271,7 @@ int main(int argc, char** argv) {
     if (!nnfuse::fuzz::random_graph([&](uint32_t n) { return c(n); }, o)) continue;
     const std::vector<uint32_t> choices = c.recorded();
     if (a.trace) std::fprintf(stderr, "seed %llu\n", static_cast<unsigned long long>(s));
-    Outcome r = run_case(choices, a.max_steps, s, a.rtol);
+    Outcome r = run_case(choices, a.max_steps, s, a.rtol, a.atol);
     ++done;
     if (!r.fired.empty()) ++fused_graphs;
     for (const auto& [pass, n] : r.fired) fired[pass] += n;
@@ -279,7 +287,7 @@ int main(int argc, char** argv) {
                   r.mismatch.c_str());
       const std::vector<uint32_t> small = minimize(choices, a, s);
       std::unique_ptr<Graph> g = build(small, a.max_steps);
-      Outcome m = run_case(small, a.max_steps, s, a.rtol);
+      Outcome m = run_case(small, a.max_steps, s, a.rtol, a.atol);
       std::printf("smallest graph showing it (%zu choices): %s\n%s", small.size(),
                   m.mismatch.c_str(), g ? nnfuse::graph_to_text(*g).c_str() : "");
       return 1;
