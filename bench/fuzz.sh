@@ -32,7 +32,9 @@ run() {
   mkdir -p "$OUT/$t"
   local start=$SECONDS rc=0
   local limit=(-runs="$RUNS")
-  if [ -n "${MAX_TIME:-}" ]; then limit=(-max_total_time="$MAX_TIME"); fi
+  # A timed sample (the test run's) starts from a fixed seed, so what it tries is the same each
+  # time; a counted run draws its own.
+  if [ -n "${MAX_TIME:-}" ]; then limit=(-max_total_time="$MAX_TIME" -seed=1); fi
   (cd "$OUT/$t" && "$BIN/$t" "${limit[@]}" -timeout=10 -rss_limit_mb=4096 \
     -max_len=65536 -print_final_stats=1 "$OUT/corpus/$t" >"$OUT/$t.log" 2>&1) || rc=$?
   local execs
