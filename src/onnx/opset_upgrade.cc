@@ -11,9 +11,9 @@ namespace nnfuse {
 
 namespace {
 
-void check_names_defined(const onnx::GraphProto& g, std::set<std::string> outer,
+// `defined`: on entry, the names the enclosing graphs define (a subgraph may read them).
+void check_names_defined(const onnx::GraphProto& g, std::set<std::string> defined,
                          const std::string& label) {
-  std::set<std::string>& defined = outer;
   for (const auto& v : g.input()) defined.insert(v.name());
   for (const auto& t : g.initializer()) defined.insert(t.name());
   for (const auto& n : g.node()) {
@@ -23,7 +23,7 @@ void check_names_defined(const onnx::GraphProto& g, std::set<std::string> outer,
     for (const auto& i : n.input()) {
       if (!i.empty() && !defined.count(i)) {
         fail(ErrorKind::kInvalidModel, label, ": node '", n.name(), "' (", n.op_type(), ") reads '",
-             i, "', which nothing in the graph defines");
+             i, "', which no node, input or initializer defines");
       }
     }
     for (const auto& a : n.attribute()) {
