@@ -16,6 +16,7 @@
 #include <set>
 
 #include "ir/error.h"
+#include "onnx/inference_guards.h"
 #include "onnx/opset_upgrade.h"
 #include "onnx/provenance.h"
 #include "onnx/tensor_proto.h"
@@ -394,6 +395,7 @@ std::unique_ptr<Graph> import_model(onnx::ModelProto& m, const std::string& base
   auto g = std::make_unique<Graph>();
   Ctx c{label, base_dir, g.get()};
   check_names_defined(m, label);
+  install_inference_guards();
   if (const int64_t v = default_opset(m); v >= 1 && v < kMinOpset) {
     check_nodes(m, base_dir, label);  // the model as written, before it is converted
     for (const auto& n : m.graph().node()) {
@@ -413,11 +415,15 @@ std::unique_ptr<Graph> import_model(onnx::ModelProto& m, const std::string& base
   if (opts.infer_shapes) {
     try {
       onnx::ShapeInferenceOptions so(/*check_type=*/false, /*strict=*/0, /*data_prop=*/true);
+      take_guard_refusal();
       onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), so);
     } catch (const std::exception& e) {
       std::string msg = e.what();
       if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
       fail(ErrorKind::kInvalidModel, label, ": ONNX shape inference failed: ", msg);
+    }
+    if (std::string refusal = take_guard_refusal(); !refusal.empty()) {
+      fail(ErrorKind::kInvalidModel, label, ": ", refusal);
     }
   }
   build_graph(c, m);

@@ -201,6 +201,46 @@ TEST(OnnxImport, UndefinedNamesAreRefusedBeforeOnnxConvertsOrInfers) {
   EXPECT_NE(e.find("'relu' (MaxUnpool) reads 'indices'"), std::string::npos) << e;
 }
 
+// Attributes and ranks ONNX's own inference or converter would read out of bounds on (found by
+// fuzz_model; src/api/operator_sweep_test.cc covers every operator).
+TEST(OnnxImport, AttributesOnnxWouldReadOutOfBoundsOnAreRefused) {
+  auto with_node = [](int64_t opset, const std::string& op, const std::string& attr, int64_t value,
+                      int rank) {
+    auto m = testing::small_model(opset);
+    auto* x = m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type();
+    x->mutable_shape()->clear_dim();
+    for (int d = 0; d < rank; ++d) x->mutable_shape()->add_dim()->set_dim_value(2 + d);
+    onnx::NodeProto* n = m.mutable_graph()->mutable_node(1);
+    n->set_op_type(op);
+    n->set_name("bad");
+    n->set_input(0, "x");
+    n->add_input("x");
+    if (!attr.empty()) {
+      auto* a = n->add_attribute();
+      a->set_name(attr);
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(value);
+    }
+    return m;
+  };
+  auto m = with_node(17, "LayerNormalization", "axis", -35, 3);
+  m.mutable_graph()->mutable_node(1)->add_output("mean");
+  std::string e = error_of(m);
+  EXPECT_NE(e.find("a LayerNormalization node: axis -35 is out of range for an input of rank 3"),
+            std::string::npos)
+      << e;
+  e = error_of(with_node(13, "GatherND", "batch_dims", -35, 3));
+  EXPECT_NE(e.find("a GatherND node: batch_dims -35 is negative"), std::string::npos) << e;
+  // Opset 6: the converter's Gemm adapter reads two dims of each matrix.
+  m = with_node(6, "Gemm", "", 0, 1);
+  m.mutable_graph()->mutable_node(1)->add_input("x");
+  e = error_of(m);
+  EXPECT_NE(e.find("input 0 has rank 1; it must be 2"), std::string::npos) << e;
+  // In range, the same LayerNormalization imports.
+  m = with_node(17, "LayerNormalization", "axis", -1, 3);
+  EXPECT_EQ(error_of(m), "");
+}
+
 TEST(OnnxImport, BadBytesAreErrors) {
   std::string good = testing::small_model().SerializeAsString();
   for (size_t cut : {size_t{0}, size_t{5}, good.size() / 2, good.size() - 3}) {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ir/error.h"
+#include "onnx/inference_guards.h"
 
 namespace nnfuse {
 
@@ -68,6 +69,7 @@ void upgrade_opset(onnx::ModelProto& m, int64_t target, const std::string& label
              std::to_string(target));
     }
   }
+  check_converter_preconditions(m, label);
   onnx::ModelProto converted;
   try {
     converted = onnx::version_conversion::ConvertVersion(m, static_cast<int>(target));
