@@ -12,6 +12,12 @@
 
 namespace nnfuse {
 
+// Refuses (kInvalidModel, naming `label`) a model in which a node input or a graph output names
+// a value that nothing defines (subgraphs may name their enclosing graphs' values): ONNX's
+// version converter and some of its shape-inference functions dereference such a name
+// unchecked, so the importer runs this before either sees the model.
+void check_names_defined(const onnx::ModelProto& m, const std::string& label);
+
 // Wraps the shape-inference functions known to read out of bounds on a bad attribute or rank
 // with a check that throws ONNX's InferenceError first. Idempotent and thread-safe; the importer
 // calls it before ONNX's inference or converter first runs.

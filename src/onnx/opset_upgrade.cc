@@ -3,48 +3,10 @@
 #include <onnx/defs/schema.h>
 #include <onnx/version_converter/convert.h>
 
-#include <set>
-
 #include "ir/error.h"
 #include "onnx/inference_guards.h"
 
 namespace nnfuse {
-
-namespace {
-
-// `defined`: on entry, the names the enclosing graphs define (a subgraph may read them).
-void check_names_defined(const onnx::GraphProto& g, std::set<std::string> defined,
-                         const std::string& label) {
-  for (const auto& v : g.input()) defined.insert(v.name());
-  for (const auto& t : g.initializer()) defined.insert(t.name());
-  for (const auto& n : g.node()) {
-    for (const auto& o : n.output()) defined.insert(o);
-  }
-  for (const auto& n : g.node()) {
-    for (const auto& i : n.input()) {
-      if (!i.empty() && !defined.count(i)) {
-        fail(ErrorKind::kInvalidModel, label, ": node '", n.name(), "' (", n.op_type(), ") reads '",
-             i, "', which no node, input or initializer defines");
-      }
-    }
-    for (const auto& a : n.attribute()) {
-      if (a.has_g()) check_names_defined(a.g(), defined, label);
-      for (const auto& sub : a.graphs()) check_names_defined(sub, defined, label);
-    }
-  }
-  for (const auto& v : g.output()) {
-    if (!defined.count(v.name())) {
-      fail(ErrorKind::kInvalidModel, label, ": graph output '", v.name(),
-           "' is not produced by any node, input or initializer");
-    }
-  }
-}
-
-}  // namespace
-
-void check_names_defined(const onnx::ModelProto& m, const std::string& label) {
-  check_names_defined(m.graph(), {}, label);
-}
 
 int64_t default_opset(const onnx::ModelProto& m) {
   for (const auto& o : m.opset_import()) {

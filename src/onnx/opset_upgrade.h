@@ -10,12 +10,6 @@
 
 namespace nnfuse {
 
-// Refuses (kInvalidModel, naming `label`) a model in which a node input or a graph output names
-// a value that nothing defines (subgraphs may name their enclosing graphs' values): ONNX's
-// version converter and some of its shape-inference functions dereference such a name
-// unchecked, so the importer runs this before either sees the model.
-void check_names_defined(const onnx::ModelProto& m, const std::string& label);
-
 // The default-domain opset the model imports ("" or "ai.onnx"), 0 when it imports none.
 int64_t default_opset(const onnx::ModelProto& m);
 

@@ -127,89 +127,47 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
     if (bytes) std::memcpy(t.raw(), p.raw_data().data(), bytes);
     return t;
   }
-  auto check_count = [&](int64_t have) {
-    if (have != n) {
-      bad(label, "tensor has " + std::to_string(have) + " values, shape " + dims_str(dims) +
-                     " needs " + std::to_string(n));
-    }
-  };
   // The typed field's length is checked before anything is allocated: a shape that lies about
   // its data must not ask for memory.
-  switch (dt) {
-    case DType::kFloat32:
-      check_count(p.float_data_size());
-      break;
-    case DType::kFloat64:
-      check_count(p.double_data_size());
-      break;
-    case DType::kInt64:
-      check_count(p.int64_data_size());
-      break;
-    case DType::kUInt32:
-    case DType::kUInt64:
-      check_count(p.uint64_data_size());
-      break;
-    case DType::kInt32:
-    case DType::kInt16:
-    case DType::kInt8:
-    case DType::kUInt16:
-    case DType::kFloat16:
-    case DType::kBFloat16:
-    case DType::kUInt8:
-    case DType::kBool:
-      check_count(p.int32_data_size());
-      break;
-    default:
-      fail(ErrorKind::kUnsupported, label, ": tensors of type ", dtype_name(dt),
-           " are not supported");
-  }
-  Tensor t(dt, dims);
-  switch (dt) {
-    case DType::kFloat32:
-      copy_field<float>(p.float_data(), t.raw(), n);
-      break;
-    case DType::kFloat64:
-      copy_field<double>(p.double_data(), t.raw(), n);
-      break;
-    case DType::kInt64:
-      copy_field<int64_t>(p.int64_data(), t.raw(), n);
-      break;
-    case DType::kUInt32:
-    case DType::kUInt64:
-      if (dt == DType::kUInt32) {
-        copy_field<uint32_t>(p.uint64_data(), t.raw(), n);
-      } else {
-        copy_field<uint64_t>(p.uint64_data(), t.raw(), n);
-      }
-      break;
-    case DType::kInt32:
-      copy_field<int32_t>(p.int32_data(), t.raw(), n);
-      break;
-    case DType::kInt16:
-      copy_field<int16_t>(p.int32_data(), t.raw(), n);
-      break;
-    case DType::kInt8:
-      copy_field<int8_t>(p.int32_data(), t.raw(), n);
-      break;
-    case DType::kUInt16:
-    case DType::kFloat16:
-    case DType::kBFloat16:
-      // float16/bfloat16 are stored as their bit patterns in int32_data.
-      copy_field<uint16_t>(p.int32_data(), t.raw(), n);
-      break;
-    case DType::kUInt8:
-      copy_field<uint8_t>(p.int32_data(), t.raw(), n);
-      break;
-    case DType::kBool: {
-      bool* out = static_cast<bool*>(t.raw());
-      for (int64_t i = 0; i < n; ++i) out[i] = p.int32_data(static_cast<int>(i)) != 0;
-      break;
+  auto from = [&]<typename T>(const auto& field, T*) {
+    if (field.size() != n) {
+      bad(label, "tensor has " + std::to_string(field.size()) + " values, shape " + dims_str(dims) +
+                     " needs " + std::to_string(n));
     }
+    Tensor t(dt, dims);
+    copy_field<T>(field, t.raw(), n);
+    return t;
+  };
+  switch (dt) {
+    case DType::kFloat32:
+      return from(p.float_data(), static_cast<float*>(nullptr));
+    case DType::kFloat64:
+      return from(p.double_data(), static_cast<double*>(nullptr));
+    case DType::kInt64:
+      return from(p.int64_data(), static_cast<int64_t*>(nullptr));
+    case DType::kUInt32:
+      return from(p.uint64_data(), static_cast<uint32_t*>(nullptr));
+    case DType::kUInt64:
+      return from(p.uint64_data(), static_cast<uint64_t*>(nullptr));
+    case DType::kInt32:
+      return from(p.int32_data(), static_cast<int32_t*>(nullptr));
+    case DType::kInt16:
+      return from(p.int32_data(), static_cast<int16_t*>(nullptr));
+    case DType::kInt8:
+      return from(p.int32_data(), static_cast<int8_t*>(nullptr));
+    // float16 and bfloat16 are stored as their bit patterns in int32_data.
+    case DType::kUInt16:
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return from(p.int32_data(), static_cast<uint16_t*>(nullptr));
+    case DType::kUInt8:
+      return from(p.int32_data(), static_cast<uint8_t*>(nullptr));
+    case DType::kBool:
+      return from(p.int32_data(), static_cast<bool*>(nullptr));  // nonzero: true
     default:
       fail(ErrorKind::kUnsupported, label, ": tensors of type ", dtype_name(dt),
            " are not supported");
   }
-  return t;
 }
 
 void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto* p) {
