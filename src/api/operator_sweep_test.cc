@@ -1,5 +1,6 @@
 // Every operator ONNX defines, at every version nnfuse imports (older ones through the opset
-// converter), as a one-node model with inputs of rank 0, 1 and 3 and with integer attributes
+// converter), as a one-node model with inputs of rank 0, 1 and 3 (or none, or the first input of
+// another rank than the rest) and with integer attributes
 // out of range (axis -35, axes [35], ...): compiling and planning it either works or throws
 // nnfuse::Error. A crash here is a crash any model with that node would cause, so the family
 // of "attribute out of range" and "input of an unexpected rank" models is covered as a whole,
@@ -77,10 +78,11 @@ bool fill_required(AttributeProto* a, AttributeProto::AttributeType type) {
 
 struct Variant {
   std::string what;
-  int rank = 3;
+  int rank = 3;      // of input 0 (and the others unless other_rank says), -1 for no shape
   std::string attr;  // the attribute set out of range, or "" for the required ones only
   AttributeProto value;
   bool all_inputs = false;  // the optional inputs too (outputs are always all there)
+  int other_rank = -2;      // of the inputs after the first, -2 for the same
 };
 
 std::vector<Variant> variants_of(const onnx::OpSchema& s) {
@@ -92,6 +94,19 @@ std::vector<Variant> variants_of(const onnx::OpSchema& s) {
     const std::string with = all ? ", optional inputs" : "";
     for (int rank : {-1, 0, 1, 3}) {  // -1: no shape
       v.push_back({"rank " + std::to_string(rank) + with, rank, "", {}, all});
+    }
+    // Input 0 of another rank than the rest (a 3-d image with a 4-d conv weight).
+    if (s.inputs().size() > 1) {
+      for (auto [first, rest] :
+           {std::pair{3, 4}, std::pair{4, 3}, std::pair{1, 4}, std::pair{4, 1}}) {
+        Variant x{"ranks " + std::to_string(first) + "," + std::to_string(rest) + with,
+                  first,
+                  "",
+                  {},
+                  all};
+        x.other_rank = rest;
+        v.push_back(x);
+      }
     }
     for (const auto& [name, attr] : s.attributes()) {
       if (attr.type == AttributeProto::INT) {
@@ -145,9 +160,10 @@ std::optional<onnx::ModelProto> model_of(const onnx::OpSchema& s, const Variant&
       in->set_name(name);
       auto* tt = in->mutable_type()->mutable_tensor_type();
       tt->set_elem_type(*type);
-      if (var.rank >= 0) {
+      const int rank = index == 1 || var.other_rank == -2 ? var.rank : var.other_rank;
+      if (rank >= 0) {
         auto* shape = tt->mutable_shape();
-        for (int d = 0; d < var.rank; ++d) shape->add_dim()->set_dim_value(2 + d);
+        for (int d = 0; d < rank; ++d) shape->add_dim()->set_dim_value(2 + d);
       }
     }
   }

@@ -236,6 +236,19 @@ TEST(OnnxImport, AttributesOnnxWouldReadOutOfBoundsOnAreRefused) {
   m.mutable_graph()->mutable_node(1)->add_input("x");
   e = error_of(m);
   EXPECT_NE(e.find("input 0 has rank 1; it must be 2"), std::string::npos) << e;
+  // A QLinearConv whose image has rank 3 and whose weight has rank 4 (the same check guards
+  // Conv, ConvInteger and ConvTranspose).
+  m = with_node(13, "Conv", "", 0, 3);
+  auto* w4 = m.mutable_graph()->add_input();
+  w4->set_name("w4");
+  w4->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int d : {1, 3, 1, 1}) {
+    w4->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  m.mutable_graph()->mutable_node(1)->set_input(1, "w4");
+  e = error_of(m);
+  EXPECT_NE(e.find("a Conv node: the input has rank 3 and the weight rank 4"), std::string::npos)
+      << e;
   // In range, the same LayerNormalization imports.
   m = with_node(17, "LayerNormalization", "axis", -1, 3);
   EXPECT_EQ(error_of(m), "");

@@ -70,12 +70,27 @@ void check_ranks(onnx::InferenceContext& ctx) {
   }
 }
 
+// A convolution's weight (input kW) has its image's rank, at least 2 ([M, C/group, k1, ...]).
+template <size_t kW>
+void check_conv_weight(onnx::InferenceContext& ctx) {
+  const int x = input_rank(ctx, 0), w = input_rank(ctx, kW);
+  if (w >= 0 && w < 2) fail_shape_inference("the weight has rank ", w, "; it needs at least 2");
+  if (x >= 0 && w >= 0 && x != w) {
+    fail_shape_inference("the input has rank ", x, " and the weight rank ", w,
+                         "; they must be the same");
+  }
+}
+
 // The default-domain operators whose inference functions read out of bounds without these.
 const std::map<std::string, void (*)(onnx::InferenceContext&)>& guards() {
   static const std::map<std::string, void (*)(onnx::InferenceContext&)> g = {
       {"LayerNormalization", check_layer_norm},
       {"GatherND", check_gather_nd},
       {"STFT", check_stft},
+      {"Conv", check_conv_weight<1>},
+      {"ConvInteger", check_conv_weight<1>},
+      {"ConvTranspose", check_conv_weight<1>},
+      {"QLinearConv", check_conv_weight<3>},
       // The matrices; the recurrent ops' X, W and R (the oldest inference functions index them
       // unchecked).
       {"Gemm", check_ranks<2, 2>},

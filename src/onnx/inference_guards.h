@@ -1,9 +1,10 @@
 // Guards in front of ONNX's own shape inference and version converter. Some of ONNX's
 // shape-inference functions and converter adapters trust an attribute or an input's rank that a
-// model may get wrong (LayerNormalization's axis, GatherND's batch_dims, STFT's signal rank, the
-// matrices of an old Gemm) and read out of bounds on it. The importer installs checks in front of
-// those functions, so such a model is refused with a clear error instead of crashing the process.
-// src/api/operator_sweep_test.cc tries every operator with bad ranks and attributes.
+// model may get wrong (LayerNormalization's axis, GatherND's batch_dims, a convolution's weight
+// rank, STFT's signal rank, the matrices of an old Gemm) and read out of bounds on it. The importer
+// installs checks in front of those functions, so such a model is refused with a clear error
+// instead of crashing the process. src/api/operator_sweep_test.cc tries every operator with bad
+// ranks and attributes.
 #pragma once
 
 #include <onnx/onnx_pb.h>
