@@ -1,14 +1,15 @@
 // Every operator ONNX defines, at every version nnfuse imports (older ones through the opset
 // converter), as a one-node model with inputs of rank 0, 1 and 3 (or none, or the first input of
-// another rank than the rest) and with integer attributes
-// out of range (axis -35, axes [35], ...): compiling and planning it either works or throws
-// nnfuse::Error. A crash here is a crash any model with that node would cause, so the family
-// of "attribute out of range" and "input of an unexpected rank" models is covered as a whole,
-// including the checks ONNX's own shape inference leaves out.
+// another rank than the rest) and with attributes out of range (integers -35 and 35, lists
+// [-35], [35] and seven zeros, strings "bogus", floats NaN and -1e30): compiling and planning
+// it either works or throws nnfuse::Error. A crash here is a crash any model with that node
+// would cause, so the family of "attribute out of range" and "input of an unexpected rank"
+// models is covered as a whole, including the checks ONNX's own shape inference leaves out.
 //
 // To hunt: NNFUSE_SWEEP_FORK=1 compiles each model in a child process and lists every crash;
-// NNFUSE_SWEEP_ONLY=TEXT keeps the models whose label contains TEXT; NNFUSE_SWEEP_VERBOSE=1
-// names each model on stderr before it compiles.
+// with NNFUSE_SWEEP_RUN=1 too, each model that compiles also runs fused and unfused on
+// generated inputs (Model::verify) and must agree. NNFUSE_SWEEP_ONLY=TEXT keeps the models whose
+// label contains TEXT; NNFUSE_SWEEP_VERBOSE=1 names each model on stderr, and why it was refused.
 #include <gtest/gtest.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
@@ -17,12 +18,14 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "api/compile.h"
 #include "ir/error.h"
+#include "nnfuse/nnfuse.h"
 #include "runtime/plan.h"
 
 namespace nnfuse {
@@ -116,6 +119,18 @@ std::vector<Variant> variants_of(const onnx::OpSchema& s) {
           x.value.set_i(value);
           v.push_back(x);
         }
+      } else if (attr.type == AttributeProto::STRING) {
+        Variant x{name + "=bogus" + with, 3, name, {}, all};
+        x.value.set_type(AttributeProto::STRING);
+        x.value.set_s(std::string("bogus"));
+        v.push_back(x);
+      } else if (attr.type == AttributeProto::FLOAT) {
+        for (float value : {std::numeric_limits<float>::quiet_NaN(), -1e30f}) {
+          Variant x{name + "=" + std::to_string(value) + with, 3, name, {}, all};
+          x.value.set_type(AttributeProto::FLOAT);
+          x.value.set_f(value);
+          v.push_back(x);
+        }
       } else if (attr.type == AttributeProto::INTS) {
         for (const std::vector<int64_t>& values :
              {std::vector<int64_t>{-35}, std::vector<int64_t>{35}, std::vector<int64_t>(7, 0)}) {
@@ -201,6 +216,9 @@ TEST(OperatorSweep, EveryOperatorWithBadRanksAndAttributesCompilesOrIsRefused) {
   const char* only = std::getenv("NNFUSE_SWEEP_ONLY");
   // NNFUSE_SWEEP_FORK: each model in a child process, so one crash does not hide the next.
   const bool fork_each = std::getenv("NNFUSE_SWEEP_FORK") != nullptr;
+  // NNFUSE_SWEEP_RUN (with NNFUSE_SWEEP_FORK): each model that compiles also runs, fused and
+  // unfused, on generated inputs (Model::verify), 20 s at most.
+  const bool run_each = fork_each && std::getenv("NNFUSE_SWEEP_RUN") != nullptr;
   int models = 0, compiled = 0, refused = 0;
   for (const onnx::OpSchema& s : onnx::OpSchemaRegistry::get_all_schemas_with_history()) {
     if (!s.domain().empty() || s.since_version() > 17 || s.deprecated()) continue;
@@ -215,11 +233,23 @@ TEST(OperatorSweep, EveryOperatorWithBadRanksAndAttributesCompilesOrIsRefused) {
         std::fflush(nullptr);
         const pid_t pid = fork();
         if (pid == 0) {
+          if (run_each) alarm(20);
           try {
             CompileResult r = compile_model_bytes(m->SerializeAsString(), label, "");
             ExecutionPlan plan(*r.graph, PlanOptions{});
-          } catch (const Error&) {
+            if (run_each) {
+              const VerifyResult v = compile_bytes(m->SerializeAsString()).verify();
+              if (!v.pass) {
+                std::fprintf(stderr, "sweep: %s: fused and unfused differ\n", label.c_str());
+                _exit(4);
+              }
+            }
+          } catch (const Error& e) {
+            if (verbose) std::fprintf(stderr, "sweep: %s: %s\n", label.c_str(), e.what());
             _exit(3);
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "sweep: %s: %s\n", label.c_str(), e.what());
+            _exit(5);
           }
           _exit(0);
         }
@@ -230,7 +260,9 @@ TEST(OperatorSweep, EveryOperatorWithBadRanksAndAttributesCompilesOrIsRefused) {
         } else if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
           ++refused;
         } else {
-          ADD_FAILURE() << label << ": crashed";
+          ADD_FAILURE() << label << ": "
+                        << (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                                : "exit " + std::to_string(WEXITSTATUS(status)));
         }
         continue;
       }
