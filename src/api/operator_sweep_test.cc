@@ -1,10 +1,10 @@
 // Every operator ONNX defines, at every version nnfuse imports (older ones through the opset
-// converter), as a one-node model with inputs of rank 0, 1 and 3 (or none, or the first input of
-// another rank than the rest) and with attributes out of range (integers -35 and 35, lists
-// [-35], [35] and seven zeros, strings "bogus", floats NaN and -1e30): compiling and planning
-// it either works or throws nnfuse::Error. A crash here is a crash any model with that node
-// would cause, so the family of "attribute out of range" and "input of an unexpected rank"
-// models is covered as a whole, including the checks ONNX's own shape inference leaves out.
+// converter), as a one-node model with inputs of rank 0, 1 and 3 (or no shape, no type, or the
+// first input of another rank than the rest) and with attributes out of range (integers -35
+// and 35, lists [-35], [35] and seven zeros, strings "bogus", floats NaN and -1e30): compiling
+// and planning it either works or throws nnfuse::Error. A crash here is a crash any model with
+// that node would cause, so the family of "attribute out of range" and "input of an unexpected
+// rank" models is covered as a whole, including the checks ONNX's own inference leaves out.
 //
 // To hunt: NNFUSE_SWEEP_FORK=1 compiles each model in a child process and lists every crash;
 // with NNFUSE_SWEEP_RUN=1 too, each model that compiles also runs fused and unfused on
@@ -81,7 +81,7 @@ bool fill_required(AttributeProto* a, AttributeProto::AttributeType type) {
 
 struct Variant {
   std::string what;
-  int rank = 3;      // of input 0 (and the others unless other_rank says), -1 for no shape
+  int rank = 3;      // of input 0 (and the others unless other_rank says); -1 no shape, -2 no type
   std::string attr;  // the attribute set out of range, or "" for the required ones only
   AttributeProto value;
   bool all_inputs = false;  // the optional inputs too (outputs are always all there)
@@ -95,8 +95,9 @@ std::vector<Variant> variants_of(const onnx::OpSchema& s) {
   for (bool all : {false, true}) {
     if (all && !has_optional) break;
     const std::string with = all ? ", optional inputs" : "";
-    for (int rank : {-1, 0, 1, 3}) {  // -1: no shape
-      v.push_back({"rank " + std::to_string(rank) + with, rank, "", {}, all});
+    for (int rank : {-2, -1, 0, 1, 3}) {
+      const std::string what = rank == -2 ? "no type" : "rank " + std::to_string(rank);
+      v.push_back({what + with, rank, "", {}, all});
     }
     // Input 0 of another rank than the rest (a 3-d image with a 4-d conv weight).
     if (s.inputs().size() > 1) {
@@ -173,6 +174,7 @@ std::optional<onnx::ModelProto> model_of(const onnx::OpSchema& s, const Variant&
       n->add_input(name);
       auto* in = g->add_input();
       in->set_name(name);
+      if (var.rank == -2) continue;
       auto* tt = in->mutable_type()->mutable_tensor_type();
       tt->set_elem_type(*type);
       const int rank = index == 1 || var.other_rank == -2 ? var.rank : var.other_rank;

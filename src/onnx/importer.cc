@@ -395,6 +395,7 @@ std::unique_ptr<Graph> import_model(onnx::ModelProto& m, const std::string& base
   auto g = std::make_unique<Graph>();
   Ctx c{label, base_dir, g.get()};
   check_names_defined(m, label);
+  check_inputs_typed(m, label);
   install_inference_guards();
   if (const int64_t v = default_opset(m); v >= 1 && v < kMinOpset) {
     check_nodes(m, base_dir, label);  // the model as written, before it is converted

@@ -249,6 +249,13 @@ TEST(OnnxImport, AttributesOnnxWouldReadOutOfBoundsOnAreRefused) {
   e = error_of(m);
   EXPECT_NE(e.find("a Conv node: the input has rank 3 and the weight rank 4"), std::string::npos)
       << e;
+  // A graph input with no type (found by fuzz_model: EyeLike's inference read it).
+  m = testing::small_model(9);
+  m.mutable_graph()->mutable_input(0)->clear_type();
+  m.mutable_graph()->mutable_node(1)->set_op_type("EyeLike");
+  m.mutable_graph()->mutable_node(1)->set_input(0, "x");
+  e = error_of(m);
+  EXPECT_NE(e.find("graph input 'x' has no type"), std::string::npos) << e;
   // In range, the same LayerNormalization imports.
   m = with_node(17, "LayerNormalization", "axis", -1, 3);
   EXPECT_EQ(error_of(m), "");

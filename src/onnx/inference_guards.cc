@@ -188,6 +188,14 @@ void check_names_defined(const onnx::ModelProto& m, const std::string& label) {
   check_names_defined(m.graph(), {}, label);
 }
 
+void check_inputs_typed(const onnx::ModelProto& m, const std::string& label) {
+  for (const auto& v : m.graph().input()) {
+    if (v.type().value_case() == onnx::TypeProto::VALUE_NOT_SET) {
+      fail(ErrorKind::kInvalidModel, label, ": graph input '", v.name(), "' has no type");
+    }
+  }
+}
+
 namespace {
 
 // Ranks of the values a graph and its enclosing graphs type, by name.

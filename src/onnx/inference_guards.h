@@ -19,6 +19,10 @@ namespace nnfuse {
 // unchecked, so the importer runs this before either sees the model.
 void check_names_defined(const onnx::ModelProto& m, const std::string& label);
 
+// Refuses (kInvalidModel, naming `label` and the input) a model with a graph input of no type:
+// ONNX's inference functions read an input's type unchecked.
+void check_inputs_typed(const onnx::ModelProto& m, const std::string& label);
+
 // Wraps the shape-inference functions known to read out of bounds on a bad attribute or rank
 // with a check that throws ONNX's InferenceError first. Idempotent and thread-safe; the importer
 // calls it before ONNX's inference or converter first runs.
