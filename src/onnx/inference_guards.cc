@@ -11,6 +11,7 @@
 #include <set>
 
 #include "ir/error.h"
+#include "onnx/opset_upgrade.h"
 
 namespace nnfuse {
 
@@ -239,11 +240,7 @@ void check_graph(const onnx::GraphProto& g, Ranks ranks, const std::string& labe
 }  // namespace
 
 void check_converter_preconditions(const onnx::ModelProto& m, const std::string& label) {
-  int64_t opset = 0;
-  for (const auto& o : m.opset_import()) {
-    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
-  }
-  if (opset >= 7) return;
+  if (default_opset(m) >= 7) return;
   // The adapters see the shapes ONNX's inference gives; a copy is inferred to see them too.
   install_inference_guards();
   onnx::ModelProto inferred = m;
