@@ -52,9 +52,12 @@ int64_t flops(const Node& n) {
     const auto w = dims_of(n.input(w_at));
     const auto x = dims_of(n.input(0));
     if (!w || !x || w->size() < 3) return -1;
+    // A weight with a zero dim holds no products, and dividing by that dim is undefined.
+    const int64_t w_numel = checked_numel(*w);
+    if (w_numel <= 0 || (*w)[0] <= 0 || (*w)[1] <= 0) return 0;
     // Each output element of a (grouped) conv sums C/groups * kernel products.
-    int64_t per = checked_numel(*w) / (*w)[0];
-    if (op == "ConvTranspose") per = checked_numel(*w) / (*w)[1] * n.attr_int("group", 1);
+    int64_t per = w_numel / (*w)[0];
+    if (op == "ConvTranspose") per = w_numel / (*w)[1] * n.attr_int("group", 1);
     const int64_t conv_out = op == "FusedConvPool" ? -1 : out;
     if (conv_out < 0) return -1;  // the pool's input size is not a value of the graph
     return 2 * conv_out * per;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace nnfuse {
 namespace {
 
@@ -42,6 +44,20 @@ TEST(Cost, FusionBenefitAndFlops) {
   EXPECT_EQ(cost::flops(*g.add_node("MatMul", "mm", {a, bm}, {m})), 2 * 35 * 6);
   Value* u = g.add_value("u", DType::kFloat32);
   EXPECT_EQ(cost::flops(*g.add_node("Relu", "r2", {a}, {u})), -1);  // unknown output shape
+}
+
+TEST(Cost, ConvWithAZeroSizedWeightDimCountsNoFlops) {
+  // A model may carry an empty weight; the estimate divides by its leading dims.
+  for (const auto& op : {"Conv", "ConvTranspose"}) {
+    for (const auto& wdims : {std::vector<int64_t>{0, 3, 3, 3}, std::vector<int64_t>{4, 0, 3, 3},
+                              std::vector<int64_t>{4, 3, 0, 3}}) {
+      Graph g;
+      Value* x = g.add_value("x", DType::kFloat32, Shape::of({1, 3, 8, 8}));
+      Value* w = g.add_value("w", DType::kFloat32, Shape::of(wdims));
+      Value* y = g.add_value("y", DType::kFloat32, Shape::of({1, 4, 8, 8}));
+      EXPECT_EQ(cost::flops(*g.add_node(op, "c", {x, w}, {y})), 0) << op;
+    }
+  }
 }
 
 TEST(Cost, BytesMovedRooflineAndEstimatedSpeedup) {
