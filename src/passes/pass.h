@@ -35,7 +35,9 @@ class Pass {
  public:
   virtual ~Pass() = default;
   virtual const PassInfo& info() const = 0;
-  virtual void run(Graph& g, PassContext& ctx) = 0;
+  // Const: a pass keeps nothing between runs, so the pipeline's passes are built once and
+  // shared by every compile, on any thread.
+  virtual void run(Graph& g, PassContext& ctx) const = 0;
 };
 
 }  // namespace nnfuse

@@ -16,6 +16,8 @@
 
 namespace nnfuse {
 
+namespace {
+
 std::vector<std::unique_ptr<Pass>> make_pipeline() {
   std::vector<std::unique_ptr<Pass>> p;
   // Canonicalization: exporter noise out, constants and static shapes folded.
@@ -78,6 +80,13 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   return p;
 }
 
+}  // namespace
+
+const std::vector<std::unique_ptr<Pass>>& pipeline() {
+  static const std::vector<std::unique_ptr<Pass>> passes = make_pipeline();
+  return passes;
+}
+
 PassInfo user_pattern_info(const std::string& name) {
   return {name, "user fusion pattern (registered with register_fusion_pattern)", true, true};
 }
@@ -85,7 +94,7 @@ PassInfo user_pattern_info(const std::string& name) {
 std::vector<PassInfo> list_passes() {
   std::vector<PassInfo> r;
   for (const auto& p : fusion_patterns()) r.push_back(user_pattern_info(p->name));
-  for (auto& p : make_pipeline()) r.push_back(p->info());
+  for (const auto& p : pipeline()) r.push_back(p->info());
   return r;
 }
 
@@ -130,7 +139,7 @@ FusionReport run_pipeline(Graph& g, const PipelineOptions& opts) {
     dump_graph(g, opts.dump_format, file);
   };
   dump("imported");
-  const std::vector<std::unique_ptr<Pass>> passes = make_pipeline();
+  const std::vector<std::unique_ptr<Pass>>& passes = pipeline();
   // On a terminal, the pass running now: "fusing: pass 23/38 LayerNormFusionPass  1.2 s".
   Progress progress("fusing: pass", static_cast<int64_t>(passes.size()));
   progress.keep_ticking();

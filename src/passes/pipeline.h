@@ -24,8 +24,9 @@ struct PipelineOptions {
   std::optional<cost::Machine> machine;
 };
 
-// Every pass, in the order it runs.
-std::vector<std::unique_ptr<Pass>> make_pipeline();
+// Every pass, in the order it runs: built on first use (the rules' patterns take a while to
+// build) and shared by every compile after.
+const std::vector<std::unique_ptr<Pass>>& pipeline();
 // The registered user fusion patterns first (they run before the built-in fusions), then the
 // pipeline's passes.
 std::vector<PassInfo> list_passes();

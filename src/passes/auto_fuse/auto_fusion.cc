@@ -47,7 +47,7 @@ class AutoFusionPass : public Pass {
     return i;
   }
 
-  void run(Graph& g, PassContext& ctx) override {
+  void run(Graph& g, PassContext& ctx) const override {
     const int64_t opset = g.opset("");
     GroupingOptions opts;
     opts.accept = [opset](const Node& n) { return lowering_blocker(n, opset).empty(); };

@@ -20,7 +20,7 @@ class ConstantFolding : public Pass {
                             false, true};
     return i;
   }
-  void run(Graph& g, PassContext&) override {
+  void run(Graph& g, PassContext&) const override {
     for (Node* n : g.nodes()) shape::fold_constant(g, n);
     g.remove_dead_values();
   }
@@ -83,7 +83,7 @@ class IdentityElimination : public Pass {
                             false, true};
     return i;
   }
-  void run(Graph& g, PassContext&) override {
+  void run(Graph& g, PassContext&) const override {
     for (Node* n : g.nodes()) {
       if (!is_default_domain(n->domain())) continue;
       bool identity = n->op_type() == "Identity";
@@ -150,7 +150,7 @@ class ShapeFolding : public Pass {
                             false, true};
     return i;
   }
-  void run(Graph& g, PassContext&) override { shape::infer_and_fold(g); }
+  void run(Graph& g, PassContext&) const override { shape::infer_and_fold(g); }
 };
 
 }  // namespace

@@ -405,7 +405,7 @@ class EinsumLowering : public Pass {
                             false, true};
     return i;
   }
-  void run(Graph& g, PassContext&) override {
+  void run(Graph& g, PassContext&) const override {
     bool changed = false;
     for (Node* n : g.nodes()) {
       if (!g.contains(n)) continue;

@@ -21,7 +21,7 @@ class TransposeGather : public Pass {
                             false, true};
     return i;
   }
-  void run(Graph& g, PassContext&) override {
+  void run(Graph& g, PassContext&) const override {
     for (Node* n : g.nodes()) {
       if (g.contains(n)) rewrite(g, n);
     }

@@ -305,7 +305,7 @@ class RulePass : public Pass {
     info_ = {r.name, r.description, true, r.default_on, r.ops};
   }
   const PassInfo& info() const override { return info_; }
-  void run(Graph& g, PassContext& ctx) override {
+  void run(Graph& g, PassContext& ctx) const override {
     for (const Rule& rule : stages_) {
       rewrite_all(g, ctx, info_.name, rule.patterns, rule.applies,
                   [&](const std::string& variant, const pattern::Match& m) -> std::string {
