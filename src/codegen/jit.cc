@@ -15,8 +15,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "codegen/jit_internal.h"
@@ -260,14 +262,105 @@ std::string jit_temp_name(const std::string& entry, const std::string& ext) {
          std::to_string(g_unique.fetch_add(1)) + ".tmp" + ext;
 }
 
-std::string jit_compile(const std::string& source, const std::string& out) {
+namespace {
+
+// The leading lines of `source` that are blank, `//` comments or `#include <...>` of system
+// headers: the part every generated source shares and the compiler spends most of a small
+// kernel's build on (<cmath> is 20,000 lines). Its length in bytes and in lines.
+std::pair<size_t, int> include_prefix(const std::string& source) {
+  size_t pos = 0, end = 0;
+  int lines = 0, end_lines = 0;
+  bool any_include = false;
+  while (pos < source.size()) {
+    const size_t nl = source.find('\n', pos);
+    if (nl == std::string::npos) break;
+    const std::string line = source.substr(pos, nl - pos);
+    const bool include = line.rfind("#include <", 0) == 0 && line.back() == '>';
+    if (!(line.empty() || line.rfind("//", 0) == 0 || include)) break;
+    pos = nl + 1;
+    ++lines;
+    if (include) {
+      any_include = true;
+      end = pos;
+      end_lines = lines;
+    }
+  }
+  return any_include ? std::pair<size_t, int>{end, end_lines} : std::pair<size_t, int>{0, 0};
+}
+
+std::mutex g_pch_mu;
+bool g_pch_disabled = false;  // a compile with a precompiled header failed where one without did not
+
+bool pch_enabled() {
+  if (const char* v = env_nonempty("NNFUSE_JIT_PCH"); v != nullptr && std::string(v) == "0") {
+    return false;
+  }
+  // Clang's precompiled headers name the file they were made from, which the temporary name and
+  // rename below do not keep; GCC's do not.
+  const std::vector<std::string> argv = split_ws(jit_compiler());
+  if (argv.empty() || fs::path(argv.back()).filename().string().find("clang") !=
+                          std::string::npos) {
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(g_pch_mu);
+  return !g_pch_disabled;
+}
+
+// The cache's header for `prefix`, precompiled (`<header>.gch` beside it) for this compiler,
+// flags and host, built on first use; "" when it cannot be built. The .gch is renamed into place
+// before the header, so a header in the cache always has its precompiled form beside it.
+std::string precompiled_header(const std::string& prefix, const std::vector<std::string>& argv0) {
+  const std::string key = jit_compiler() + '\n' + kJitFlags + '\n' + host_isa() + '\n' + prefix;
+  const fs::path dir = jit_cache_dir();
+  const std::string header = (dir / (std::string("nnf_pch_") + hex64(fnv1a64(key)) + ".h")).string();
+  std::error_code ec;
+  // One build per process at a time: the threads of a batched build all want the same header.
+  static std::mutex building;
+  std::lock_guard<std::mutex> lock(building);
+  if (fs::exists(header, ec) && fs::exists(header + ".gch", ec)) return header;
+  const std::string tmp = jit_temp_name(header.substr(0, header.size() - 2) + ".so", ".h");
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << prefix;
+    f.close();
+    if (!f) {
+      fs::remove(tmp, ec);
+      return "";
+    }
+  }
+  std::vector<std::string> argv = argv0;
+  for (const std::string& flag : split_ws(kJitFlags)) {
+    if (flag != "-shared") argv.push_back(flag);
+  }
+  for (const char* a : {"-x", "c++-header", "-o"}) argv.push_back(a);
+  argv.push_back(tmp + ".gch");
+  argv.push_back(tmp);
+  const std::string why = run_compiler(argv, tmp + ".log");
+  fs::remove(tmp + ".log", ec);
+  if (why.empty()) fs::rename(tmp + ".gch", header + ".gch", ec);
+  if (why.empty() && !ec) fs::rename(tmp, header, ec);
+  const bool ok = why.empty() && !ec;
+  fs::remove(tmp + ".gch", ec);
+  fs::remove(tmp, ec);
+  if (!ok) {  // not tried again in this process (a compiler that hangs would hang twice a kernel)
+    std::lock_guard<std::mutex> pch_lock(g_pch_mu);
+    g_pch_disabled = true;
+  }
+  return ok ? header : "";
+}
+
+// One compiler run: `source` into `out`, with the precompiled `header` included first when
+// given (then `source` is what follows the header's lines, which `#line` numbers as in the
+// whole source).
+std::string compile_once(const std::string& source, const std::string& out,
+                         const std::string& header, int header_lines) {
   std::vector<std::string> argv = split_ws(jit_compiler());
-  if (argv.empty()) return "no compiler configured";
   const std::string src = out.substr(0, out.size() - 3) + ".cc";
   const std::string log = out.substr(0, out.size() - 3) + ".log";
   std::error_code ec;
   {
     std::ofstream f(src, std::ios::binary);
+    if (!header.empty()) f << "#line " << header_lines + 1 << '\n';
     f << source;
     f.close();
     if (!f) {
@@ -276,6 +369,12 @@ std::string jit_compile(const std::string& source, const std::string& out) {
     }
   }
   for (const std::string& flag : split_ws(kJitFlags)) argv.push_back(flag);
+  if (!header.empty()) {
+    // A precompiled header the compiler cannot use is an error (then retried without it and
+    // removed), not a silent parse of the text beside it.
+    for (const char* a : {"-Winvalid-pch", "-Werror=invalid-pch", "-include"}) argv.push_back(a);
+    argv.push_back(header);
+  }
   argv.push_back("-o");
   argv.push_back(out);
   argv.push_back(src);
@@ -283,10 +382,38 @@ std::string jit_compile(const std::string& source, const std::string& out) {
   const std::string why = run_compiler(argv, log);
   fs::remove(src, ec);
   fs::remove(log, ec);
-  if (!why.empty()) {
-    fs::remove(out, ec);
-    return why;
+  if (!why.empty()) fs::remove(out, ec);
+  return why;
+}
+
+}  // namespace
+
+std::string jit_compile(const std::string& source, const std::string& out) {
+  const std::vector<std::string> argv = split_ws(jit_compiler());
+  if (argv.empty()) return "no compiler configured";
+  std::error_code ec;
+  std::string why;
+  bool done = false;
+  // The shared #include lines from a precompiled header where the compiler allows. A failure
+  // with it is retried without, so a broken header costs time, never a kernel.
+  if (const auto [len, lines] = include_prefix(source); len > 0 && pch_enabled()) {
+    const std::string header = precompiled_header(source.substr(0, len), argv);
+    if (!header.empty()) {
+      done = compile_once(source.substr(len), out, header, lines).empty();
+      if (!done) {
+        why = compile_once(source, out, "", 0);
+        done = true;
+        if (why.empty()) {  // the header was at fault, not the source
+          std::lock_guard<std::mutex> lock(g_pch_mu);
+          g_pch_disabled = true;
+          fs::remove(header, ec);  // rebuilt by the next process that wants it
+          fs::remove(header + ".gch", ec);
+        }
+      }
+    }
   }
+  if (!done) why = compile_once(source, out, "", 0);
+  if (!why.empty()) return why;
   if (!append_trailer(out)) {
     fs::remove(out, ec);
     return std::string("cannot write the checksum of '") + out + "'";

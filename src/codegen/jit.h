@@ -9,6 +9,9 @@
 // same source are safe. A cache hit skips the compiler. Failures (no compiler, compile error,
 // dlopen/dlsym error, unwritable cache) are returned as a reason string, never thrown. Loaded
 // objects stay loaded for the process lifetime.
+//
+// With GCC, a source's leading #include lines are precompiled once per cache directory (compiler,
+// flags and host in the header's name) and included from there ($NNFUSE_JIT_PCH=0: never).
 #pragma once
 
 #include <cstdint>

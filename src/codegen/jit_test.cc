@@ -205,6 +205,53 @@ TEST_F(JitTest, HungCompilerIsKilledAtTheTimeout) {
   EXPECT_LT(took.count(), 10.0);
 }
 
+std::vector<std::string> files_named(const std::string& dir, const std::string& part) {
+  std::vector<std::string> r;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.find(part) != std::string::npos) r.push_back(name);
+  }
+  return r;
+}
+
+// The sources' shared #include lines are compiled once into a precompiled header in the cache;
+// later sources with the same lines include it. Not in the same process as the other tests'
+// compiles: a failure disables the header for the rest of the process.
+TEST_F(JitTest, IncludeLinesArePrecompiledOnceAndShared) {
+  if (jit_compiler().find("clang") != std::string::npos) GTEST_SKIP() << "GCC's headers only";
+  unsetenv("NNFUSE_JIT_PCH");
+  const int64_t runs0 = jit_compiler_invocations();
+  JitResult a = jit_build(add_source("jit_pch_a", 1.0f), "jit_pch_a");
+  ASSERT_TRUE(a.ok()) << a.error;
+  expect_adds(a.fn, 1.0f);
+  EXPECT_EQ(jit_compiler_invocations(), runs0 + 2);  // the header, then the source
+  const std::vector<std::string> headers = files_named(dir_, "nnf_pch_");
+  ASSERT_EQ(headers.size(), 2u);  // the header and its .gch, no temporaries
+  JitResult b = jit_build(add_source("jit_pch_b", 2.0f), "jit_pch_b");
+  ASSERT_TRUE(b.ok()) << b.error;
+  expect_adds(b.fn, 2.0f);
+  EXPECT_EQ(jit_compiler_invocations(), runs0 + 3);  // the header was not built again
+  EXPECT_EQ(files_named(dir_, "nnf_pch_"), headers);
+  EXPECT_EQ(files_named(dir_, ".tmp").size(), 0u);
+
+  // A syntax error's line numbers are those of the whole source, header lines included.
+  JitResult bad = jit_build("#include <cstdint>\n\nint oops(\n", "oops");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error.find(":3:"), std::string::npos) << bad.error;
+
+  // A damaged precompiled header costs a second compile, never the kernel; it is removed.
+  for (const std::string& h : headers) {
+    if (h.ends_with(".gch")) {
+      std::ofstream f(dir_ + "/" + h, std::ios::binary | std::ios::trunc);
+      f << std::string(4096, 'x');
+    }
+  }
+  JitResult c = jit_build(add_source("jit_pch_c", 3.0f), "jit_pch_c");
+  ASSERT_TRUE(c.ok()) << c.error;
+  expect_adds(c.fn, 3.0f);
+  EXPECT_EQ(files_named(dir_, "nnf_pch_").size(), 0u);
+}
+
 TEST_F(JitTest, CompilerAndCacheDirFromEnvironment) {
   setenv("NNFUSE_CXX", "my-cxx", 1);
   EXPECT_EQ(jit_compiler(), "my-cxx");
