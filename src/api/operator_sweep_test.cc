@@ -1,7 +1,7 @@
 // Every operator ONNX defines, at every version nnfuse imports (older ones through the opset
 // converter), as a one-node model with inputs of rank 0, 1 and 3 (or no shape, no type, or the
 // first input of another rank than the rest) and with attributes out of range (integers -35
-// and 35, lists [-35], [35] and seven zeros, strings "bogus", floats NaN and -1e30): compiling
+// and 35, lists [-35], [35], [0] and seven zeros, strings "bogus", floats NaN and -1e30): compiling
 // and planning it either works or throws nnfuse::Error. A crash here is a crash any model with
 // that node would cause, so the family of "attribute out of range" and "input of an unexpected
 // rank" models is covered as a whole, including the checks ONNX's own inference leaves out.
@@ -134,7 +134,8 @@ std::vector<Variant> variants_of(const onnx::OpSchema& s) {
         }
       } else if (attr.type == AttributeProto::INTS) {
         for (const std::vector<int64_t>& values :
-             {std::vector<int64_t>{-35}, std::vector<int64_t>{35}, std::vector<int64_t>(7, 0)}) {
+             {std::vector<int64_t>{-35}, std::vector<int64_t>{35}, std::vector<int64_t>{0},
+              std::vector<int64_t>(7, 0)}) {
           Variant x{
               name + "=[" + std::to_string(values[0]) + (values.size() > 1 ? ",...]" : "]") + with,
               3,

@@ -289,7 +289,8 @@ std::pair<size_t, int> include_prefix(const std::string& source) {
 }
 
 std::mutex g_pch_mu;
-bool g_pch_disabled = false;  // a compile with a precompiled header failed where one without did not
+bool g_pch_disabled =
+    false;  // a compile with a precompiled header failed where one without did not
 
 bool pch_enabled() {
   if (const char* v = env_nonempty("NNFUSE_JIT_PCH"); v != nullptr && std::string(v) == "0") {
@@ -298,8 +299,8 @@ bool pch_enabled() {
   // Clang's precompiled headers name the file they were made from, which the temporary name and
   // rename below do not keep; GCC's do not.
   const std::vector<std::string> argv = split_ws(jit_compiler());
-  if (argv.empty() || fs::path(argv.back()).filename().string().find("clang") !=
-                          std::string::npos) {
+  if (argv.empty() ||
+      fs::path(argv.back()).filename().string().find("clang") != std::string::npos) {
     return false;
   }
   std::lock_guard<std::mutex> lock(g_pch_mu);
@@ -312,7 +313,8 @@ bool pch_enabled() {
 std::string precompiled_header(const std::string& prefix, const std::vector<std::string>& argv0) {
   const std::string key = jit_compiler() + '\n' + kJitFlags + '\n' + host_isa() + '\n' + prefix;
   const fs::path dir = jit_cache_dir();
-  const std::string header = (dir / (std::string("nnf_pch_") + hex64(fnv1a64(key)) + ".h")).string();
+  const std::string header =
+      (dir / (std::string("nnf_pch_") + hex64(fnv1a64(key)) + ".h")).string();
   std::error_code ec;
   // One build per process at a time: the threads of a batched build all want the same header.
   static std::mutex building;

@@ -1,5 +1,6 @@
 // Codegen tests: each test gets a fresh JIT cache dir ($NNFUSE_CACHE_DIR), removed afterwards,
-// the default compiler ($NNFUSE_CXX unset) and no precompiled header; and a check of the tests' adding kernels.
+// the default compiler ($NNFUSE_CXX unset) and no precompiled header; and a check of the tests'
+// adding kernels.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -249,6 +249,27 @@ TEST(OnnxImport, AttributesOnnxWouldReadOutOfBoundsOnAreRefused) {
   e = error_of(m);
   EXPECT_NE(e.find("a Conv node: the input has rank 3 and the weight rank 4"), std::string::npos)
       << e;
+  // A stride of 0 (found by fuzz_model: ONNX's inference divided by it); the same check guards
+  // the other convolutions and the pools, at every version.
+  for (const std::string op : {"Conv", "MaxPool"}) {
+    for (int64_t opset : {6, 11, 13}) {
+      m = with_node(opset, op, "", 0, 4);
+      onnx::NodeProto* node = m.mutable_graph()->mutable_node(1);
+      if (op == "MaxPool") node->mutable_input()->RemoveLast();
+      for (auto [name, values] :
+           {std::pair<std::string, std::vector<int64_t>>{"kernel_shape", {1, 1}},
+            {"strides", {0, 2}}}) {
+        auto* a = node->add_attribute();
+        a->set_name(name);
+        a->set_type(onnx::AttributeProto::INTS);
+        for (int64_t v : values) a->add_ints(v);
+      }
+      e = error_of(m);
+      EXPECT_NE(e.find("a " + op + " node: strides has 0; each must be at least 1"),
+                std::string::npos)
+          << op << " " << opset << ": " << e;
+    }
+  }
   // A graph input with no type (found by fuzz_model: EyeLike's inference read it).
   m = testing::small_model(9);
   m.mutable_graph()->mutable_input(0)->clear_type();

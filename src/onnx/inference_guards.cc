@@ -82,16 +82,39 @@ void check_conv_weight(onnx::InferenceContext& ctx) {
   }
 }
 
-// The default-domain operators whose inference functions read out of bounds without these.
+// A sliding window's strides, dilations and kernel size are at least 1 (ONNX's inference
+// divides by the stride).
+void check_window(onnx::InferenceContext& ctx) {
+  for (const char* name : {"strides", "dilations", "kernel_shape"}) {
+    const onnx::AttributeProto* a = ctx.getAttribute(name);
+    if (!a) continue;
+    for (int64_t v : a->ints()) {
+      if (v < 1) fail_shape_inference(name, " has ", v, "; each must be at least 1");
+    }
+  }
+}
+
+template <size_t kW>
+void check_conv(onnx::InferenceContext& ctx) {
+  check_window(ctx);
+  check_conv_weight<kW>(ctx);
+}
+
+// The default-domain operators whose inference functions read out of bounds (or divide by
+// zero) without these.
 const std::map<std::string, void (*)(onnx::InferenceContext&)>& guards() {
   static const std::map<std::string, void (*)(onnx::InferenceContext&)> g = {
       {"LayerNormalization", check_layer_norm},
       {"GatherND", check_gather_nd},
       {"STFT", check_stft},
-      {"Conv", check_conv_weight<1>},
-      {"ConvInteger", check_conv_weight<1>},
-      {"ConvTranspose", check_conv_weight<1>},
-      {"QLinearConv", check_conv_weight<3>},
+      {"Conv", check_conv<1>},
+      {"ConvInteger", check_conv<1>},
+      {"ConvTranspose", check_conv<1>},
+      {"QLinearConv", check_conv<3>},
+      {"AveragePool", check_window},
+      {"MaxPool", check_window},
+      {"LpPool", check_window},
+      {"MaxUnpool", check_window},
       // The matrices; the recurrent ops' X, W and R (the oldest inference functions index them
       // unchecked).
       {"Gemm", check_ranks<2, 2>},
