@@ -108,6 +108,19 @@ class Gen {
   }
   Value* unary(const std::string& op, Value* x) { return node(op, {x}); }
 
+  // A value of x's dims that every evaluation order computes exactly (x or a graph input with
+  // its dims), else nullptr. Only such values feed a discontinuous op (Floor, the condition
+  // x > 0): one rounding step upstream of it becomes a jump of 1, or of the whole value, after
+  // it (floor(0.99999994) against floor(1) from a saturated Softmax), which no tolerance
+  // separates from a wrong kernel.
+  Value* exact_like(Value* x) {
+    if (x->is_graph_input()) return x;
+    for (Value* v : g_->inputs()) {
+      if (dims(v) == dims(x)) return v;
+    }
+    return nullptr;
+  }
+
   // A value `x` can be combined with elementwise: itself, a same-shaped or broadcastable one
   // from the pool, or a constant of a broadcastable shape.
   Value* partner(Value* x) {
@@ -307,9 +320,12 @@ class Gen {
       return;
     }
     switch (pick(16)) {
-      case 0:
-        unary(kUnary[pick(kUnary.size())], x);
+      case 0: {
+        const std::string op = kUnary[pick(kUnary.size())];
+        Value* exact = op == "Floor" ? exact_like(x) : x;
+        unary(exact ? op : "Abs", exact ? exact : x);
         break;
+      }
       case 1:
         node(kBinary[pick(kBinary.size())], {x, partner(x)});
         break;
@@ -404,7 +420,11 @@ class Gen {
             node(op, {x}, {{"kernel_shape", attr_ints({k, k})}, {"strides", attr_ints({s, s})}});
           }
         } else {
-          node("Where", {node("Greater", {x, scalar(0.0f)}), x, partner(x)});
+          if (Value* exact = exact_like(x)) {
+            node("Where", {node("Greater", {exact, scalar(0.0f)}), x, partner(x)});
+          } else {
+            node("Max", {x, partner(x)});
+          }
         }
         break;
       default:
