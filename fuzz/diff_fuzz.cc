@@ -24,6 +24,7 @@
 #include "codegen/jit.h"
 #include "ir/error.h"
 #include "kernels/ref/fused_region.h"
+#include "onnx/exporter.h"
 #include "passes/pipeline.h"
 #include "random_graph.h"
 #include "runtime/session.h"
@@ -45,6 +46,7 @@ struct Args {
   double max_seconds = 0;  // > 0: stop after this long, however many graphs ran
   bool quiet = false;
   bool trace = false;  // each seed on stderr before it runs (to find one that kills the process)
+  std::string save;    // where the smallest graph showing a mismatch is written as ONNX
 };
 
 // Replays recorded choices, then draws fresh ones from a generator (recording them too).
@@ -253,10 +255,10 @@ int usage(const char* why) {
       stderr,
       "nnfuse_diff_fuzz: %s\n"
       "usage: nnfuse_diff_fuzz [--graphs N] [--seed S] [--max-steps K] [--rtol R] [--atol A] "
-      "[--max-seconds T] [--quiet] [--trace]\n"
+      "[--max-seconds T] [--save FILE.onnx] [--quiet] [--trace]\n"
       "  runs N random graphs fused, unfused and on the reference kernels and compares\n"
       "  their outputs; exits 1 on the first mismatch or crash, printing the smallest\n"
-      "  graph found that shows it\n",
+      "  graph found that shows it (and with --save, writes it as an ONNX model)\n",
       why);
   return 2;
 }
@@ -271,6 +273,12 @@ int main(int argc, char** argv) {
     const char* v = nullptr;
     if (f == "--quiet" || f == "--trace") {
       (f == "--quiet" ? a.quiet : a.trace) = true;
+      continue;
+    }
+    if (f == "--save") {
+      const char* path = value();
+      if (!path) return usage("--save needs a file name");
+      a.save = path;
       continue;
     }
     if (f == "--help" || f == "-h") {
@@ -336,6 +344,14 @@ int main(int argc, char** argv) {
       Outcome m = run_case(small, a.max_steps, s, a.rtol, a.atol);
       std::printf("smallest graph showing it (%zu choices): %s\n%s", small.size(),
                   m.mismatch.c_str(), g ? nnfuse::graph_to_text(*g).c_str() : "");
+      if (g && !a.save.empty()) {
+        try {
+          nnfuse::save_onnx(*g, a.save);
+          std::printf("written to %s (nnfuse verify %s)\n", a.save.c_str(), a.save.c_str());
+        } catch (const nnfuse::Error& e) {
+          std::printf("not written: %s\n", e.what());
+        }
+      }
       return 1;
     }
     if (!a.quiet && done % 1000 == 0) {

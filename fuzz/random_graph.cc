@@ -147,7 +147,16 @@ class Gen {
     }
   }
 
-  Value* positive(Value* x) { return node("Add", {unary("Abs", x), scalar(1e-3f)}); }
+  // x op p; a divisor is |p| + 1, so no quotient grows past its dividend. Values stay of order
+  // one: a division by a weight near 0 made scores of 1e10, whose Softmax picks its maximum by
+  // rounding alone, so fused and unfused differed by whole rows with no kernel wrong.
+  Value* binary(const std::string& op, Value* x, Value* p) {
+    if (op == "Div") p = node("Add", {unary("Abs", p), scalar(1.0f)});
+    return node(op, {x, p});
+  }
+
+  // Bounded away from 0 too: a reciprocal of at most 2.
+  Value* positive(Value* x) { return node("Add", {unary("Abs", x), scalar(0.5f)}); }
 
   Value* activation(Value* x) {
     switch (pick(8)) {
@@ -327,7 +336,7 @@ class Gen {
         break;
       }
       case 1:
-        node(kBinary[pick(kBinary.size())], {x, partner(x)});
+        binary(kBinary[pick(kBinary.size())], x, partner(x));
         break;
       case 2:
         node(coin() ? "Sqrt" : (coin() ? "Log" : "Reciprocal"), {positive(x)});
@@ -431,7 +440,7 @@ class Gen {
         if (r == 2) {
           node("Gemm", {x, weight({d[1], 8}, 0.5f), weight({8})}, {{"alpha", attr_float(1.0f)}});
         } else {
-          node(kBinary[pick(kBinary.size())], {x, partner(x)});
+          binary(kBinary[pick(kBinary.size())], x, partner(x));
         }
         break;
     }
