@@ -406,6 +406,40 @@ TEST(GlobalPoolGemmFusion, ClassifierHeadIsOneKernel) {
   expect_same_numbers(std::move(f.graph), head(0));
 }
 
+// The pooled [N, C, 1, 1] reshaped to `shape` (found by nnfuse_diff_fuzz: a Reshape to [C, 1]
+// was fused as if it made [N, C], and the fused kernel refused to run).
+std::unique_ptr<Graph> reshaped_head(const std::vector<int64_t>& shape, const Dims& flat) {
+  B b;
+  Value* x = b.in("x", {2, 4, 3, 3});
+  Value* p = b.n("GlobalAveragePool", {x}, {2, 4, 1, 1}, {}, "gap");
+  Tensor s(DType::kInt64, {2});
+  std::copy(shape.begin(), shape.end(), s.data<int64_t>());
+  Value* f = b.n("Reshape", {p, b.c(std::move(s))}, flat, {}, "flatten");
+  b.out(b.n("Gemm", {f, b.c(random_tensor({flat[1], 5}, 3))}, {flat[0], 5}, {}, "gemm"));
+  return std::move(b.g);
+}
+
+TEST(GlobalPoolGemmFusion, OnlyAReshapeToOneRowPerImageFuses) {
+  const std::vector<std::pair<std::vector<int64_t>, Dims>> rows = {
+      {{2, 4}, {2, 4}}, {{-1, 4}, {2, 4}}, {{0, -1}, {2, 4}}, {{2, -1}, {2, 4}}, {{0, 4}, {2, 4}}};
+  for (const auto& [shape, flat] : rows) {
+    auto f = fuse(reshaped_head(shape, flat));
+    EXPECT_EQ(count_op(*f.graph, "FusedGlobalPoolGemm"), 1u) << graph_to_text(*f.graph);
+    expect_same_numbers(std::move(f.graph), reshaped_head(shape, flat));
+  }
+  const std::vector<std::pair<std::vector<int64_t>, Dims>> other = {
+      {{4, 2}, {4, 2}}, {{8, 1}, {8, 1}}, {{-1, 1}, {8, 1}}, {{1, -1}, {1, 8}}};
+  for (const auto& [shape, flat] : other) {
+    auto f = fuse(reshaped_head(shape, flat));
+    EXPECT_EQ(count_op(*f.graph, "FusedGlobalPoolGemm"), 0u) << graph_to_text(*f.graph);
+    const PassRecord* r = record(f.report, "GlobalPoolGemmFusionPass");
+    ASSERT_NE(r, nullptr);
+    ASSERT_FALSE(r->rejected.empty());
+    EXPECT_NE(r->rejected[0].reason.find("one row per image"), std::string::npos);
+    expect_same_numbers(std::move(f.graph), reshaped_head(shape, flat));
+  }
+}
+
 TEST(GemmActivationFusion, ReluFusesIntoGemm) {
   auto f = fuse(head(1));
   EXPECT_EQ(count_op(*f.graph, "FusedGemm"), 1u) << graph_to_text(*f.graph);

@@ -7,6 +7,19 @@ namespace nnfuse {
 
 namespace {
 
+// "" when Reshape(pooled, shape), on the pool's [N, C, 1, 1] output, gives [N, C] (what the
+// fused kernel computes: one row per image), else why not. [C, N] or [N * C, 1] are matrices too.
+std::string flattens_rows(const Tensor& shape, const Shape& x) {
+  if (shape.numel() != 2 || shape.dtype() != DType::kInt64)
+    return "the Reshape does not make a matrix";
+  const int64_t a = shape.data<int64_t>()[0], b = shape.data<int64_t>()[1];
+  const int64_t n = x.dims.at(0).value, c = x.dims.at(1).value;  // -1 where not known
+  const bool rows = a == 0 || (n >= 0 && a == n);                // the first dim stays N
+  const bool cols = c >= 0 && b == c;
+  if ((rows && (b == -1 || cols)) || (a == -1 && cols)) return "";
+  return "the Reshape does not make one row per image ([N, C])";
+}
+
 Rule pool_gemm() {
   using namespace pattern;
   Pat pool = op("GlobalAveragePool", {any("x")}).named("pool").rank(4);
@@ -23,8 +36,11 @@ Rule pool_gemm() {
             if (fl->op_type() == "Flatten" && fl->attr_int("axis", 1) != 1) {
               return "the Flatten's axis is not 1";
             }
-            if (fl->op_type() == "Reshape" && m.constant("shape")->numel() != 2) {
-              return "the Reshape does not make a matrix";
+            if (fl->op_type() == "Reshape") {
+              if (std::string why = flattens_rows(*m.constant("shape"), m["x"]->shape());
+                  !why.empty()) {
+                return why;
+              }
             }
             if (gn->attr_int("transA", 0) != 0) return "the Gemm transposes its input";
             if (m["x"]->dtype() != DType::kFloat32) return "the pool is not float32";
