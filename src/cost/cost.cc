@@ -16,9 +16,9 @@ int64_t intermediate_bytes(const std::vector<const Value*>& values) {
   int64_t total = 0;
   for (const Value* v : values) {
     if (!v || !seen.insert(v).second) continue;
-    total += std::max<int64_t>(0, value_bytes(*v));
+    total = sat_add(total, std::max<int64_t>(0, value_bytes(*v)));
   }
-  return 2 * total;
+  return sat_mul(2, total);
 }
 
 std::vector<const Value*> intermediates(const std::vector<Node*>& nodes,
@@ -57,10 +57,12 @@ int64_t flops(const Node& n) {
     if (w_numel <= 0 || (*w)[0] <= 0 || (*w)[1] <= 0) return 0;
     // Each output element of a (grouped) conv sums C/groups * kernel products.
     int64_t per = w_numel / (*w)[0];
-    if (op == "ConvTranspose") per = w_numel / (*w)[1] * n.attr_int("group", 1);
+    if (op == "ConvTranspose") {
+      per = sat_mul(w_numel / (*w)[1], std::max<int64_t>(1, n.attr_int("group", 1)));
+    }
     const int64_t conv_out = op == "FusedConvPool" ? -1 : out;
     if (conv_out < 0) return -1;  // the pool's input size is not a value of the graph
-    return 2 * conv_out * per;
+    return sat_mul(sat_mul(2, conv_out), per);
   }
   if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm" || op == "FusedGemm" ||
       op == "FusedGatedMatMul" || op == "FusedMatMulResidual") {
@@ -69,7 +71,7 @@ int64_t flops(const Node& n) {
     const bool trans_a = n.attr_int("transA", 0) != 0;
     const int64_t k = a->size() == 1 ? (*a)[0] : trans_a ? (*a)[a->size() - 2] : a->back();
     // The gated product computes both halves (gate and up) of each output element.
-    return (op == "FusedGatedMatMul" ? 4 : 2) * out * k;
+    return sat_mul(sat_mul(op == "FusedGatedMatMul" ? 4 : 2, out), k);
   }
   return out;
 }
@@ -80,7 +82,7 @@ int64_t bytes_moved(const Node& n) {
   auto add = [&](const Value* v) {
     if (!v || std::find(seen.begin(), seen.end(), v) != seen.end()) return;
     seen.push_back(v);
-    total += std::max<int64_t>(value_bytes(*v), 0);
+    total = sat_add(total, std::max<int64_t>(value_bytes(*v), 0));
   };
   for (const Value* v : n.inputs()) add(v);
   for (const Value* v : n.outputs()) add(v);
@@ -109,8 +111,8 @@ Recompute recomputation(const std::vector<Node*>& nodes, int64_t per_row) {
     if (!d) continue;
     const int64_t k = checked_numel(*d);
     if (k >= domain || k == per_row) continue;
-    r.elements += domain - k;
-    r.cost += (domain - k) * (expensive.count(n->op_type()) ? 16 : 1);
+    r.elements = sat_add(r.elements, domain - k);
+    r.cost = sat_add(r.cost, sat_mul(domain - k, expensive.count(n->op_type()) ? 16 : 1));
   }
   return r;
 }
@@ -126,8 +128,8 @@ Benefit fusion_benefit(const std::vector<Node*>& nodes, const std::vector<Value*
   Benefit b{intermediate_bytes(intermediates(nodes, outputs)), kernels_saved(nodes.size())};
   for (const Node* n : nodes) {
     const int64_t f = std::max<int64_t>(flops(*n), 0), moved = bytes_moved(*n);
-    b.flops += f;
-    b.bytes_before += moved;
+    b.flops = sat_add(b.flops, f);
+    b.bytes_before = sat_add(b.bytes_before, moved);
     b.seconds_before += roofline_seconds(f, moved, m);
   }
   b.bytes_after = std::max<int64_t>(b.bytes_before - b.bytes_saved, 0);
@@ -141,8 +143,8 @@ GraphCost graph_cost(const Graph& g, const Machine& m) {
     if (n->op_type() == "Constant") continue;
     const int64_t f = std::max<int64_t>(flops(*n), 0), moved = bytes_moved(*n);
     ++c.kernels;
-    c.flops += f;
-    c.bytes_moved += moved;
+    c.flops = sat_add(c.flops, f);
+    c.bytes_moved = sat_add(c.bytes_moved, moved);
     c.seconds += roofline_seconds(f, moved, m);
   }
   return c;

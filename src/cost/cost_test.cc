@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 namespace nnfuse {
@@ -58,6 +59,26 @@ TEST(Cost, ConvWithAZeroSizedWeightDimCountsNoFlops) {
       EXPECT_EQ(cost::flops(*g.add_node(op, "c", {x, w}, {y})), 0) << op;
     }
   }
+}
+
+TEST(Cost, HugeDeclaredShapesSaturateInsteadOfOverflowing) {
+  // Each tensor's 2^62 bytes fit in 64 bits; an input and an output together do not (found by
+  // fuzz_model: UBSan signed overflow in graph_cost).
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  Graph g;
+  Value* x = g.add_value("x", DType::kFloat32, Shape::of({int64_t{1} << 60}));
+  Value* y = g.add_value("y", DType::kFloat32, Shape::of({int64_t{1} << 60}));
+  Node* relu = g.add_node("Relu", "relu", {x}, {y});
+  EXPECT_EQ(cost::bytes_moved(*relu), kMax);
+  EXPECT_EQ(cost::graph_cost(g, cost::Machine{}).bytes_moved, kMax);
+  EXPECT_EQ(cost::intermediate_bytes({x, y}), kMax);
+  Value* a = g.add_value("a", DType::kFloat32, Shape::of({int64_t{1} << 30, int64_t{1} << 20}));
+  Value* b = g.add_value("b", DType::kFloat32, Shape::of({int64_t{1} << 20, int64_t{1} << 30}));
+  Value* m = g.add_value("m", DType::kFloat32, Shape::of({int64_t{1} << 30, int64_t{1} << 30}));
+  EXPECT_EQ(cost::flops(*g.add_node("MatMul", "mm", {a, b}, {m})), kMax);
+  EXPECT_EQ(cost::sat_add(kMax, 1), kMax);
+  EXPECT_EQ(cost::sat_mul(int64_t{1} << 40, int64_t{1} << 40), kMax);
+  EXPECT_EQ(cost::sat_add(2, 3), 5);
 }
 
 TEST(Cost, BytesMovedRooflineAndEstimatedSpeedup) {

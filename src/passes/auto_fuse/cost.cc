@@ -38,7 +38,8 @@ RegionCost region_cost(const Region& r) {
         ++c.unknown_intermediates;
         continue;
       }
-      c.bytes_saved += 2 * bytes;  // written once and read back, as cost::intermediate_bytes
+      // Written once and read back, as cost::intermediate_bytes.
+      c.bytes_saved = cost::sat_add(c.bytes_saved, cost::sat_mul(2, bytes));
     }
   }
   return c;
@@ -54,7 +55,8 @@ std::string why_not_paying(const RegionCost& cost, const CostOptions& options) {
     return "saves " + std::to_string(cost.bytes_saved) + " bytes, below the minimum of " +
            std::to_string(options.min_bytes_saved);
   }
-  const int64_t saved = cost.bytes_saved / 4 + cost.kernels_saved * options.launch_cost;
+  const int64_t saved =
+      cost::sat_add(cost.bytes_saved / 4, cost::sat_mul(cost.kernels_saved, options.launch_cost));
   if (saved < cost.recomputed_cost) {
     return "broadcasting would recompute " + std::to_string(cost.recomputed) + " elements (cost " +
            std::to_string(cost.recomputed_cost) + ") to save " + std::to_string(cost.bytes_saved) +
