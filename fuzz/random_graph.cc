@@ -194,7 +194,19 @@ class Gen {
     return node("Mul", {node("Mul", {x, scalar(0.5f)}), node("Add", {t, scalar(1.0f)})});
   }
 
+  // x plus a row running from -1 to 1, so what a normalization divides by is of order one. A
+  // row of nearly equal values (sums of Softplus(Softmax)) has a variance below the epsilon,
+  // where normalizing multiplies the rounding of its input by up to 1/sqrt(epsilon) = 316.
+  Value* spread(Value* x) {
+    const int64_t c = dims(x).back();
+    if (c < 2) return x;
+    Tensor t(DType::kFloat32, {c});
+    for (int64_t i = 0; i < c; ++i) t.data<float>()[i] = -1.0f + 2.0f * i / (c - 1);
+    return node("Add", {x, constant(std::move(t))});
+  }
+
   Value* layer_norm(Value* x) {
+    x = spread(x);
     const int64_t c = dims(x).back();
     if (coin()) {
       return node("LayerNormalization", {x, weight({c}), weight({c})},
@@ -211,6 +223,7 @@ class Gen {
   }
 
   Value* rms_norm(Value* x) {
+    x = spread(x);
     const int64_t c = dims(x).back();
     Value* sq = coin() ? node("Pow", {x, scalar(2.0f)}) : node("Mul", {x, x});
     Value* ms = node("ReduceMean", {sq}, {{"axes", attr_ints({-1})}});
