@@ -46,6 +46,25 @@ bool fold_constant(Graph& g, Node* n) {
     if (!o || o->is_graph_output()) return false;
   }
   if (!ref_unsupported_reason(*n, g.opset()).empty()) return false;
+  // Nothing too large to keep as a constant is computed to find that out: an output the shape
+  // inference knows is checked first, and the ops whose output size comes from their input values
+  // fold only where it knows it (ConstantOfShape of [2^31] would allocate 8 GiB to be dropped).
+  static const std::set<std::string> kSizedByValues = {
+      "ConstantOfShape", "Expand", "Tile",    "Range",         "Pad",   "Resize",
+      "Upsample",        "OneHot", "EyeLike", "CenterCropPad", "Col2Im"};
+  for (const Value* o : n->outputs()) {
+    if (o->shape().fully_known()) {
+      const Dims d = o->shape().static_dims();
+      int64_t numel = 1;
+      for (int64_t e : d) {
+        if (e != 0 && numel > kMaxFoldedElements / e) return false;
+        numel *= e;
+      }
+      if (numel > kMaxFoldedElements) return false;
+    } else if (kSizedByValues.count(n->op_type())) {
+      return false;
+    }
+  }
   KernelContext ctx{*n, g.opset(), {}, std::vector<Tensor>(n->num_outputs())};
   for (Value* v : n->inputs()) ctx.inputs.push_back(v ? &v->constant() : nullptr);
   try {

@@ -152,9 +152,15 @@ bool infer_node(const Graph& g, Node* n) {
 SweepStats infer_and_fold(Graph& g) {
   SweepStats st;
   for (Node* n : g.nodes()) {
-    if (fold_shape_of(g, n) || fold_constant(g, n)) {
+    if (fold_shape_of(g, n)) {
       ++st.folded;
-    } else if (infer_node(g, n)) {
+      continue;
+    }
+    // Inferred first, so folding knows the size of what it would compute.
+    const bool inferred = infer_node(g, n);
+    if (fold_constant(g, n)) {
+      ++st.folded;
+    } else if (inferred) {
       ++st.inferred;
     }
   }

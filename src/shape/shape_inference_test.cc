@@ -46,6 +46,26 @@ TEST(ShapeInference, GroupNormAsExportedGetsStaticShapesInOneSweep) {
   verify_graph(*b.g);
 }
 
+// A constant too large to keep is not computed to find that out (found by fuzz_model:
+// ConstantOfShape of 2^31 floats allocated 8 GiB while folding). It stays a node for run time,
+// known shape or not; the small one beside it folds.
+TEST(ShapeInference, FoldingComputesNothingTooLargeToKeep) {
+  G b;
+  Value* big = b.n("ConstantOfShape", {b.c(Tensor::from_vector<int64_t>({2}, {1 << 20, 1 << 13}))});
+  Value* wide = b.n("Expand", {b.c(Tensor::scalar<float>(1)),
+                               b.c(Tensor::from_vector<int64_t>({2}, {1 << 16, 1 << 16}))});
+  Value* small = b.n("ConstantOfShape", {b.c(Tensor::from_vector<int64_t>({2}, {2, 3}))});
+  b.g->add_output(b.n("Relu", {big}));
+  b.g->add_output(b.n("Relu", {wide}));
+  b.g->add_output(b.n("Relu", {small}));
+  infer_and_fold(*b.g);
+  EXPECT_FALSE(big->is_constant());
+  EXPECT_EQ(big->shape(), Shape::of({1 << 20, 1 << 13}));
+  EXPECT_FALSE(wide->is_constant());
+  ASSERT_TRUE(small->is_constant());
+  EXPECT_EQ(small->constant().numel(), 6);
+}
+
 TEST(ShapeInference, ShapeArithmeticFoldsThroughGatherConcatAndCast) {
   // flatten(2) as exported: Reshape(x, Concat(Slice(Shape(x), 0, 2), [-1])).
   G b;
