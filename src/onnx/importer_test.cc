@@ -277,6 +277,25 @@ TEST(OnnxImport, AttributesOnnxWouldReadOutOfBoundsOnAreRefused) {
   m.mutable_graph()->mutable_node(1)->set_input(0, "x");
   e = error_of(m);
   EXPECT_NE(e.find("graph input 'x' has no type"), std::string::npos) << e;
+  // A graph input of a map type (found by fuzz_model: MaxUnpool's inference read it as a tensor)
+  // or a sequence: refused as unsupported before inference.
+  for (const bool map : {true, false}) {
+    m = testing::small_model(11);
+    auto* t = m.mutable_graph()->mutable_input(0)->mutable_type();
+    t->clear_tensor_type();
+    if (map) {
+      t->mutable_map_type()->set_key_type(onnx::TensorProto::INT64);
+      t->mutable_map_type()->mutable_value_type()->mutable_tensor_type()->set_elem_type(1);
+    } else {
+      t->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(1);
+    }
+    m.mutable_graph()->mutable_node(1)->set_op_type("MaxUnpool");
+    e = error_of(m);
+    EXPECT_NE(e.find(std::string("graph input 'x' is a ") + (map ? "map" : "sequence") +
+                     "; nnfuse runs tensors only"),
+              std::string::npos)
+        << e;
+  }
   // In range, the same LayerNormalization imports.
   m = with_node(17, "LayerNormalization", "axis", -1, 3);
   EXPECT_EQ(error_of(m), "");

@@ -217,6 +217,30 @@ void check_inputs_typed(const onnx::ModelProto& m, const std::string& label) {
     if (v.type().value_case() == onnx::TypeProto::VALUE_NOT_SET) {
       fail(ErrorKind::kInvalidModel, label, ": graph input '", v.name(), "' has no type");
     }
+    // ONNX's inference functions read a tensor's type from inputs their schema says are tensors
+    // without checking (MaxUnpool's read a map as one, found by fuzz_model); nnfuse's values are
+    // tensors only, so any other input is refused first.
+    const char* kind = nullptr;
+    switch (v.type().value_case()) {
+      case onnx::TypeProto::kSequenceType:
+        kind = "a sequence";
+        break;
+      case onnx::TypeProto::kMapType:
+        kind = "a map";
+        break;
+      case onnx::TypeProto::kOptionalType:
+        kind = "an optional";
+        break;
+      case onnx::TypeProto::kSparseTensorType:
+        kind = "a sparse tensor";
+        break;
+      default:
+        break;
+    }
+    if (kind) {
+      fail(ErrorKind::kUnsupported, label, ": graph input '", v.name(), "' is ", kind,
+           "; nnfuse runs tensors only");
+    }
   }
 }
 
