@@ -1,10 +1,11 @@
 // Every operator ONNX defines, at every version nnfuse imports (older ones through the opset
-// converter), as a one-node model with inputs of rank 0, 1 and 3 (or no shape, no type, or the
-// first input of another rank than the rest) and with attributes out of range (integers -35
-// and 35, lists [-35], [35], [0] and seven zeros, strings "bogus", floats NaN and -1e30): compiling
-// and planning it either works or throws nnfuse::Error. A crash here is a crash any model with
-// that node would cause, so the family of "attribute out of range" and "input of an unexpected
-// rank" models is covered as a whole, including the checks ONNX's own inference leaves out.
+// converter), as a one-node model with inputs of rank 0, 1 and 3 (or no shape, no type, the
+// first input of another rank than the rest, or the rest of no shape) and with attributes out of
+// range (integers -35 and 35, lists [-35], [35], [0] and seven zeros, strings "bogus", floats NaN
+// and -1e30): compiling and planning it either works or throws nnfuse::Error. A crash here is a
+// crash any model with that node would cause, so the family of "attribute out of range" and "input
+// of an unexpected rank" models is covered as a whole, including the checks ONNX's own inference
+// leaves out.
 //
 // To hunt: NNFUSE_SWEEP_FORK=1 compiles each model in a child process and lists every crash;
 // with NNFUSE_SWEEP_RUN=1 too, each model that compiles also runs fused and unfused on
@@ -85,7 +86,7 @@ struct Variant {
   std::string attr;  // the attribute set out of range, or "" for the required ones only
   AttributeProto value;
   bool all_inputs = false;  // the optional inputs too (outputs are always all there)
-  int other_rank = -2;      // of the inputs after the first, -2 for the same
+  int other_rank = -2;      // of the inputs after the first (-1 no shape), -2 for the same
 };
 
 std::vector<Variant> variants_of(const onnx::OpSchema& s) {
@@ -99,11 +100,13 @@ std::vector<Variant> variants_of(const onnx::OpSchema& s) {
       const std::string what = rank == -2 ? "no type" : "rank " + std::to_string(rank);
       v.push_back({what + with, rank, "", {}, all});
     }
-    // Input 0 of another rank than the rest (a 3-d image with a 4-d conv weight).
+    // Input 0 of another rank than the rest (a 3-d image with a 4-d conv weight), or the rest
+    // of no shape (MaxUnpool's indices).
     if (s.inputs().size() > 1) {
       for (auto [first, rest] :
-           {std::pair{3, 4}, std::pair{4, 3}, std::pair{1, 4}, std::pair{4, 1}}) {
-        Variant x{"ranks " + std::to_string(first) + "," + std::to_string(rest) + with,
+           {std::pair{3, 4}, std::pair{4, 3}, std::pair{1, 4}, std::pair{4, 1}, std::pair{3, -1}}) {
+        Variant x{"ranks " + std::to_string(first) + "," +
+                      (rest < 0 ? std::string("no shape") : std::to_string(rest)) + with,
                   first,
                   "",
                   {},

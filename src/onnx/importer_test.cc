@@ -301,6 +301,52 @@ TEST(OnnxImport, AttributesOnnxWouldReadOutOfBoundsOnAreRefused) {
   EXPECT_EQ(error_of(m), "");
 }
 
+// Found by fuzz_model: MaxUnpool's inference (without output_shape) copied the channel dim from
+// the indices' shape unchecked. Indices of unknown shape import (the output's shape is left to
+// nnfuse's inference); indices of another rank than the input are refused.
+TEST(OnnxImport, MaxUnpoolIndicesOfUnknownOrWrongRank) {
+  auto model = [](int indices_rank) {
+    onnx::ModelProto m;
+    m.set_ir_version(6);
+    m.add_opset_import()->set_version(11);
+    onnx::GraphProto* g = m.mutable_graph();
+    g->set_name("unpool");
+    onnx::NodeProto* n = g->add_node();
+    n->set_op_type("MaxUnpool");
+    n->set_name("unpool");
+    n->add_input("x");
+    n->add_input("i");
+    n->add_output("y");
+    for (const char* name : {"kernel_shape", "strides"}) {
+      auto* a = n->add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::INTS);
+      a->add_ints(2);
+      a->add_ints(2);
+    }
+    auto add_value = [](onnx::ValueInfoProto* v, const char* name, int elem, int rank) {
+      v->set_name(name);
+      auto* t = v->mutable_type()->mutable_tensor_type();
+      t->set_elem_type(elem);
+      if (rank < 0) return;
+      t->mutable_shape();
+      for (int d = 0; d < rank; ++d) t->mutable_shape()->add_dim()->set_dim_value(d < 2 ? 1 : 2);
+    };
+    add_value(g->add_input(), "x", onnx::TensorProto::FLOAT, 4);
+    add_value(g->add_input(), "i", onnx::TensorProto::INT64, indices_rank);
+    add_value(g->add_output(), "y", onnx::TensorProto::FLOAT, -1);
+    return m;
+  };
+  EXPECT_EQ(error_of(model(-1)), "");
+  EXPECT_EQ(error_of(model(4)), "");
+  for (int rank : {0, 1, 3}) {
+    const std::string e = error_of(model(rank));
+    EXPECT_NE(e.find("a MaxUnpool node: the indices have rank " + std::to_string(rank)),
+              std::string::npos)
+        << rank << ": " << e;
+  }
+}
+
 TEST(OnnxImport, BadBytesAreErrors) {
   std::string good = testing::small_model().SerializeAsString();
   for (size_t cut : {size_t{0}, size_t{5}, good.size() / 2, good.size() - 3}) {

@@ -100,27 +100,54 @@ void check_conv(onnx::InferenceContext& ctx) {
   check_conv_weight<kW>(ctx);
 }
 
+// MaxUnpool's inference (without output_shape) copies the channel dim from the indices' shape
+// unchecked. Indices of a known rank other than the input's are refused; indices of unknown rank
+// leave the output's shape to nnfuse's own inference (ONNX's is skipped).
+bool max_unpool_can_infer(onnx::InferenceContext& ctx) {
+  check_window(ctx);
+  const int x = input_rank(ctx, 0), i = input_rank(ctx, 1);
+  if (i >= 0 && (i < 2 || (x >= 0 && i != x))) {
+    fail_shape_inference("the indices have rank ", i, "; they must have the input's rank ", x,
+                         " (at least 2)");
+  }
+  if (x >= 0 && i < 0) {
+    onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+    return false;
+  }
+  return true;
+}
+
+// A check that refuses by throwing and lets ONNX's inference run.
+template <void (*kCheck)(onnx::InferenceContext&)>
+bool refuse_or_infer(onnx::InferenceContext& ctx) {
+  kCheck(ctx);
+  return true;
+}
+
+// Each check throws to refuse the node, and returns whether ONNX's inference may run on it.
+using Guard = bool (*)(onnx::InferenceContext&);
+
 // The default-domain operators whose inference functions read out of bounds (or divide by
 // zero) without these.
-const std::map<std::string, void (*)(onnx::InferenceContext&)>& guards() {
-  static const std::map<std::string, void (*)(onnx::InferenceContext&)> g = {
-      {"LayerNormalization", check_layer_norm},
-      {"GatherND", check_gather_nd},
-      {"STFT", check_stft},
-      {"Conv", check_conv<1>},
-      {"ConvInteger", check_conv<1>},
-      {"ConvTranspose", check_conv<1>},
-      {"QLinearConv", check_conv<3>},
-      {"AveragePool", check_window},
-      {"MaxPool", check_window},
-      {"LpPool", check_window},
-      {"MaxUnpool", check_window},
+const std::map<std::string, Guard>& guards() {
+  static const std::map<std::string, Guard> g = {
+      {"LayerNormalization", refuse_or_infer<check_layer_norm>},
+      {"GatherND", refuse_or_infer<check_gather_nd>},
+      {"STFT", refuse_or_infer<check_stft>},
+      {"Conv", refuse_or_infer<check_conv<1>>},
+      {"ConvInteger", refuse_or_infer<check_conv<1>>},
+      {"ConvTranspose", refuse_or_infer<check_conv<1>>},
+      {"QLinearConv", refuse_or_infer<check_conv<3>>},
+      {"AveragePool", refuse_or_infer<check_window>},
+      {"MaxPool", refuse_or_infer<check_window>},
+      {"LpPool", refuse_or_infer<check_window>},
+      {"MaxUnpool", max_unpool_can_infer},
       // The matrices; the recurrent ops' X, W and R (the oldest inference functions index them
       // unchecked).
-      {"Gemm", check_ranks<2, 2>},
-      {"RNN", check_ranks<3, 3>},
-      {"GRU", check_ranks<3, 3>},
-      {"LSTM", check_ranks<3, 3>},
+      {"Gemm", refuse_or_infer<check_ranks<2, 2>>},
+      {"RNN", refuse_or_infer<check_ranks<3, 3>>},
+      {"GRU", refuse_or_infer<check_ranks<3, 3>>},
+      {"LSTM", refuse_or_infer<check_ranks<3, 3>>},
   };
   return g;
 }
@@ -152,8 +179,9 @@ void install_inference_guards() {
       for (onnx::OpSchema* s : versions_of(op)) {
         onnx::InferenceFunction inner = s->GetTypeAndShapeInferenceFunction();
         s->TypeAndShapeInferenceFunction([op, inner, check](onnx::InferenceContext& ctx) {
+          bool infer = true;
           try {
-            check(ctx);
+            infer = check(ctx);
           } catch (const onnx::InferenceError& e) {
             if (t_refusal.empty()) {
               std::string why = e.what();
@@ -163,7 +191,7 @@ void install_inference_guards() {
             }
             throw;
           }
-          if (inner) inner(ctx);
+          if (infer && inner) inner(ctx);
         });
       }
     }
