@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,7 +16,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -32,6 +35,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::atomic<int64_t> g_compiler_runs{0};
+std::atomic<int64_t> g_entry_reads{0};
 std::atomic<int64_t> g_unique{0};
 
 const char* env_nonempty(const char* name) {
@@ -90,6 +94,7 @@ bool append_trailer(const fs::path& so) {
 
 // "" when `so` ends in a trailer that matches its bytes, else why not.
 std::string check_trailer(const fs::path& so) {
+  g_entry_reads.fetch_add(1);
   const std::string bytes = read_bytes(so);
   const size_t n = sizeof kTrailerMagic + 8;
   if (bytes.size() <= n) return "too short";
@@ -223,6 +228,8 @@ uint64_t fnv1a64(const std::string& data) {
 
 int64_t jit_compiler_invocations() { return g_compiler_runs.load(); }
 
+int64_t jit_entry_reads() { return g_entry_reads.load(); }
+
 std::string jit_compiler() {
   if (const char* v = env_nonempty("NNFUSE_CXX")) return v;
   if (const char* v = env_nonempty("CXX")) return v;
@@ -251,10 +258,67 @@ std::string jit_entry_path(const std::string& source, std::string* error) {
   return (dir / (std::string("nnf_") + hex64(fnv1a64(key)) + ".so")).string();
 }
 
-bool jit_entry_valid(const std::string& path) {
-  std::error_code ec;
-  return fs::exists(path, ec) && check_trailer(path).empty();
+namespace {
+
+// A file's identity: the same path with the same identity is the same bytes (a rename gives a
+// new inode, a write a new size or change time).
+struct FileId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  bool operator==(const FileId&) const = default;
+};
+
+std::optional<FileId> file_id(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  auto ns = [](const timespec& t) { return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec; };
+  return FileId{st.st_dev, st.st_ino, st.st_size, ns(st.st_mtim), ns(st.st_ctim)};
 }
+
+// The entries this process has checked, and the functions it has loaded from them: a model's
+// regions share a few thousand objects, each checked (read and hashed) once, not once per region.
+std::mutex g_entries_mu;
+std::map<std::string, FileId> g_verified;
+std::map<std::pair<std::string, std::string>, std::pair<FileId, KernelFn>> g_loaded;
+
+// The identity of `path` when it holds a valid entry.
+std::optional<FileId> valid_entry(const std::string& path) {
+  const std::optional<FileId> id = file_id(path);
+  if (!id) return std::nullopt;
+  {
+    std::lock_guard<std::mutex> lock(g_entries_mu);
+    auto it = g_verified.find(path);
+    if (it != g_verified.end() && it->second == *id) return id;
+  }
+  if (!check_trailer(path).empty()) return std::nullopt;
+  std::lock_guard<std::mutex> lock(g_entries_mu);
+  g_verified[path] = *id;
+  return id;
+}
+
+// `symbol` of the valid entry `so` (of identity `id`), loaded once per process.
+KernelFn load_entry(const std::string& so, const FileId& id, const std::string& symbol,
+                    std::string& error) {
+  const auto key = std::make_pair(so, symbol);
+  {
+    std::lock_guard<std::mutex> lock(g_entries_mu);
+    auto it = g_loaded.find(key);
+    if (it != g_loaded.end() && it->second.first == id) return it->second.second;
+  }
+  KernelFn fn = load(so, symbol, error);
+  if (fn != nullptr) {
+    std::lock_guard<std::mutex> lock(g_entries_mu);
+    g_loaded[key] = {id, fn};
+  }
+  return fn;
+}
+
+}  // namespace
+
+bool jit_entry_valid(const std::string& path) { return valid_entry(path).has_value(); }
 
 std::string jit_temp_name(const std::string& entry, const std::string& ext) {
   return entry.substr(0, entry.size() - 3) + "." +
@@ -435,9 +499,9 @@ JitResult jit_build(const std::string& source, const std::string& symbol) {
     res.so_path = so;
     std::error_code ec;
     // A damaged or foreign entry is never loaded: it is rebuilt below (the rename replaces it).
-    if (jit_entry_valid(so)) {
+    if (const std::optional<FileId> id = valid_entry(so)) {
       std::string why;
-      if (KernelFn fn = load(so, symbol, why)) {
+      if (KernelFn fn = load_entry(so, *id, symbol, why)) {
         res.fn = fn;
         res.cache_hit = true;
         return res;

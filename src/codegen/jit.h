@@ -70,5 +70,8 @@ uint64_t fnv1a64(const std::string& data);
 
 // How many times this process has run the compiler (for tests and statistics).
 int64_t jit_compiler_invocations();
+// How many times it has read a cache entry to check its checksum: once per entry, unless the
+// file changed (another inode, size or time) since.
+int64_t jit_entry_reads();
 
 }  // namespace nnfuse::codegen

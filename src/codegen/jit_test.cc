@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "codegen/jit_internal.h"
 #include "codegen/test_cache_dir.h"
 
 namespace nnfuse::codegen {
@@ -185,6 +186,33 @@ TEST_F(JitTest, DamagedOrForeignEntryIsRebuiltNotLoaded) {
     expect_adds(b.fn, 3.0f);
     EXPECT_EQ(fs::file_size(b.so_path), size);
   }
+}
+
+// A model's regions share objects: an entry is read and checked once per process, and a
+// function loaded once, however many regions ask for it; a changed file is checked again.
+TEST_F(JitTest, EntryIsCheckedOncePerProcessUntilItChanges) {
+  const std::string src = add_source("jit_once", 2.0f);
+  ASSERT_TRUE(jit_build(src, "jit_once").ok());
+  const int64_t reads = jit_entry_reads();
+  JitResult a = jit_build(src, "jit_once");
+  ASSERT_TRUE(a.ok()) << a.error;
+  EXPECT_TRUE(a.cache_hit);
+  EXPECT_EQ(jit_entry_reads(), reads + 1);
+  for (int i = 0; i < 5; ++i) {
+    JitResult b = jit_build(src, "jit_once");
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(b.fn, a.fn);
+  }
+  EXPECT_EQ(jit_entry_reads(), reads + 1);
+  EXPECT_TRUE(jit_entry_valid(a.so_path));
+  EXPECT_EQ(jit_entry_reads(), reads + 1);
+  // Replaced under its name (a new inode): read and checked again.
+  const std::string copy = a.so_path + ".copy";
+  fs::copy_file(a.so_path, copy);
+  fs::rename(copy, a.so_path);
+  EXPECT_TRUE(jit_entry_valid(a.so_path));
+  EXPECT_EQ(jit_entry_reads(), reads + 2);
+  expect_adds(a.fn, 2.0f);
 }
 
 TEST_F(JitTest, HungCompilerIsKilledAtTheTimeout) {
