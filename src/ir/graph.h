@@ -189,6 +189,11 @@ class Graph {
   void remove_node(Node* n);
   // True when `n` is a node of this graph (it is not dereferenced).
   bool contains(const Node* n) const { return live_nodes_.count(n) != 0; }
+  // The same, cheaper where `slot` is where `n` was last seen (its position(), unless the
+  // nodes were reordered since): a node still in that slot needs no lookup.
+  bool contains(const Node* n, size_t slot) const {
+    return (slot < nodes_.size() && nodes_[slot].get() == n) || contains(n);
+  }
   // Removes values with no producer, no uses, that are not graph inputs/outputs.
   void remove_dead_values();
   // Removes `v` if it is dead in that sense (the cheap form of the above for one value).

@@ -41,8 +41,12 @@ std::string apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
   std::string why = pattern::check_replaceable(g, nodes, outputs);
   if (!why.empty()) return why;
   const cost::Benefit benefit = cost::fusion_benefit(nodes, outputs, ctx.machine);
+  // The fused nodes among `nodes` (only a fusion's node has a record; most fusions absorb none,
+  // and then the records are not scanned: a model with many fusions is not quadratic in them).
   std::vector<std::string> absorbed;
-  for (const Node* n : nodes) absorbed.push_back(n->name());
+  for (const Node* n : nodes) {
+    if (!n->fused_by().empty()) absorbed.push_back(n->name());
+  }
   Node* fused = pattern::replace_with(g, nodes, op_type, domain, inputs, outputs, attrs, pass);
   fused->set_provenance(names, pass);
   ctx.applied(pass);
@@ -59,7 +63,7 @@ std::string apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
   // Fold in the benefits of fused nodes this one absorbed: what they saved, and what their own
   // original nodes moved and took instead of the absorbed node's figures.
   auto& list = ctx.report.fused;
-  for (auto it = list.begin(); it != list.end();) {
+  for (auto it = list.begin(); !absorbed.empty() && it != list.end();) {
     if (std::find(absorbed.begin(), absorbed.end(), it->node) != absorbed.end()) {
       b.bytes_saved += it->bytes_saved;
       b.kernels_saved += it->kernels_saved;
@@ -270,11 +274,11 @@ void rewrite_to_fixed_point(Graph& g, const std::function<bool(Node*)>& try_at) 
   std::priority_queue<Entry, std::vector<Entry>, Later> pending;
   for (Node* n : g.nodes()) pending.push({n->position(), n});
   while (!pending.empty()) {
-    Node* n = pending.top().second;
+    const auto [slot, n] = pending.top();
     pending.pop();
     // A removed node's entry is skipped; if its address was reused, the new node is live and
     // trying it is harmless.
-    if (!g.contains(n)) continue;
+    if (!g.contains(n, slot)) continue;
     const size_t mark = g.added_mark();
     if (!try_at(n)) continue;
     for (Node* m : neighborhood(g.added_since(mark))) pending.push({m->position(), m});
