@@ -163,7 +163,36 @@ class Matcher {
     std::map<const PatNode*, std::vector<Match>> repeats;
     std::vector<Node*> nodes;  // op, pass-through, native and tree nodes, in match order
     int steps = 0;             // progress, to pick the deepest failure
+    // What was bound since the start, in order, so a choice point undoes its branch by erasing
+    // the keys added after its mark instead of copying the maps.
+    std::vector<const PatNode*> bound;  // keys of values (and producers, natives, repeats)
+    std::vector<std::string> named;     // keys of by_name (and names)
   };
+
+  struct Mark {
+    size_t bound = 0, named = 0, nodes = 0;
+    int steps = 0;
+  };
+
+  Mark mark() const { return {st_.bound.size(), st_.named.size(), st_.nodes.size(), st_.steps}; }
+
+  void undo(const Mark& m) {
+    for (size_t i = m.bound; i < st_.bound.size(); ++i) {
+      const PatNode* k = st_.bound[i];
+      st_.values.erase(k);
+      st_.producers.erase(k);
+      st_.natives.erase(k);
+      st_.repeats.erase(k);
+    }
+    st_.bound.resize(m.bound);
+    for (size_t i = m.named; i < st_.named.size(); ++i) {
+      st_.by_name.erase(st_.named[i]);
+      st_.names.erase(st_.named[i]);
+    }
+    st_.named.resize(m.named);
+    st_.nodes.resize(m.nodes);
+    st_.steps = m.steps;
+  }
 
   template <typename F>
   bool reject(F&& msg) {
@@ -193,10 +222,13 @@ class Matcher {
       nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
       m.nodes_ = std::move(nodes);
     } else {
-      std::set<const Node*> matched(st_.nodes.begin(), st_.nodes.end());
-      for (Node* n : g.nodes()) {
-        if (matched.count(n)) m.nodes_.push_back(n);
+      // In graph order: a node's position is its slot, and the slots are in topological order.
+      for (Node* n : st_.nodes) {
+        if (g.contains(n)) m.nodes_.push_back(n);
       }
+      std::sort(m.nodes_.begin(), m.nodes_.end(),
+                [](const Node* a, const Node* b) { return a->position() < b->position(); });
+      m.nodes_.erase(std::unique(m.nodes_.begin(), m.nodes_.end()), m.nodes_.end());
     }
     return m;
   }
@@ -255,11 +287,16 @@ class Matcher {
                  ", already bound to " + pattern_label(p);
         });
       }
-      st_.by_name[p->name] = v;
-      st_.names.emplace(p->name, p->identity());
+      if (it == st_.by_name.end()) {
+        st_.by_name.emplace(p->name, v);
+        st_.names.emplace(p->name, p->identity());
+        st_.named.push_back(p->name);
+      }
     }
+    // Only a pattern node not yet bound gets here (match() checks first), so each key is new.
     st_.values[p->identity()] = v;
     if (producer) st_.producers[p->identity()] = producer;
+    st_.bound.push_back(p->identity());
     ++st_.steps;
     return true;
   }
@@ -297,9 +334,9 @@ class Matcher {
       case PatNode::Kind::kAnyOf: {
         if (!checks(p, v, v->producer(), s) || !bind(p, v, nullptr, s)) return false;
         for (const Pat& alt : p->inputs) {
-          State saved = st_;
+          const Mark saved = mark();
           if (match(alt.get(), v, s, k)) return true;
-          st_ = std::move(saved);
+          undo(saved);
         }
         return false;
       }
@@ -320,22 +357,22 @@ class Matcher {
   }
 
   bool match_scalar(const PatNode* p, Value* v, const Site& s) {
-    const std::string want = " is not the constant " + number(p->value);
+    auto want = [&] { return " is not the constant " + number(p->value); };
     const Tensor* t = constant_value(v);
-    if (!t) return reject([&] { return place(s, v) + want + " (not a compile-time constant)"; });
-    if (t->numel() == 0) return reject([&] { return place(s, v) + want + " (it is empty)"; });
+    if (!t) return reject([&] { return place(s, v) + want() + " (not a compile-time constant)"; });
+    if (t->numel() == 0) return reject([&] { return place(s, v) + want() + " (it is empty)"; });
     const double limit = static_cast<double>(p->tol) * std::max(1.0, std::fabs(double{p->value}));
     for (int64_t i = 0; i < t->numel(); ++i) {
       std::optional<double> e = element(*t, i);
       if (!e) {
         return reject([&] {
-          return place(s, v) + want + " (it holds " + dtype_name(t->dtype()) + " elements)";
+          return place(s, v) + want() + " (it holds " + dtype_name(t->dtype()) + " elements)";
         });
       }
       if (!(std::fabs(*e - double{p->value}) <= limit)) {
         return reject([&] {
           std::string at = t->numel() > 1 ? " at element " + std::to_string(i) : "";
-          return place(s, v) + want + " (it holds " + number(*e) + at + ")";
+          return place(s, v) + want() + " (it holds " + number(*e) + at + ")";
         });
       }
     }
@@ -379,9 +416,9 @@ class Matcher {
     if (!checks(p, v, n, s) || !bind(p, v, n, s)) return false;
     st_.nodes.push_back(n);
     if (want == 2 && have == 2 && is_commutative(p->op_type)) {
-      State saved = st_;
+      const Mark saved = mark();
       if (match_inputs(p, n, false, 0, k)) return true;
-      st_ = std::move(saved);
+      undo(saved);
       return match_inputs(p, n, true, 0, k);
     }
     return match_inputs(p, n, false, 0, k);
@@ -458,9 +495,9 @@ class Matcher {
   // Zero or more pass-through nodes above `v`, then the inner pattern (shortest first).
   bool walk(const PatNode* p, Value* v, const Site& s, Cont k) {
     {
-      State saved = st_;
+      const Mark saved = mark();
       if (match(p->inputs[0].get(), v, s, k)) return true;
-      st_ = std::move(saved);
+      undo(saved);
     }
     Node* n = v->producer();
     if (!passes(p, n, v)) return false;
@@ -486,12 +523,36 @@ std::map<const Node*, size_t> positions(const Graph& g) {
 
 }  // namespace
 
+namespace {
+
+// False when `p` cannot match at an output of `n` by `n`'s op type alone: most (pattern, node)
+// pairs a pass tries end here, before any matcher state is made.
+bool may_start_at(const PatNode* p, const Node* n) {
+  switch (p->kind) {
+    case PatNode::Kind::kOp:
+      return n->op_type() == p->op_type;
+    case PatNode::Kind::kAnyOf:
+      return std::any_of(p->inputs.begin(), p->inputs.end(),
+                         [&](const Pat& alt) { return may_start_at(alt.get(), n); });
+    case PatNode::Kind::kThrough:
+      return p->pass_ops.count(n->op_type()) || may_start_at(p->inputs[0].get(), n);
+    case PatNode::Kind::kTree:
+      return n->op_type() == p->op_type || may_start_at(p->inputs[0].get(), n);
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
 std::optional<Match> match_at(const Graph& g, const Pat& root, Node* n, std::string* why) {
   if (!root.valid()) fail(ErrorKind::kInternal, "match_at: empty pattern");
   if (!n) {
     if (why) *why = "no node to match at";
     return std::nullopt;
   }
+  // Without a reason wanted, a pattern whose root cannot be this op is not tried.
+  if (!why && !may_start_at(root.get(), n)) return std::nullopt;
   Matcher m(why != nullptr);
   std::optional<Match> r = m.run(g, root.get(), n, nullptr);
   if (why) *why = r ? "" : m.why();
