@@ -201,6 +201,18 @@ TEST(OnnxImport, UndefinedNamesAreRefusedBeforeOnnxConvertsOrInfers) {
   EXPECT_NE(e.find("'relu' (MaxUnpool) reads 'indices'"), std::string::npos) << e;
 }
 
+// A model fuzz_model found (EyeLike on an input whose tensor type has no element type).
+constexpr char kEyeLikeNoElemType[] =
+    "\x08\x64\x2d\x74\x65\x73\x74\x3a\x62\x0a\x1d\x0a\x01\x78\x12\x01\x79\x22\x07\x45\x79\x65\x4c"
+    "\x69"
+    "\x6b\x65\x2a\x0c\x0a\x05\x64\x74\x79\x70\x65\x18\x0b\xa0\x01\x02\x12\x17\x74\x65\x73\x74\x5f"
+    "\x65"
+    "\x79\x65\x6c\x69\x6b\x65\x5f\x77\x69\x74\x68\x5f\x64\x74\x79\x70\x65\x5a\x13\x0a\x01\x78\x12"
+    "\x0e"
+    "\x0a\x0c\x3a\x06\x12\x08\x0a\x02\x08\x03\x0a\x02\x08\x04\x62\x13\x0a\x01\x79\x12\x0e\x0a\x0c"
+    "\x08"
+    "\x0b\x12\x08\x0a\x02\x08\x03\x0a\x02\x08\x04\x42\x04\x0a\x00\x10\x09";
+
 // Attributes and ranks ONNX's own inference or converter would read out of bounds on (found by
 // fuzz_model; src/api/operator_sweep_test.cc covers every operator).
 TEST(OnnxImport, AttributesOnnxWouldReadOutOfBoundsOnAreRefused) {
@@ -277,6 +289,16 @@ TEST(OnnxImport, AttributesOnnxWouldReadOutOfBoundsOnAreRefused) {
   m.mutable_graph()->mutable_node(1)->set_input(0, "x");
   e = error_of(m);
   EXPECT_NE(e.find("graph input 'x' has no type"), std::string::npos) << e;
+  // Or a tensor type of no element type (found by fuzz_model: ONNX took it for no type, and
+  // EyeLike's inference read the null type). The fuzzer's model as it found it: IR version 100,
+  // the input's elem_type written with the wrong wire type.
+  {
+    onnx::ModelProto found;
+    ASSERT_TRUE(
+        found.ParseFromString(std::string(kEyeLikeNoElemType, sizeof kEyeLikeNoElemType - 1)));
+    e = error_of(found);
+    EXPECT_NE(e.find("graph input 'x' is a tensor of no element type"), std::string::npos) << e;
+  }
   // A graph input of a map type (found by fuzz_model: MaxUnpool's inference read it as a tensor)
   // or a sequence: refused as unsupported before inference.
   for (const bool map : {true, false}) {

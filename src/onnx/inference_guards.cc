@@ -269,6 +269,13 @@ void check_inputs_typed(const onnx::ModelProto& m, const std::string& label) {
       fail(ErrorKind::kUnsupported, label, ": graph input '", v.name(), "' is ", kind,
            "; nnfuse runs tensors only");
     }
+    // ONNX's inference takes a tensor of no element type for no type at all, and an inference
+    // function that copies the input's shape then reads a null type (EyeLike's, found by
+    // fuzz_model).
+    if (v.type().tensor_type().elem_type() == onnx::TensorProto::UNDEFINED) {
+      fail(ErrorKind::kInvalidModel, label, ": graph input '", v.name(),
+           "' is a tensor of no element type");
+    }
   }
 }
 
