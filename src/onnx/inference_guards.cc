@@ -106,9 +106,9 @@ void check_conv(onnx::InferenceContext& ctx) {
 bool max_unpool_can_infer(onnx::InferenceContext& ctx) {
   check_window(ctx);
   const int x = input_rank(ctx, 0), i = input_rank(ctx, 1);
-  if (i >= 0 && (i < 2 || (x >= 0 && i != x))) {
-    fail_shape_inference("the indices have rank ", i, "; they must have the input's rank ", x,
-                         " (at least 2)");
+  if (i >= 0 && i < 2) fail_shape_inference("the indices have rank ", i, "; they need at least 2");
+  if (i >= 0 && x >= 0 && i != x) {
+    fail_shape_inference("the indices have rank ", i, "; they must have the input's rank ", x);
   }
   if (x >= 0 && i < 0) {
     onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
@@ -248,24 +248,24 @@ void check_inputs_typed(const onnx::ModelProto& m, const std::string& label) {
     // ONNX's inference functions read a tensor's type from inputs their schema says are tensors
     // without checking (MaxUnpool's read a map as one, found by fuzz_model); nnfuse's values are
     // tensors only, so any other input is refused first.
-    const char* kind = nullptr;
-    switch (v.type().value_case()) {
-      case onnx::TypeProto::kSequenceType:
-        kind = "a sequence";
-        break;
-      case onnx::TypeProto::kMapType:
-        kind = "a map";
-        break;
-      case onnx::TypeProto::kOptionalType:
-        kind = "an optional";
-        break;
-      case onnx::TypeProto::kSparseTensorType:
-        kind = "a sparse tensor";
-        break;
-      default:
-        break;
-    }
-    if (kind) {
+    if (v.type().value_case() != onnx::TypeProto::kTensorType) {
+      const char* kind = "a value of another type than a tensor";
+      switch (v.type().value_case()) {
+        case onnx::TypeProto::kSequenceType:
+          kind = "a sequence";
+          break;
+        case onnx::TypeProto::kMapType:
+          kind = "a map";
+          break;
+        case onnx::TypeProto::kOptionalType:
+          kind = "an optional";
+          break;
+        case onnx::TypeProto::kSparseTensorType:
+          kind = "a sparse tensor";
+          break;
+        default:
+          break;
+      }
       fail(ErrorKind::kUnsupported, label, ": graph input '", v.name(), "' is ", kind,
            "; nnfuse runs tensors only");
     }
