@@ -11,16 +11,20 @@
 namespace nnfuse::cost {
 
 std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) != 0) continue;
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos) break;
-    size_t b = line.find_first_not_of(" \t", colon + 1);
-    return b == std::string::npos ? "unknown CPU" : line.substr(b);
-  }
-  return "unknown CPU";
+  // Read once: every compile compares it with the calibration's.
+  static const std::string name = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("model name", 0) != 0) continue;
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos) break;
+      size_t b = line.find_first_not_of(" \t", colon + 1);
+      return b == std::string::npos ? std::string("unknown CPU") : line.substr(b);
+    }
+    return std::string("unknown CPU");
+  }();
+  return name;
 }
 
 std::string calibration_path() { return codegen::jit_cache_dir() + "/calibration.json"; }

@@ -39,6 +39,31 @@ class Cont {
   bool (*call_)(const void*);
 };
 
+// A map of few entries as a vector searched in order: a match binds a few dozen pattern nodes
+// at most, and the matcher binds and undoes them far more often than the result is read, so
+// this saves the tree's allocation per binding.
+template <typename K, typename V>
+class SmallMap {
+ public:
+  using Entry = std::pair<K, V>;
+  using iterator = typename std::vector<Entry>::iterator;
+  iterator begin() { return e_.begin(); }
+  iterator end() { return e_.end(); }
+  iterator find(const K& k) {
+    return std::find_if(e_.begin(), e_.end(), [&](const Entry& x) { return x.first == k; });
+  }
+  // The caller knows `k` is not bound yet.
+  void add(const K& k, V v) { e_.emplace_back(k, std::move(v)); }
+  void erase(const K& k) {
+    auto it = find(k);
+    if (it != e_.end()) e_.erase(it);
+  }
+  std::map<K, V> to_map() const { return std::map<K, V>(e_.begin(), e_.end()); }
+
+ private:
+  std::vector<Entry> e_;
+};
+
 // Where a value was met: input `index` of `consumer`, or (consumer == nullptr) an output of
 // the root node the match started at.
 struct Site {
@@ -155,8 +180,8 @@ class Matcher {
 
  private:
   struct State {
-    std::map<const PatNode*, Value*> values;
-    std::map<const PatNode*, Node*> producers;
+    SmallMap<const PatNode*, Value*> values;
+    SmallMap<const PatNode*, Node*> producers;
     std::map<std::string, Value*> by_name;
     std::map<std::string, const PatNode*> names;
     std::map<const PatNode*, NativeResult> natives;
@@ -205,8 +230,8 @@ class Matcher {
 
   Match result(const Graph& g, Node* root, const std::map<const Node*, size_t>* order) {
     Match m;
-    m.values_ = st_.values;
-    m.producers_ = st_.producers;
+    m.values_ = st_.values.to_map();
+    m.producers_ = st_.producers.to_map();
     m.names_ = st_.names;
     m.natives_ = st_.natives;
     m.repeats_ = st_.repeats;
@@ -294,8 +319,8 @@ class Matcher {
       }
     }
     // Only a pattern node not yet bound gets here (match() checks first), so each key is new.
-    st_.values[p->identity()] = v;
-    if (producer) st_.producers[p->identity()] = producer;
+    st_.values.add(p->identity(), v);
+    if (producer) st_.producers.add(p->identity(), producer);
     st_.bound.push_back(p->identity());
     ++st_.steps;
     return true;
@@ -463,8 +488,8 @@ class Matcher {
       return reject([&] { return leaf.why(); });
     }
     Match m;
-    m.values_ = leaf.st_.values;
-    m.producers_ = leaf.st_.producers;
+    m.values_ = leaf.st_.values.to_map();
+    m.producers_ = leaf.st_.producers.to_map();
     m.names_ = leaf.st_.names;
     m.natives_ = leaf.st_.natives;
     m.repeats_ = leaf.st_.repeats;
@@ -544,6 +569,10 @@ bool may_start_at(const PatNode* p, const Node* n) {
 }
 
 }  // namespace
+
+bool may_match_at(const Pat& root, const Node* n) {
+  return root.valid() && n != nullptr && may_start_at(root.get(), n);
+}
 
 std::optional<Match> match_at(const Graph& g, const Pat& root, Node* n, std::string* why) {
   if (!root.valid()) fail(ErrorKind::kInternal, "match_at: empty pattern");

@@ -146,6 +146,9 @@ class Match {
 // "node 'mul_3': input 1 is not the constant 0.5".
 std::optional<Match> match_at(const Graph& g, const Pat& root, Node* n, std::string* why = nullptr);
 
+// False when `root` cannot match at `n` by `n`'s op type alone (a cheap test before match_at).
+bool may_match_at(const Pat& root, const Node* n);
+
 // Every match of `root` in the graph, trying nodes in reverse topological order (so the
 // largest chains are found from their last node). Matches may overlap; the caller decides.
 std::vector<Match> find_all(const Graph& g, const Pat& root);

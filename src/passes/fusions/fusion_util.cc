@@ -292,6 +292,15 @@ void rewrite_all(
     const std::vector<ActivationPattern>& patterns,
     const std::function<bool(const pattern::Match&)>& applies,
     const std::function<std::string(const std::string&, const pattern::Match&)>& rewrite) {
+  // A pass none of whose patterns can start at any node's op has nothing to do: most passes on
+  // most graphs, found without the queue of the fixed point.
+  const std::vector<Node*> nodes = g.nodes();
+  const bool any = std::any_of(nodes.begin(), nodes.end(), [&](const Node* n) {
+    return std::any_of(patterns.begin(), patterns.end(), [&](const ActivationPattern& p) {
+      return pattern::may_match_at(p.match, n);
+    });
+  });
+  if (!any) return;
   std::set<std::string> declined;
   // Latest nodes first: the largest pattern is found from its last node before a smaller
   // one (without the epilogue) can match at an inner node.
