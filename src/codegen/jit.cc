@@ -157,13 +157,35 @@ std::string run_compiler(const std::vector<std::string>& argv, const std::string
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
+  // A compiler that could not be started (not found, not executable) is not tried again by this
+  // process with the same PATH: each region would otherwise pay a process start to learn it.
+  // Only the reasons that will not change on their own are kept (below).
+  static std::mutex unstartable_mutex;
+  static std::map<std::string, std::string> unstartable;  // argv[0] and PATH -> the reason
+  const char* path_env = std::getenv("PATH");
+  const std::string key = argv[0] + '\n' + (path_env != nullptr ? path_env : "");
+  {
+    std::lock_guard<std::mutex> lock(unstartable_mutex);
+    if (auto it = unstartable.find(key); it != unstartable.end()) {
+      posix_spawn_file_actions_destroy(&fa);
+      posix_spawnattr_destroy(&attr);
+      return it->second;
+    }
+  }
   g_compiler_runs.fetch_add(1);
   pid_t pid = 0;
   const int rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
-    return std::string("compiler '") + argv[0] + "' could not be started: " + std::strerror(rc);
+    std::string why =
+        std::string("compiler '") + argv[0] + "' could not be started: " + std::strerror(rc);
+    // Not a failure to start a process at all (EAGAIN, ENOMEM): that may pass.
+    if (rc == ENOENT || rc == EACCES || rc == ENOEXEC || rc == ENOTDIR || rc == EPERM) {
+      std::lock_guard<std::mutex> lock(unstartable_mutex);
+      unstartable.emplace(key, why);
+    }
+    return why;
   }
   int status = 0;
   const double limit = compile_timeout();

@@ -139,6 +139,26 @@ TEST_F(JitTest, MissingCompilerGivesReasonWithItsName) {
   EXPECT_NE(r.error.find("nnfuse-no-such-cxx"), std::string::npos) << r.error;
 }
 
+TEST_F(JitTest, CompilerThatCannotStartIsNotStartedAgain) {
+  setenv("NNFUSE_CXX", "/nonexistent/nnfuse-never-cxx", 1);
+  const JitResult first = jit_build(add_source("jit_n1", 1.0f), "jit_n1");
+  ASSERT_FALSE(first.ok());
+  const int64_t runs = jit_compiler_invocations();
+  const JitResult second = jit_build(add_source("jit_n2", 2.0f), "jit_n2");
+  EXPECT_FALSE(second.ok());
+  EXPECT_NE(second.error.find("nnfuse-never-cxx"), std::string::npos) << second.error;
+  EXPECT_EQ(jit_compiler_invocations(), runs);  // the reason is remembered, nothing started
+  // Another PATH may hold it: a bare name is looked up again.
+  setenv("NNFUSE_CXX", "nnfuse-never-cxx-bare", 1);
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  EXPECT_FALSE(jit_build(add_source("jit_n3", 3.0f), "jit_n3").ok());
+  const int64_t after_first_path = jit_compiler_invocations();
+  setenv("PATH", (old_path + ":/nonexistent-dir").c_str(), 1);
+  EXPECT_FALSE(jit_build(add_source("jit_n4", 4.0f), "jit_n4").ok());
+  EXPECT_GT(jit_compiler_invocations(), after_first_path);
+  setenv("PATH", old_path.c_str(), 1);
+}
+
 TEST_F(JitTest, SyntaxErrorGivesReasonWithCompilerOutput) {
   JitResult r = jit_build("extern \"C\" void jit_bad( { this is not C++ }\n", "jit_bad");
   EXPECT_FALSE(r.ok());
