@@ -8,6 +8,11 @@
 #   bench/fuzz.sh [RUNS] [OUT]        e.g. bench/fuzz.sh 10000000 /tmp/nnfuse-fuzz
 #   TARGETS="fuzz_tensor fuzz_switches" bench/fuzz.sh 100000
 #   MAX_TIME=15 bench/fuzz.sh          each target for 15 s instead (the test run's sample)
+#   FUZZ_FLAGS=-entropic=0 TARGETS=fuzz_graph bench/fuzz.sh
+#                                      more libFuzzer flags (entropic scheduling costs fuzz_graph,
+#                                      with its tens of thousands of features, most of its time)
+#   JOBS=2 TARGETS=fuzz_graph bench/fuzz.sh
+#                                      RUNS split over 2 processes that share one corpus
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-10000000}
@@ -39,15 +44,27 @@ run() {
   local limit=(-runs="$RUNS")
   # A timed sample (the test run's) starts from a fixed seed, so what it tries is the same each
   # time; a counted run draws its own.
-  if [ -n "${MAX_TIME:-}" ]; then limit=(-max_total_time="$MAX_TIME" -seed=1); fi
-  (cd "$OUT/$t" && "$BIN/$t" "${limit[@]}" -timeout=10 -rss_limit_mb=4096 \
+  if [ -n "${MAX_TIME:-}" ]; then
+    limit=(-max_total_time="$MAX_TIME" -seed=1)
+  elif [ "${JOBS:-1}" -gt 1 ]; then
+    # Each job runs its share and writes its log to OUT/<target>/fuzz-<job>.log; the jobs pick up
+    # each other's new inputs from the shared corpus.
+    limit=(-runs="$((RUNS / JOBS))" -jobs="$JOBS" -workers="$JOBS")
+  fi
+  # shellcheck disable=SC2086
+  (cd "$OUT/$t" && "$BIN/$t" "${limit[@]}" ${FUZZ_FLAGS:-} -timeout=10 -rss_limit_mb=4096 \
     -max_len=65536 -print_final_stats=1 "$OUT/corpus/$t" >"$OUT/$t.log" 2>&1) || rc=$?
   local execs
-  execs=$(grep -a 'stat::number_of_executed_units' "$OUT/$t.log" | awk '{print $2}' | tail -1)
+  if [ -z "${MAX_TIME:-}" ] && [ "${JOBS:-1}" -gt 1 ]; then
+    execs=$(cat "$OUT/$t"/fuzz-*.log | grep -a 'stat::number_of_executed_units' |
+      awk '{n += $2} END {print n}')
+  else
+    execs=$(grep -a 'stat::number_of_executed_units' "$OUT/$t.log" | awk '{print $2}' | tail -1)
+  fi
   echo "$t: ${execs:-?} executions in $((SECONDS - start)) s, exit $rc" >>"$OUT/summary.txt"
   if [ "$rc" != 0 ]; then
     echo "== $t failed; the end of $OUT/$t.log:"
-    grep -a -v '^#[0-9]' "$OUT/$t.log" | tail -40
+    cat "$OUT/$t.log" "$OUT/$t"/fuzz-*.log 2>/dev/null | grep -a -v '^#[0-9]' | tail -40
   fi
 }
 : >"$OUT/summary.txt"
