@@ -41,7 +41,7 @@ run() {
   local t=$1
   mkdir -p "$OUT/$t"
   local start=$SECONDS rc=0
-  local limit=(-runs="$RUNS")
+  local limit=(-runs="$RUNS") split=""
   # A timed sample (the test run's) starts from a fixed seed, so what it tries is the same each
   # time; a counted run draws its own.
   if [ -n "${MAX_TIME:-}" ]; then
@@ -50,12 +50,13 @@ run() {
     # Each job runs its share and writes its log to OUT/<target>/fuzz-<job>.log; the jobs pick up
     # each other's new inputs from the shared corpus.
     limit=(-runs="$((RUNS / JOBS))" -jobs="$JOBS" -workers="$JOBS")
+    split=1
   fi
   # shellcheck disable=SC2086
   (cd "$OUT/$t" && "$BIN/$t" "${limit[@]}" ${FUZZ_FLAGS:-} -timeout=10 -rss_limit_mb=4096 \
     -max_len=65536 -print_final_stats=1 "$OUT/corpus/$t" >"$OUT/$t.log" 2>&1) || rc=$?
   local execs
-  if [ -z "${MAX_TIME:-}" ] && [ "${JOBS:-1}" -gt 1 ]; then
+  if [ -n "$split" ]; then
     execs=$(cat "$OUT/$t"/fuzz-*.log | grep -a 'stat::number_of_executed_units' |
       awk '{n += $2} END {print n}')
   else

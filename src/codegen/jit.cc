@@ -143,6 +143,17 @@ KernelFn load(const std::string& so, const std::string& symbol, std::string& err
 
 // Runs `argv` with stdout and stderr to `log`; returns a failure reason or "".
 std::string run_compiler(const std::vector<std::string>& argv, const std::string& log) {
+  // A compiler that could not be started (not found, not executable) is not tried again by this
+  // process with the same PATH: each region would otherwise pay a process start to learn it.
+  // Only the reasons that will not change on their own are kept (below).
+  static std::mutex unstartable_mutex;
+  static std::map<std::string, std::string> unstartable;  // argv[0] and PATH -> the reason
+  const char* path_env = std::getenv("PATH");
+  const std::string key = argv[0] + '\n' + (path_env != nullptr ? path_env : "");
+  {
+    std::lock_guard<std::mutex> lock(unstartable_mutex);
+    if (auto it = unstartable.find(key); it != unstartable.end()) return it->second;
+  }
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -157,21 +168,6 @@ std::string run_compiler(const std::vector<std::string>& argv, const std::string
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
-  // A compiler that could not be started (not found, not executable) is not tried again by this
-  // process with the same PATH: each region would otherwise pay a process start to learn it.
-  // Only the reasons that will not change on their own are kept (below).
-  static std::mutex unstartable_mutex;
-  static std::map<std::string, std::string> unstartable;  // argv[0] and PATH -> the reason
-  const char* path_env = std::getenv("PATH");
-  const std::string key = argv[0] + '\n' + (path_env != nullptr ? path_env : "");
-  {
-    std::lock_guard<std::mutex> lock(unstartable_mutex);
-    if (auto it = unstartable.find(key); it != unstartable.end()) {
-      posix_spawn_file_actions_destroy(&fa);
-      posix_spawnattr_destroy(&attr);
-      return it->second;
-    }
-  }
   g_compiler_runs.fetch_add(1);
   pid_t pid = 0;
   const int rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), environ);

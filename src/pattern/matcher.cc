@@ -47,7 +47,6 @@ class SmallMap {
  public:
   using Entry = std::pair<K, V>;
   using iterator = typename std::vector<Entry>::iterator;
-  iterator begin() { return e_.begin(); }
   iterator end() { return e_.end(); }
   iterator find(const K& k) {
     return std::find_if(e_.begin(), e_.end(), [&](const Entry& x) { return x.first == k; });
