@@ -74,9 +74,7 @@ NNFUSE_TARGET_CLONES bool fast_activation(ActivationKind kind, float alpha, floa
 
 }  // namespace
 
-void gated_row(const ref::Activation& act, const float* packed, float* y, int64_t n) {
-  const float* g = packed;
-  const float* u = packed + n;
+void gated_row(const ref::Activation& act, const float* g, const float* u, float* y, int64_t n) {
   if (fast_gate(act.kind, act.alpha, g, u, y, n)) return;
   for (int64_t i = 0; i < n; ++i) {
     y[i] = static_cast<float>(ref::apply_activation(act, g[i]) * u[i]);

@@ -539,6 +539,24 @@ TEST(OnednnFusedGatedMatMul, EveryActivationWithAndWithoutBias) {
   }
 }
 
+// Halves whose column blocks would not split evenly over the threads (2 x 1376 columns: 43
+// blocks of 64 for 2 threads) are padded with zero columns in the product; Y is unchanged.
+TEST(OnednnFusedGatedMatMul, HalvesPaddedForTheThreads) {
+  uint32_t seed = 350;
+  for (int64_t half : {int64_t{1376}, int64_t{1000}}) {
+    for (bool bias : {false, true}) {
+      SCOPED_TRACE(std::to_string(half) + (bias ? " bias" : ""));
+      std::vector<FastInput> in = {{random_tensor({2, 9, 48}, seed, -2.0f, 2.0f)},
+                                   {random_tensor({48, 2 * half}, seed + 1), true}};
+      if (bias) in.push_back({random_tensor({2 * half}, seed + 2), true});
+      Attrs attrs;
+      add_act_attrs({"Swish", true, false, 1.0f}, attrs);
+      expect_matches_ref("onednn.fused_gated_matmul", "FusedGatedMatMul", in, attrs, 1, kTol, kTol);
+      seed += 3;
+    }
+  }
+}
+
 // FusedMatMulResidual: A B (+ bias) + R, 2-D and 3-D, the bias constant or absent.
 TEST(OnednnFusedMatMulResidual, MatchesTheReference) {
   uint32_t seed = 400;
