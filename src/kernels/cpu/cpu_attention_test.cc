@@ -204,6 +204,10 @@ TEST(CpuAttention, GroupedQueryAndRotary) {
   // LLaMA's prefill shapes: H 8, G 2, D 64, S 128.
   check({1, 8, 64, 128, 128, Mask::kNone, true, false, 2, 64}, seed += 6);
   check({1, 8, 64, 128, 128, Mask::kNone, true, true, 2, 64}, seed += 6);
+  // Several query and key blocks (each task rotates its Q block and every K block it reads),
+  // the last ones partial, in a batch of 2.
+  check({2, 4, 24, 130, 130, Mask::kPadding, true, false, 2, 8, true}, seed += 6);
+  check({2, 4, 32, 130, 130, Mask::kNone, false, true, 1, 32}, seed += 6);
 }
 
 // A decode step with a KV cache: one new query row (and key and value) after P cached ones,
@@ -268,6 +272,8 @@ TEST(CpuAttention, NarrowerIsaPaths) {
     }
     check({1, 2, 80, 129, 129, Mask::kPaddingInf, true, true}, seed += 4);
     check({1, 3, 8, 70, 5, Mask::kNone, true}, seed += 4);  // fully masked rows
+    check({2, 4, 24, 70, 70, Mask::kNone, true, false, 2, 8}, seed += 4);
+    check({1, 4, 24, 70, 70, Mask::kNone, false, true, 4, 24, true}, seed += 4);
   }
 }
 
