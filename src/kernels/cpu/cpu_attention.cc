@@ -263,22 +263,31 @@ NNFUSE_INLINE void qk_keys(const float* qt, const float* k, int64_t ks, float* s
   }
 }
 
-// Scores of keys [0, n) of the block (K rows `ks` apart) for the nqv * W query lanes.
+// Scores of keys [j, j + R) for the lanes from the first vector any of them sees: key j is
+// causally masked for lanes below first + j, so whole vectors below that are skipped (their
+// scores are left as they are; the mask overwrites them).
+template <int W, int R>
+NNFUSE_INLINE void qk_group(const float* qt, const float* k, int64_t ks, float* st, int64_t d,
+                            int64_t nqv, int64_t first, int64_t j) {
+  const int64_t skip = std::clamp<int64_t>(first + j, 0, nqv * W) / W * W;
+  if (skip == nqv * W) return;
+  qk_keys<W, R>(qt + skip, k + j * ks, ks, st + j * kQBlock + skip, d, nqv - skip / W);
+}
+
+// Scores of keys [0, n) of the block (K rows `ks` apart) for the nqv * W query lanes; lanes
+// below first + j need no score for key j.
 template <int W>
 NNFUSE_INLINE void qk_block(const float* qt, const float* k, int64_t ks, float* st, int64_t d,
-                            int64_t n, int64_t nqv) {
+                            int64_t n, int64_t nqv, int64_t first) {
   int64_t j = 0;
-  for (; j + kKeys <= n; j += kKeys)
-    qk_keys<W, kKeys>(qt, k + j * ks, ks, st + j * kQBlock, d, nqv);
-  const float* kj = k + j * ks;
-  float* sj = st + j * kQBlock;
+  for (; j + kKeys <= n; j += kKeys) qk_group<W, kKeys>(qt, k, ks, st, d, nqv, first, j);
   switch (n - j) {
     case 1:
-      return qk_keys<W, 1>(qt, kj, ks, sj, d, nqv);
+      return qk_group<W, 1>(qt, k, ks, st, d, nqv, first, j);
     case 2:
-      return qk_keys<W, 2>(qt, kj, ks, sj, d, nqv);
+      return qk_group<W, 2>(qt, k, ks, st, d, nqv, first, j);
     case 3:
-      return qk_keys<W, 3>(qt, kj, ks, sj, d, nqv);
+      return qk_group<W, 3>(qt, k, ks, st, d, nqv, first, j);
     default:
       return;
   }
@@ -453,7 +462,8 @@ NNFUSE_INLINE void attend(const Args& a, Scratch& s, int64_t b, int64_t h, int64
       kb = s.kr;
       ks = d;
     }
-    qk_block<W>(s.qt, kb, ks, s.st, d, n, nqv);
+    // Lanes r < k0 + j - off - i0 cannot see key j (causal).
+    qk_block<W>(s.qt, kb, ks, s.st, d, n, nqv, p.causal ? k0 - off - i0 : -kKBlock);
     // Mask, causal limit and padding lanes; the block's max per lane.
     std::fill(mx, mx + lanes, -kInf);
     for (int64_t j = 0; j < n; ++j) {
@@ -508,7 +518,10 @@ NNFUSE_INLINE void attend(const Args& a, Scratch& s, int64_t b, int64_t h, int64
       vs = dp;
     }
     for (int64_t r0 = 0; r0 < tiled; r0 += kRows) {
-      pv_rows<W>(s.st + r0, vb, vs, n, s.acc + r0 * dp, dp, alpha + r0);
+      // Rows r0 .. r0 + kRows - 1 see keys j < i0 + r0 + kRows + off - k0 (causal); the
+      // others' weights are 0.
+      const int64_t seen = p.causal ? std::clamp<int64_t>(i0 + r0 + kRows + off - k0, 0, n) : n;
+      pv_rows<W>(s.st + r0, vb, vs, seen, s.acc + r0 * dp, dp, alpha + r0);
     }
   }
   for (int64_t r = 0; r < rows; ++r) {
