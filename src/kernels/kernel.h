@@ -53,7 +53,8 @@ struct KernelIO {
   const Tensor& in(size_t i) const { return *inputs[i]; }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
   // Returns output k with the given dtype, shape and layout: the planned tensor (checked to
-  // match) or a freshly allocated one.
+  // match) or a freshly allocated one. Either holds arbitrary values: the kernel writes every
+  // element.
   Tensor& output(size_t k, DType dtype, const Dims& shape, Layout layout = Layout::kPlain);
 };
 

@@ -86,7 +86,9 @@ Tensor& KernelIO::output(size_t k, DType dtype, const Dims& shape, Layout layout
     }
     return t;
   }
-  t = Tensor(dtype, shape);
+  // Left uninitialised: kernels write every element of their outputs (planned outputs are arena
+  // slots that hold earlier steps' data), and a model's output is allocated on every run.
+  t = Tensor::uninitialized(dtype, shape);
   t.set_layout(layout);
   return t;
 }
