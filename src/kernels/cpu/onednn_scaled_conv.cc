@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "kernels/cpu/cpu_util.h"
@@ -154,7 +155,10 @@ class ScaledConvKernel : public Kernel {
     Tensor& y = io.output(0, DType::kFloat32, out, s_.layout);
     const int64_t hw = s_.h * s_.w, c = s_.c, o = s_.o;
     const bool nhwc = s_.layout == Layout::kNHWC;
-    std::vector<float> wp(static_cast<size_t>(c * o));
+    // W' in a buffer made once: an allocation per run can meet fresh heap pages.
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<float>& wp = wp_;
+    wp.resize(static_cast<size_t>(c * o));
     const float* ps = sc.data<float>();
     for (int64_t b = 0; b < s_.n; ++b) {
       const float* sb = ps + (s_.scale_per_image ? b * c : 0);
@@ -206,6 +210,8 @@ class ScaledConvKernel : public Kernel {
   std::string what_;
   ScaledConvSpec s_;
   std::vector<float> w_, bias_;
+  std::vector<float> wp_;  // W' of the image being run
+  std::mutex mu_;
   dnnl::matmul::primitive_desc pd_;
   dnnl::primitive prim_;
 };
