@@ -11,12 +11,13 @@
 // across lanes with no horizontal reductions; and PV runs over D with a tile of kRows query rows,
 // reading V's rows in place (a zero-padded copy when D is not a multiple of the vector width).
 // Key blocks past every row's causal limit are skipped. Grouped-query attention reads each K/V
-// head for its group of query heads in place. Rotary embeddings are applied by each task to the
-// block of Q it transposes and to each block of K as it reads it, so Q and K are read once, by
-// the thread that uses them, and never written back. (A pass rotating all rows before the
-// tasks cost more than the repeated rotations of K it saves: on a LLaMA-style prefill of 128
-// tokens, 8 heads of 64 over 2 KV heads, 2 threads, 0.184 ms per attention with it and 0.136 ms
-// without.) With a KV cache the new K rows are rotated once, the past is copied once into the
+// head for its group of query heads in place. Rotary embeddings are applied by each task: to
+// its block of Q as it transposes it, and to each block of K as it reads it (again for every
+// task that reads that block), into the task's own scratch, so no rotated copy is written to
+// memory and read back by another thread. (A pass rotating all rows before the tasks cost more
+// than the repeated rotations of K it saves: on a LLaMA-style prefill of 128 tokens, 8 heads of
+// 64 over 2 KV heads, 2 threads, 0.184 ms per attention with it and 0.136 ms without.) With a
+// KV cache the new K rows are rotated once, the past is copied once into the
 // present outputs and the new rows after it; attention then reads K and V there, head by head.
 //
 // The loops are written once with GCC vector extensions over a vector of W floats and compiled

@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/cpu_test_support.h"
 #include "kernels/cpu/layout.h"
+#include "kernels/cpu/onednn_kernels.h"
 #include "kernels/cpu/onednn_test_util.h"
 #include "kernels/cpu/test_util.h"
 #include "kernels/ref/test_util.h"
@@ -537,6 +538,22 @@ TEST(OnednnFusedGatedMatMul, EveryActivationWithAndWithoutBias) {
       }
     }
   }
+}
+
+// The padded width: each half widened until the product's column blocks are a multiple of the
+// threads, at most 1/16 more columns; unchanged when they already are, for one thread, for
+// unblocked weights, or when the padding would cost more.
+TEST(OnednnFusedGatedMatMul, HalfColumnsForTheThreads) {
+  using onednn::gated_half_columns;
+  EXPECT_EQ(gated_half_columns(1376, 64, 2), 1408);  // 43 blocks -> 44
+  EXPECT_EQ(gated_half_columns(1000, 64, 2), 1000);  // 32 blocks (the last partial)
+  EXPECT_EQ(gated_half_columns(1376, 64, 1), 1376);
+  EXPECT_EQ(gated_half_columns(1376, 1, 2), 1376);
+  EXPECT_EQ(gated_half_columns(1376, 64, 3), 1440);  // 43 blocks -> 45
+  EXPECT_EQ(gated_half_columns(200, 64, 2), 200);    // 7 blocks -> 8 would be 256: over 1/16
+  EXPECT_EQ(gated_half_columns(2720, 64, 3), 2784);  // 85 blocks -> 87
+  EXPECT_EQ(gated_half_columns(40, 64, 2), 40);      // 2 blocks already
+  EXPECT_EQ(gated_half_columns(20, 64, 2), 20);      // 1 block: 64 columns would be 3.2x
 }
 
 // Halves whose column blocks would not split evenly over the threads (2 x 1376 columns: 43

@@ -22,6 +22,10 @@ KernelFactory fused_matmul_factory();     // FusedMatMul: MatMul + bias + activa
 KernelFactory fused_matmul_layer_norm_factory();  // FusedMatMulLayerNorm: + residual, LayerNorm
 KernelFactory fused_matmul_residual_factory();    // FusedMatMulResidual: A B + bias + R
 KernelFactory fused_gated_matmul_factory();       // FusedGatedMatMul: act(X Wg) * (X Wu)
+// FusedGatedMatMul's columns per half of its [gate | up] product, for halves of n columns and
+// weights blocked by `block` columns: n, or n widened (zero weight columns) so that the column
+// blocks are a multiple of the threads, when that costs at most 1/16 more work.
+int64_t gated_half_columns(int64_t n, int64_t block, int threads);
 KernelFactory fused_layer_norm_matmul_factory();  // FusedLayerNormMatMul: LayerNorm, then MatMul
 KernelFactory fused_gemm_factory();               // FusedGemm: Gemm + activation
 KernelFactory pool_gemm_factory();                // FusedGlobalPoolGemm: GlobalAveragePool + Gemm

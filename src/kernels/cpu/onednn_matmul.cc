@@ -78,7 +78,8 @@ struct MatMulSpec {
   float epsilon = 1e-5f;
   std::vector<float> ln_gamma, ln_beta;
   // FusedGatedMatMul: the product [.., 2N] (dst) goes to a buffer, Y [.., N] is
-  // gate_act(product[.., :N]) * product[.., N:].
+  // gate_act(product[.., :N]) * product[.., N:]. The kernel may widen each half with zero
+  // columns (gated_half_columns): the up half then starts at the padded width.
   bool gated = false;
   ref::Activation gate_act;
 };
@@ -486,12 +487,12 @@ int64_t n_block(const memory::desc& d) {
   return b;
 }
 
-// FusedGatedMatMul's columns per half in its product: n, or more (zero weight columns) so
-// that the product's column blocks are a multiple of the threads, when that costs at most
-// 1/16 more work. oneDNN splits a product of few rows over its column blocks, and an odd
-// count leaves a thread idle: at 128 rows x 512 on 2 threads, 2 x 1376 columns (43 blocks of
-// 64) took 0.996 ms and 2 x 1408 (44 blocks) 0.951 ms.
-int64_t balanced_half(int64_t n, int64_t block, int threads) {
+}  // namespace
+
+// oneDNN splits a product of few rows over its column blocks, and a count that is not a
+// multiple of the threads leaves a thread idle: at 128 rows x 512 on 2 threads, 2 x 1376
+// columns (43 blocks of 64) took 0.996 ms and 2 x 1408 (44 blocks) 0.951 ms.
+int64_t gated_half_columns(int64_t n, int64_t block, int threads) {
   if (block <= 1 || threads <= 1) return n;
   const int64_t blocks = (2 * n + block - 1) / block;
   if (blocks % threads == 0) return n;
@@ -500,6 +501,8 @@ int64_t balanced_half(int64_t n, int64_t block, int threads) {
   const int64_t half = want * block / 2;
   return (half - n) * 16 <= n ? half : n;
 }
+
+namespace {
 
 // [rows, 2 n] (or [2 n] for a bias) with each half widened to `half` columns by zeros.
 Tensor pad_halves(const Tensor& t, int64_t n, int64_t half) {
@@ -530,7 +533,7 @@ class MatMulKernel : public Kernel {
         const int64_t half =
             s_.runtime_wei || s_.runtime_c
                 ? half_
-                : balanced_half(half_, n_block(pd.weights_desc()), omp_get_max_threads());
+                : gated_half_columns(half_, n_block(pd.weights_desc()), omp_get_max_threads());
         if (half != half_) {
           padded_wei = pad_halves(*s_.const_wei, half_, half);
           s_.const_wei = &padded_wei;
