@@ -17,8 +17,8 @@
 // memory and read back by another thread. (A pass rotating all rows before the tasks cost more
 // than the repeated rotations of K it saves: on a LLaMA-style prefill of 128 tokens, 8 heads of
 // 64 over 2 KV heads, 2 threads, 0.184 ms per attention with it and 0.136 ms without.) With a
-// KV cache the new K rows are rotated once, the past is copied once into the
-// present outputs and the new rows after it; attention then reads K and V there, head by head.
+// KV cache the new K rows are rotated once, the past is copied once into the present outputs
+// and the new rows after it; attention then reads K and V there, head by head.
 //
 // The loops are written once with GCC vector extensions over a vector of W floats and compiled
 // for AVX-512 (W = 16), AVX2 + FMA (8) and baseline SSE2 (4), picked when the kernel is made.
@@ -207,13 +207,15 @@ struct Scratch {
   float* alpha;  // [kQBlock] this block's rescale factor
   float* mx;     // [kQBlock] this block's max
   float* qr;     // [kQBlock, D]: the query block rotated (rotary embeddings)
-  float* kr;     // [kKBlock, D]: the key block rotated
+  float* kr;     // [kKBlock, D]: the key block rotated (unless K arrives rotated)
 
-  Scratch(int64_t d, int64_t dp, bool rotary) {
-    const int64_t rd = rotary ? d : 0;
+  // dp: D padded to whole vectors.
+  Scratch(const Args& a, int64_t dp) {
+    const int64_t d = a.p->head_size;
+    const int64_t qd = a.cos ? d : 0, kd = a.cos && !a.k_rotated ? d : 0;
     const int64_t sizes[] = {d * kQBlock,  kKBlock * kQBlock, kQBlock * dp, kKBlock * dp,
                              kQBlock,      kQBlock,           kQBlock,      kQBlock,
-                             kQBlock * rd, kKBlock * rd};
+                             kQBlock * qd, kKBlock * kd};
     float** slots[] = {&qt, &st, &acc, &vb, &m, &l, &alpha, &mx, &qr, &kr};
     int64_t total = 0;
     for (int64_t s : sizes) total += s;
@@ -543,7 +545,7 @@ template <int W>
 NNFUSE_INLINE void attend_range(const Args& a, int64_t t0, int64_t t1) {
   const Problem& p = *a.p;
   const int64_t dp = (p.head_size + W - 1) / W * W;
-  Scratch s(p.head_size, dp, a.cos != nullptr);
+  Scratch s(a, dp);
   const int64_t qblocks = (p.sq + kQBlock - 1) / kQBlock;
   for (int64_t t = t0; t < t1; ++t) {
     const int64_t qb = t % qblocks, bh = t / qblocks;

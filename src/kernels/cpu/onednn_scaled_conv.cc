@@ -114,6 +114,7 @@ class ScaledConvKernel : public Kernel {
     ThreadScope threads(info.num_threads);
     const Tensor& w = *info.constant(2);
     w_.assign(w.data<float>(), w.data<float>() + w.numel());
+    wp_.resize(w_.size());
     if (info.node.num_inputs() > 3 && info.has_input(3)) {
       const Tensor& b = *info.constant(3);
       bias_.assign(b.data<float>(), b.data<float>() + b.numel());
@@ -155,10 +156,7 @@ class ScaledConvKernel : public Kernel {
     Tensor& y = io.output(0, DType::kFloat32, out, s_.layout);
     const int64_t hw = s_.h * s_.w, c = s_.c, o = s_.o;
     const bool nhwc = s_.layout == Layout::kNHWC;
-    // W' in a buffer made once: an allocation per run can meet fresh heap pages.
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<float>& wp = wp_;
-    wp.resize(static_cast<size_t>(c * o));
+    std::lock_guard<std::mutex> lock(mu_);  // wp_ is the run's W'
     const float* ps = sc.data<float>();
     for (int64_t b = 0; b < s_.n; ++b) {
       const float* sb = ps + (s_.scale_per_image ? b * c : 0);
@@ -167,7 +165,7 @@ class ScaledConvKernel : public Kernel {
                           [&](int64_t lo, int64_t hi) {
                             for (int64_t oo = lo; oo < hi; ++oo) {
                               const float* wr = w_.data() + oo * c;
-                              float* out = wp.data() + oo * c;
+                              float* out = wp_.data() + oo * c;
 #pragma GCC ivdep
                               for (int64_t cc = 0; cc < c; ++cc) out[cc] = wr[cc] * sb[cc];
                             }
@@ -182,9 +180,9 @@ class ScaledConvKernel : public Kernel {
         memory src, wei;
         if (nhwc) {
           src = memory(pd_.src_desc(), engine(), const_cast<float*>(xb));
-          wei = memory(pd_.weights_desc(), engine(), wp.data());
+          wei = memory(pd_.weights_desc(), engine(), wp_.data());
         } else {
-          src = memory(pd_.src_desc(), engine(), wp.data());
+          src = memory(pd_.src_desc(), engine(), wp_.data());
           wei = memory(pd_.weights_desc(), engine(), const_cast<float*>(xb));
         }
         memory dst(pd_.dst_desc(), engine(), yb);
@@ -210,7 +208,8 @@ class ScaledConvKernel : public Kernel {
   std::string what_;
   ScaledConvSpec s_;
   std::vector<float> w_, bias_;
-  std::vector<float> wp_;  // W' of the image being run
+  // W' of the image being run, made once: an allocation per run can meet fresh heap pages.
+  std::vector<float> wp_;
   std::mutex mu_;
   dnnl::matmul::primitive_desc pd_;
   dnnl::primitive prim_;
