@@ -9,7 +9,8 @@
 
 namespace nnfuse {
 
-// X + the addend (T, or T x TW + TB) as [N or 1, C, 1, ...]; X alone without one.
+// X + the addend (T, or T x TW + TB, T's SiLU first with t_activation) as [N or 1, C, 1, ...];
+// X alone without one.
 std::string OrtLowering::with_addend(const Node& n, const Dims& xd) {
   const Value* t = n.num_inputs() > 3 ? n.input(3) : nullptr;
   if (!t) return n.input(0)->name();
@@ -17,6 +18,13 @@ std::string OrtLowering::with_addend(const Node& n, const Dims& xd) {
                ": the export needs the addend's static shape");
   const std::string& name = n.name();
   std::string a = t->name();
+  if (n.attr_string("t_activation", "") == "SiLU") {
+    // T * Sigmoid(T): the SiLU as PyTorch exports it.
+    const std::string sig = w_.fresh(name + "_t_sigmoid"), silu = w_.fresh(name + "_t_silu");
+    w_.node("Sigmoid", {a}, {sig}, "", name + "_t_sigmoid");
+    w_.node("Mul", {a, sig}, {silu}, "", name + "_t_silu");
+    a = silu;
+  }
   if (n.num_inputs() > 4 && n.input(4)) {
     const std::string product = w_.fresh(name + "_addend");
     w_.node("MatMul", {a, n.input(4)->name()}, {product}, "", name + "_addend");

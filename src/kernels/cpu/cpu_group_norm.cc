@@ -4,9 +4,9 @@
 // deviations, as the reference kernel), then y = act(x * s[c] + t[c]) with s = gamma * inv_std
 // and t = beta + (addend[c] - mean) * s, the activation applied to each row while it is in cache.
 // The per-channel addend (the time embedding of a UNet's ResBlock, T or its dense layer
-// T x TW + TB) is never added to X: it shifts each channel's sums and its t. oneDNN 2.6's group
-// normalization primitive does not exist (layer and batch normalization do), so the kernel is the
-// project's own.
+// T x TW + TB, T's SiLU taken first with t_activation) is never added to X: it shifts each
+// channel's sums and its t. oneDNN 2.6's group normalization primitive does not exist (layer and
+// batch normalization do), so the kernel is the project's own.
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -98,6 +98,7 @@ std::string group_norm_declines(const NodeInfo& info) {
     return "gamma and beta are not float32 constants of [C]";
   }
   if (std::string r = addend_declines(info, x); !r.empty()) return r;
+  if (std::string r = ref::t_activation_reason(n); !r.empty()) return r;
   return ref::activation_reason(n);
 }
 
@@ -110,7 +111,8 @@ class GroupNormKernel : public Kernel {
         eps_(info.node.attr_float("epsilon", 1e-5f)),
         gamma_(channel_constant(info, 1, shape_[1])),
         beta_(channel_constant(info, 2, shape_[1])),
-        act_(ref::read_activation(info.node)) {
+        act_(ref::read_activation(info.node)),
+        t_silu_(info.node.attr_string("t_activation", "") == "SiLU") {
     if (info.has_input(4)) tw_ = *info.constant(4);
     if (info.has_input(5)) tb_ = channel_constant(info, 5, shape_[1]);
   }
@@ -139,8 +141,10 @@ class GroupNormKernel : public Kernel {
   std::vector<double> addend(const KernelIO& io) const {
     const int64_t n = shape_[0], c = shape_[1];
     if (!io.has_input(3)) return std::vector<double>(static_cast<size_t>(n * c));
-    const Tensor& t = io.in(3);
-    require_float(t, who_, "T");
+    require_float(io.in(3), who_, "T");
+    // The embedding's SiLU (t_activation): T is a few hundred values.
+    Tensor t_silu;
+    const Tensor& t = t_silu_ ? silu_of(io.in(3), t_silu) : io.in(3);
     if (!tw_.defined()) return ref::group_norm_addend(&t, nullptr, nullptr, n, c, who_);
     const int64_t rows = t.rank() >= 1 ? t.dim(0) : 0, k = tw_.dim(0);
     if ((rows != 1 && rows != n) || t.numel() != rows * k) {
@@ -155,6 +159,14 @@ class GroupNormKernel : public Kernel {
       scaled_rows_into(t.data<float>() + (rows == 1 ? 0 : i * k), tw_.data<float>(), k, c, ai);
     }
     return a;
+  }
+
+  static const Tensor& silu_of(const Tensor& t, Tensor& storage) {
+    storage = Tensor::uninitialized(DType::kFloat32, t.shape());
+    const float* from = t.data<float>();
+    float* to = storage.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) to[i] = from[i] / (1.0f + std::exp(-from[i]));
+    return storage;
   }
 
   // Each (image, group) is one contiguous block of C / G planes.
@@ -243,6 +255,7 @@ class GroupNormKernel : public Kernel {
   double eps_;
   std::vector<float> gamma_, beta_;
   ref::Activation act_;
+  bool t_silu_ = false;    // T's SiLU is taken first (t_activation)
   Tensor tw_;              // TW [K, C], when the addend is a dense layer of T
   std::vector<float> tb_;  // TB [C]
 };

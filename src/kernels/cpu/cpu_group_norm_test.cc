@@ -72,8 +72,23 @@ TEST(CpuGroupNorm, AddendMatchesTheReference) {
     in.push_back({random_tensor({20, 32}, 15, -0.5f, 0.5f), true});
     in.push_back({random_tensor({32}, 16, -1, 1), true});
     expect_matches_ref("cpu.group_norm", "GroupNorm", in, gn_attrs(8, "SiLU"));
+    // T's SiLU first (t_activation), with the dense layer and without it.
+    std::map<std::string, Attribute> silu = gn_attrs(8, "SiLU");
+    silu["t_activation"] = attr_string("SiLU");
+    expect_matches_ref("cpu.group_norm", "GroupNorm", in, silu);
     in.pop_back();  // no TB
     expect_matches_ref("cpu.group_norm", "GroupNorm", in, gn_attrs(32, "Relu"));
+    std::vector<FastInput> direct = {in[0], in[1], in[2], {random_tensor({2, 32}, 21, -3, 3)}};
+    expect_matches_ref("cpu.group_norm", "GroupNorm", direct, silu);
+  }
+  {
+    // Another t_activation is declined by both kernels.
+    const Tensor x = random_tensor({1, 32, 4, 4}, 22, -2, 2);
+    std::vector<FastInput> in = gn_inputs(x, Layout::kPlain, 220);
+    in.push_back({random_tensor({1, 32}, 23, -1, 1), false});
+    std::map<std::string, Attribute> relu = gn_attrs(8);
+    relu["t_activation"] = attr_string("Relu");
+    EXPECT_FALSE(fast_accepts("cpu.group_norm", "GroupNorm", in, relu));
   }
   // T that does not fit: 3 rows for 2 images, or TW of the wrong width.
   const Tensor x = random_tensor({2, 32, 4, 4}, 17, -2, 2);

@@ -5,7 +5,8 @@
 // two-pass formula (mean first, then the mean squared deviation), rounded once. The addend a
 // (a diffusion UNet's time embedding, added to the conv output the norm reads) is T itself, of
 // N or 1 rows of C values ([N, C] or [N, C, 1, ...]), or with TW the dense layer T [N, K] x
-// TW [K, C] + TB [C]; absent, a is 0. The activation
+// TW [K, C] + TB [C]; absent, a is 0. With t_activation = "SiLU", T is first replaced by its
+// SiLU, t * sigmoid(t) (the embedding's activation before its dense layer). The activation
 // is the epilogue of fused.h (attributes activation, activation_alpha, activation_beta).
 // PyTorch's GroupNorm (exported as Reshape, InstanceNormalization, Reshape, Mul, Add) and
 // InstanceNormalization (num_groups = C) are both this op.
@@ -52,6 +53,28 @@ std::vector<double> ref::group_norm_addend(const Tensor* t, const Tensor* w, con
   return a;
 }
 
+std::string ref::t_activation_reason(const Node& node) {
+  try {
+    const std::string a = node.attr_string("t_activation", "");
+    return a.empty() || a == "SiLU" ? "" : "t_activation '" + a + "' (takes \"\" or \"SiLU\")";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+const Tensor* ref::activated_t(const Node& node, const Tensor* t, Tensor& storage) {
+  if (!t || node.attr_string("t_activation", "").empty()) return t;
+  NNFUSE_CHECK(t->dtype() == DType::kFloat32, node.describe(), ": T must be float32");
+  storage = Tensor(DType::kFloat32, t->shape());
+  const float* from = t->data<float>();
+  float* to = storage.data<float>();
+  for (int64_t i = 0; i < t->numel(); ++i) {
+    const double v = from[i];
+    to[i] = static_cast<float>(v / (1.0 + std::exp(-v)));
+  }
+  return &storage;
+}
+
 namespace {
 
 std::string support_group_norm(const Node& node, int64_t /*opset*/) {
@@ -59,6 +82,7 @@ std::string support_group_norm(const Node& node, int64_t /*opset*/) {
     return "not 3 to 6 inputs and 1 output";
   }
   if (std::string why = ref::float_inputs_reason(node); !why.empty()) return why;
+  if (std::string why = ref::t_activation_reason(node); !why.empty()) return why;
   return ref::activation_reason(node);
 }
 
@@ -80,7 +104,9 @@ void run_group_norm(KernelContext& ctx) {
   const int64_t inner = c == 0 || n == 0 ? 0 : x.numel() / (n * c);
   const int64_t per_group = c / groups * inner;  // elements of one (n, group)
   auto in = [&](size_t i) { return ctx.has_input(i) ? &ctx.in(i) : nullptr; };
-  const std::vector<double> a = ref::group_norm_addend(in(3), in(4), in(5), n, c, who);
+  Tensor t_storage;
+  const Tensor* t = ref::activated_t(ctx.node, in(3), t_storage);
+  const std::vector<double> a = ref::group_norm_addend(t, in(4), in(5), n, c, who);
   Tensor y(DType::kFloat32, x.shape());
   const float* px = x.data<float>();
   float* py = y.data<float>();

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/graph.h"
 #include "ir/tensor.h"
 
 namespace nnfuse::ref {
@@ -13,5 +14,12 @@ namespace nnfuse::ref {
 // TW; else T [1 or N, K] x TW [K, C] + TB [C]. Throws naming `who` on shapes that do not fit.
 std::vector<double> group_norm_addend(const Tensor* t, const Tensor* w, const Tensor* b, int64_t n,
                                       int64_t c, const std::string& who);
+
+// The attribute t_activation: "" (none) or "SiLU", applied to T before the rest (diffusers'
+// ResnetBlock2D takes the SiLU of the time embedding before its dense layer). "" when the node's
+// value is one of those, else the reason.
+std::string t_activation_reason(const Node& node);
+// T as the addend reads it: `t` itself, or its SiLU (t_activation) written into `storage`.
+const Tensor* activated_t(const Node& node, const Tensor* t, Tensor& storage);
 
 }  // namespace nnfuse::ref

@@ -16,7 +16,8 @@
 // The norm's input may be x + v with v one value per (image, channel) made [N or 1, C, 1, ..]
 // by Unsqueezes or a Reshape of t [N or 1, C] or of a Linear of it, Gemm(t, W, b): a diffusion
 // UNet's time embedding added to a ResBlock's first conv. It becomes GroupNorm's inputs T (t),
-// TW (W as [K, C]) and TB (b), computed inside the norm, which never writes x + v.
+// TW (W as [K, C]) and TB (b), computed inside the norm, which never writes x + v; a SiLU of
+// t before the Gemm (read by nothing else) goes in too, as t_activation.
 #include <algorithm>
 #include <optional>
 
@@ -85,11 +86,20 @@ bool per_channel_shape(const Value& v) {
   return std::all_of(d.begin() + 2, d.end(), [](int64_t k) { return k == 1; });
 }
 
-// x, or x + (t, or Gemm(t, W, b), made [.., C, 1, ..]).
+// Read by one node and not a graph output.
+bool read_once(const Value& v) { return v.uses().size() == 1 && !v.is_graph_output(); }
+
+// x, or x + (t, or Gemm(t, W, b), made [.., C, 1, ..]), t possibly SiLU(ts) = ts * Sigmoid(ts)
+// read by the Gemm alone (diffusers' ResnetBlock2D: the SiLU of the time embedding, then its
+// dense layer), which the norm then computes too.
 pattern::Pat norm_input() {
   using namespace pattern;
-  Pat t = any_of({op("Gemm", {any("t"), constant("tw"), constant("tb")}).named("gemm"),
-                  op("Gemm", {any("t"), constant("tw")}).named("gemm"), any("t")});
+  Pat silu = (any("ts") * sigmoid(any("ts")).where(read_once, "the Sigmoid is read elsewhere"))
+                 .where(read_once, "the SiLU is read elsewhere")
+                 .named("tsilu");
+  Pat gemm_in = any_of({silu, any("t")});
+  Pat t = any_of({op("Gemm", {gemm_in, constant("tw"), constant("tb")}).named("gemm"),
+                  op("Gemm", {gemm_in, constant("tw")}).named("gemm"), any("t")});
   Pat v = any_of({op("Unsqueeze", {op("Unsqueeze", {t}, false)}, false),
                   op("Reshape", {t, constant()})})
               .where(per_channel_shape, "one value per image and channel");
@@ -101,7 +111,7 @@ pattern::Pat norm_input() {
 std::string addend_inputs(const RuleMatch& m, const Dims& x, std::vector<Value*>& in) {
   if (!m.node("tadd")) return "";
   const Dims v = m.node("tadd")->output(0)->shape().static_dims();
-  const Value* t = m["t"];
+  Value* t = m.node("tsilu") ? m["ts"] : m["t"];
   if (v != x || !t->shape().fully_known() || t->dtype() != DType::kFloat32) {
     return "the addend of the norm's input is not float32 of static shape";
   }
@@ -110,7 +120,7 @@ std::string addend_inputs(const RuleMatch& m, const Dims& x, std::vector<Value*>
   if ((rows != 1 && rows != x[0]) || checked_numel(td) % rows != 0) {
     return "the addend " + dims_str(td) + " has not 1 or N rows";
   }
-  in.push_back(m["t"]);
+  in.push_back(t);
   const Node* gemm = m.node("gemm");
   if (!gemm) return checked_numel(td) == rows * c ? "" : "the addend is not one value a channel";
   const Tensor* w = m.constant("tw");
@@ -223,6 +233,7 @@ Rule group_norm() {
             std::map<std::string, Attribute> attrs = {
                 {"num_groups", attr_int(g)},
                 {"epsilon", attr_float(m.node("in")->attr_float("epsilon", 1e-5f))}};
+            if (m.node("tsilu")) attrs["t_activation"] = attr_string("SiLU");
             if (std::string why = m.activation(attrs); !why.empty()) return why;
             const std::string& n = m.node("in")->name();
             in[1] = m.add_constant(n + "_gamma", floats(scale));

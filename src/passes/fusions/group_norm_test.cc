@@ -17,8 +17,15 @@ using namespace fusion_test;
 std::unique_ptr<Graph> group_norm_graph(int64_t g, const std::string& addend = "") {
   B b;
   Value* x = b.in("x", {1, 8, 4, 4});
-  if (addend == "linear") {
+  if (addend.rfind("linear", 0) == 0) {
     Value* t = b.in("t", {1, 6});
+    if (addend != "linear") {
+      // "linear_silu": the SiLU of t before the Linear; "linear_silu_shared": that SiLU also an
+      // output of the graph.
+      Value* s = b.n("Mul", {t, b.n("Sigmoid", {t}, {1, 6}, {}, "t_sig")}, {1, 6}, {}, "t_silu");
+      if (addend == "linear_silu_shared") b.out(s);
+      t = s;
+    }
     Value* p = b.n("Gemm", {t, b.c(random_tensor({8, 6}, 1)), b.c(random_tensor({8}, 2))}, {1, 8},
                    {{"transB", attr_int(1)}}, "temb");
     Value* u =
@@ -59,6 +66,25 @@ TEST(GroupNormFusion, ExportWithItsTimeEmbeddingIsOneNode) {
     EXPECT_EQ(record(f.report, "GroupNormFusionPass")->effect_times, 1);
     expect_same_numbers(std::move(f.graph), group_norm_graph(4, addend));
   }
+}
+
+TEST(GroupNormFusion, TheEmbeddingsSiluGoesInWhereNothingElseReadsIt) {
+  auto f = fuse(group_norm_graph(4, "linear_silu"));
+  ASSERT_EQ(f.graph->num_nodes(), 1u) << graph_to_text(*f.graph);
+  const Node& n = *f.graph->nodes()[0];
+  EXPECT_EQ(n.attr_string("t_activation", ""), "SiLU");
+  EXPECT_EQ(n.input(3)->name(), "t");
+  expect_same_numbers(std::move(f.graph), group_norm_graph(4, "linear_silu"));
+  // The SiLU is an output too: it stays, the norm reads it.
+  auto shared = fuse(group_norm_graph(4, "linear_silu_shared"));
+  EXPECT_EQ(count_op(*shared.graph, "GroupNorm"), 1u) << graph_to_text(*shared.graph);
+  EXPECT_EQ(shared.graph->num_nodes(), 2u) << graph_to_text(*shared.graph);
+  for (const Node* x : shared.graph->nodes()) {
+    if (x->op_type() == "GroupNorm") {
+      EXPECT_EQ(x->attr_string("t_activation", ""), "");
+    }
+  }
+  expect_same_numbers(std::move(shared.graph), group_norm_graph(4, "linear_silu_shared"));
 }
 
 TEST(GroupNormFusion, DeclinesGroupsThatDoNotDivideOrAnAddendThatIsNotPerChannel) {
