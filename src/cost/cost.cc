@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "kernels/ref/conv_skip.h"
+
 namespace nnfuse::cost {
 
 int64_t value_bytes(const Value& v) {
@@ -62,7 +64,14 @@ int64_t flops(const Node& n) {
     }
     const int64_t conv_out = op == "FusedConvPool" ? -1 : out;
     if (conv_out < 0) return -1;  // the pool's input size is not a value of the graph
-    return sat_mul(sat_mul(2, conv_out), per);
+    int64_t total = sat_mul(sat_mul(2, conv_out), per);
+    if (op == "FusedConv" && ref::has_skip_conv(n)) {
+      // The skip convolution writes the same output: C2/groups * kernel products per element.
+      const auto w2 = dims_of(n.input(ref::kSkipInput + 1));
+      if (!w2 || w2->size() < 3 || (*w2)[0] <= 0) return -1;
+      total = sat_add(total, sat_mul(sat_mul(2, conv_out), checked_numel(*w2) / (*w2)[0]));
+    }
+    return total;
   }
   if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm" || op == "FusedGemm" ||
       op == "FusedGatedMatMul" || op == "FusedMatMulResidual") {

@@ -7,6 +7,7 @@
 
 #include "ir/error.h"
 #include "kernels/ref/conv_pool.h"
+#include "kernels/ref/conv_skip.h"
 #include "kernels/ref/fused.h"
 #include "onnx/exporter.h"
 
@@ -244,10 +245,10 @@ bool has_activation(const Node& n) { return ref::read_activation(n).kind != Acti
 
 void OrtLowering::write_conv(const Node& n, const std::string& x, size_t first_weight,
                              const Value* conv_value, const std::string& out,
-                             const std::string& name) {
+                             const std::string& name, const std::string& skip) {
   // FusedConv(X, W, B?, Z?): ORT adds Z before its activation, Z of exactly the output's shape.
   const ref::Activation a = ref::read_activation(n);
-  const Value* z = n.input(first_weight + 2);
+  const Value* z = skip.empty() ? n.input(first_weight + 2) : nullptr;
   const auto zd = static_dims(z);
   const auto yd = static_dims(conv_value);
   const bool z_inside = !z || (zd && yd && *zd == *yd);
@@ -255,6 +256,7 @@ void OrtLowering::write_conv(const Node& n, const std::string& x, size_t first_w
   std::vector<std::string> ins = {x, name_of(n.input(first_weight)),
                                   name_of(n.input(first_weight + 1))};
   if (z && z_inside) ins.push_back(z->name());
+  if (!skip.empty()) ins.push_back(skip);
   while (ins.back().empty()) ins.pop_back();
   const bool last = z_inside && act_inside;
   const std::string conv_out = last ? out : w_.fresh(out + "_conv");
@@ -278,7 +280,22 @@ void OrtLowering::write_conv(const Node& n, const std::string& x, size_t first_w
 }
 
 void OrtLowering::lower_conv(const Node& n) {
-  write_conv(n, name_of(n.input(0)), 1, n.output(0), name_of(n.output(0)), n.name());
+  std::string skip;
+  if (ref::has_skip_conv(n)) {
+    // The skip convolution as a Conv of its own, its output FusedConv's Z.
+    skip = w_.fresh(name_of(n.output(0)) + "_skip");
+    std::vector<std::string> ins;
+    for (size_t i = ref::kSkipInput; i < n.num_inputs(); ++i) ins.push_back(name_of(n.input(i)));
+    while (!ins.empty() && ins.back().empty()) ins.pop_back();
+    onnx::NodeProto* p = w_.node("Conv", ins, {skip}, "", n.name() + "_skip");
+    const std::string prefix = ref::kSkipAttrPrefix;
+    for (const auto& [k, at] : n.attrs()) {
+      if (k.compare(0, prefix.size(), prefix) == 0) {
+        ProtoWriter::set_attr(p, k.substr(prefix.size()), at);
+      }
+    }
+  }
+  write_conv(n, name_of(n.input(0)), 1, n.output(0), name_of(n.output(0)), n.name(), skip);
 }
 
 void OrtLowering::lower_scaled_conv(const Node& n) {

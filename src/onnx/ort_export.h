@@ -2,7 +2,8 @@
 // written as ONNX Runtime's CPU contrib ops (domain com.microsoft) where one computes the same
 // thing, else as standard ONNX ops, so the fused graph runs in any ONNX Runtime:
 //   FusedConv            -> FusedConv (activation in activation/activation_params when ORT's
-//                           kernel has it, else the activation after it; the residual as Z)
+//                           kernel has it, else the activation after it; the residual as Z,
+//                           a skip convolution's as a Conv before it)
 //   ScaledConv           -> Mul, FusedConv;  FusedConvPool -> FusedConv, MaxPool
 //   FusedGemm            -> FusedGemm (or Gemm and the activation)
 //   FusedMatMul          -> FusedGemm / Gemm for a 2-D product with a vector bias; else MatMul
@@ -98,9 +99,9 @@ class OrtLowering {
 
   // FusedConv(x, input first_weight, its next input as B, the one after as Z) with the node's
   // conv attributes and activation, writing `out`; `conv_value` (may be nullptr) has the conv's
-  // output shape.
+  // output shape. A non-empty `z` (of the output's shape) is Z instead.
   void write_conv(const Node& n, const std::string& x, size_t first_weight, const Value* conv_value,
-                  const std::string& out, const std::string& name);
+                  const std::string& out, const std::string& name, const std::string& z = "");
   // FusedMatMul's lowering on explicit operands (a, b, bias may be "" for none) writing `out`.
   // as_gemm: a is 2-D and bias a vector (or absent), whatever the graph's values say.
   void write_dense(const Node& n, const std::string& a, const std::string& b,

@@ -162,6 +162,42 @@ TEST(OrtExport, ConvActivationsOrtHasAreInsideTheOthersAfter) {
   }
 }
 
+TEST(OrtExport, SkipConvolutionIsAConvBeforeTheFusedConv) {
+  // FusedConv(X, W, B, -, X2, W2, B2) (conv_skip.h): the skip conv as a standard Conv with its
+  // skip_ attributes, its output the FusedConv's Z.
+  Builder b;
+  Value* x = b.in("x", {1, 4, 6, 6});
+  Value* x2 = b.in("x2", {1, 3, 12, 12});
+  Node* conv = b.node("FusedConv",
+                      {x, b.c(random({8, 4, 3, 3}, 2)), nullptr, nullptr, x2,
+                       b.c(random({8, 3, 1, 1}, 3)), b.c(random({8}, 4))},
+                      {1, 8, 6, 6}, kFusedDomain);
+  conv->set_attr("pads", attr_ints({1, 1, 1, 1}));
+  conv->set_attr("activation", attr_string("Relu"));
+  conv->set_attr("skip_strides", attr_ints({2, 2}));
+  conv->set_attr("skip_kernel_shape", attr_ints({1, 1}));
+  b.g->add_output(conv->output(0));
+  const onnx::ModelProto m = export_ort(*b.g);
+  ASSERT_EQ(m.graph().node_size(), 2);
+  const onnx::NodeProto& skip = m.graph().node(0);
+  EXPECT_EQ(skip.op_type(), "Conv");
+  EXPECT_TRUE(skip.domain().empty());
+  ASSERT_EQ(skip.input_size(), 3);
+  EXPECT_EQ(skip.input(0), "x2");
+  ASSERT_NE(attr(skip, "strides"), nullptr);
+  EXPECT_EQ(attr(skip, "strides")->ints(0), 2);
+  EXPECT_EQ(attr(skip, "pads"), nullptr);
+  const onnx::NodeProto& fc = m.graph().node(1);
+  EXPECT_EQ(fc.op_type(), "FusedConv");
+  ASSERT_EQ(fc.input_size(), 4);
+  EXPECT_EQ(fc.input(0), "x");
+  EXPECT_EQ(fc.input(2), "");
+  EXPECT_EQ(fc.input(3), skip.output(0));
+  EXPECT_EQ(attr(fc, "activation")->s(), "Relu");
+  EXPECT_EQ(attr(fc, "skip_strides"), nullptr);
+  EXPECT_EQ(attr(fc, "strides"), nullptr);
+}
+
 TEST(OrtExport, DenseLayers) {
   // 2-D with a vector bias: Gemm (FusedGemm with an activation ORT's Gemm takes); 3-D: MatMul
   // with BiasGelu, or Add and the activation.

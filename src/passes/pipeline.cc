@@ -51,6 +51,9 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   p.push_back(make_conv_pool_pass());
   // A squeeze-and-excitation scale into the projection conv (after the conv epilogues).
   p.push_back(make_scaled_conv_pass());
+  // A residual computed by a second conv, into the FusedConv it feeds (after the passes that
+  // read FusedConv's plain form).
+  p.push_back(make_conv_skip_conv_pass());
   // Dense layers: the classifier head first (it absorbs its Gemm), then Gemm/MatMul epilogues.
   p.push_back(make_pool_gemm_pass());
   p.push_back(make_matmul_add_act_pass());

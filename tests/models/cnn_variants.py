@@ -4,7 +4,8 @@ GroupNorm (exported as Reshape, InstanceNormalization, Reshape, Mul, Add, or wri
 mean and variance) with and without its affine part and with the SiLU or ReLU after it,
 InstanceNorm2d, and a diffusion UNet's ResBlock (GroupNorm - SiLU - Conv with the time
 embedding, in the convs' channels-last layout; the embedding's Linear and Add go into the
-GroupNorm after them). For each model: `nnfuse compile` must apply the expected pass and write
+GroupNorm after them; a projected skip's 1x1 Conv into the last conv's kernel: at most 4
+kernels a ResBlock). For each model: `nnfuse compile` must apply the expected pass and write
 the GroupNorm node into a checker-valid model with the expected groups and activation; the
 fused model must give PyTorch's outputs; `nnfuse verify` must pass; and the ONNX Runtime export
 must run in ORT.
@@ -64,18 +65,21 @@ class DecomposedGroupNorm(nn.Module):
 
 class ResBlock(nn.Module):
     """diffusers' ResnetBlock2D: GroupNorm - SiLU - Conv, + Linear(SiLU(temb)) (or temb itself,
-    already one value a channel, with project=False), GroupNorm - SiLU - Conv, + x."""
+    already one value a channel, with project=False), GroupNorm - SiLU - Conv, + x (through a
+    1x1 Conv where the channels change, cout)."""
 
-    def __init__(s, c=32, temb=64, project=True):
+    def __init__(s, c=32, temb=64, project=True, cout=None):
         super().__init__()
-        s.n1, s.c1 = nn.GroupNorm(8, c), nn.Conv2d(c, c, 3, padding=1)
-        s.t = nn.Linear(temb, c) if project else None
-        s.n2, s.c2 = nn.GroupNorm(8, c), nn.Conv2d(c, c, 3, padding=1)
+        cout = cout or c
+        s.n1, s.c1 = nn.GroupNorm(8, c), nn.Conv2d(c, cout, 3, padding=1)
+        s.t = nn.Linear(temb, cout) if project else None
+        s.n2, s.c2 = nn.GroupNorm(8, cout), nn.Conv2d(cout, cout, 3, padding=1)
+        s.skip = nn.Conv2d(c, cout, 1) if cout != c else nn.Identity()
 
     def forward(s, x, temb):
         t = s.t(nn.functional.silu(temb)) if s.t else temb
         h = s.c1(nn.functional.silu(s.n1(x))) + t[:, :, None, None]
-        return x + s.c2(nn.functional.silu(s.n2(h)))
+        return s.skip(x) + s.c2(nn.functional.silu(s.n2(h)))
 
 
 class SpatialAttention(nn.Module):
@@ -118,6 +122,9 @@ CASES = [
     # The time embedding's Linear and Add go into the second GroupNorm: 4 kernels and the SiLU.
     ("unet_resblock", ResBlock(), {"x": (1, 32, 12, 12), "temb": (1, 64)},
      {"GroupNormFusionPass": 2}, [(8, "SiLU"), (8, "SiLU")]),
+    # The channels change: the skip's 1x1 Conv runs in the second conv's kernel.
+    ("unet_resblock_projected", ResBlock(cout=48), {"x": (1, 32, 12, 12), "temb": (1, 64)},
+     {"GroupNormFusionPass": 2, "ConvSkipConvFusionPass": 1}, [(8, "SiLU"), (8, "SiLU")]),
     # Two images, each its own embedding, given one value a channel.
     ("unet_resblock_batch_addend", ResBlock(project=False), {"x": (2, 32, 12, 12), "temb": (2, 32)},
      {"GroupNormFusionPass": 2}, [(8, "SiLU"), (8, "SiLU")]),
@@ -146,6 +153,9 @@ def check(nnfuse, tmp, name, module, shapes, passes, norms):
             or (n.op_type in ("Reshape", "Add") and name != "spatial_attention")]
     if left:
         errors.append("ops of the norm left after fusion: %s" % left)
+    if name.startswith("unet_resblock") and len(fused.graph.node) > 4:
+        errors.append("%d kernels in a ResBlock, at most 4 expected: %s" %
+                      (len(fused.graph.node), [n.op_type for n in fused.graph.node]))
     return errors + vc.run_and_verify(nnfuse, path, out, feeds, want)
 
 

@@ -7,8 +7,12 @@
 // FusedConv (ai.nnfuse) is the same primitive with post-ops: y = act(conv(X, W) + B + Sum),
 // the residual Sum through the sum post-op (which adds what dst holds: Sum is copied there
 // first, unless the planner gave the output Sum's storage), then the activation's eltwise ops.
+// Its residual may come from a second convolution instead (ref/conv_skip.h): that conv, a
+// kernel of this file's own, writes its result into Y first, and the sum post-op adds it.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -17,6 +21,7 @@
 #include "kernels/cpu/onednn_kernels.h"
 #include "kernels/cpu/onednn_pool.h"
 #include "kernels/ref/conv_pool.h"
+#include "kernels/ref/conv_skip.h"
 #include "kernels/ref/nn_internal.h"
 #include "kernels/winograd_rule.h"
 
@@ -45,6 +50,9 @@ struct ConvSpec {
   ref::Activation act;
   bool sum = false;
   Layout sum_layout = Layout::kPlain;
+  // The residual is a second convolution's output (inputs 4 to 6), written into Y before the
+  // first runs; sum is set too, in the output's layout.
+  bool skip = false;
   // Winograd for unstrided 3x3 convs where it pays (kernels/winograd_rule.h: enough output
   // channels and pixels; up to 2x faster than the direct NHWC kernel on VGG's and ResNet's 3x3
   // layers even with the reorders into and out of the blocked layout it needs), relative error
@@ -204,12 +212,43 @@ bool pool_geometry(const NodeInfo& info, ConvSpec& s) {
   return output_shape_is(info, p->y_shape);
 }
 
+std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op, std::string* why = nullptr);
+
+// The NodeInfo of a FusedConv's skip convolution (`part`, from ref::skip_part): its inputs'
+// layouts and constants are the fused node's inputs 4 to 6.
+NodeInfo skip_info(const NodeInfo& info, const ref::SkipPart& part) {
+  std::vector<Layout> layouts;
+  std::vector<const Tensor*> constants;
+  for (size_t i = 0; i < part.node->num_inputs(); ++i) {
+    const size_t j = ref::kSkipInput + i;
+    layouts.push_back(j < info.input_layouts.size() ? info.input_layouts[j] : Layout::kPlain);
+    constants.push_back(i == 0 ? nullptr : info.constant(j));
+  }
+  return NodeInfo{*part.node, info.opset, std::move(layouts), info.num_threads,
+                  std::move(constants)};
+}
+
+// The skip convolution's geometry when it can run as a plain conv of this file writing the
+// fused output's shape and layout, else nullopt (and the reason in *why).
+std::optional<ConvSpec> skip_spec(const NodeInfo& info, const ConvSpec& main, std::string* why) {
+  const ref::SkipPart part = ref::skip_part(info.node);
+  const NodeInfo si = skip_info(info, part);
+  std::string skip_why;
+  std::optional<ConvSpec> k = conv_spec(si, ConvOp::kConv, &skip_why);
+  if (!k) return decline(why, "the skip convolution: ", skip_why);
+  if (k->y_shape != main.y_shape || k->out_layout != main.out_layout) {
+    return decline(why, "the skip convolution writes ", dims_str(k->y_shape), ", not the output's ",
+                   dims_str(main.y_shape));
+  }
+  return k;
+}
+
 // The node's geometry when this kernel can run it, else nullopt (and the reason in *why).
-std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op, std::string* why = nullptr) {
+std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op, std::string* why) {
   const Node& node = info.node;
   const bool transpose = op == ConvOp::kTranspose;
   const bool fused = op == ConvOp::kFused || op == ConvOp::kFusedPool;
-  const size_t max_inputs = fused ? 4 : 3;
+  const size_t max_inputs = op == ConvOp::kFused ? 7 : fused ? 4 : 3;
   if (node.num_outputs() != 1 || node.num_inputs() < 2 || node.num_inputs() > max_inputs) {
     return decline(why, node.num_inputs(), " inputs and ", node.num_outputs(), " outputs");
   }
@@ -305,6 +344,13 @@ std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op, std::string* 
         return decline(why, "the residual arrives in layout ", layout_name(s.sum_layout));
       }
       if (s.pool && s.x_shape.size() != 4) return decline(why, "a pooled residual of rank ", rank);
+    }
+    if (ref::has_skip_conv(node)) {
+      if (s.sum) return decline(why, "both a residual Sum and a skip convolution");
+      if (!skip_spec(info, s, why)) return std::nullopt;
+      s.sum = true;
+      s.sum_layout = s.out_layout;
+      s.skip = true;
     }
   }
   if (!transpose && rank == 4 && s.w_shape[2] == 1 && s.w_shape[3] == 1) {
@@ -418,6 +464,7 @@ class ConvKernel : public Kernel {
         return;
       }
       if (s_.winograd) {
+        if (s_.skip) make_skip(info);
         // Blocked buffers of our own, with reorders from X and Sum and into Y.
         bind_src(pd, /*reorder=*/true);
         bind_own_dst(pd);
@@ -426,6 +473,7 @@ class ConvKernel : public Kernel {
         from_dst_ = make_reorder(dst_, user_dst_);
         return;
       }
+      if (s_.skip) make_skip(info);
       dst_ = memory(pd.dst_desc(0), engine(), DNNL_MEMORY_NONE);
       args_[DNNL_ARG_DST] = dst_;
       // NCHW input, or a subsampled one: reorder into an NHWC buffer of our own. An NCHW
@@ -438,9 +486,14 @@ class ConvKernel : public Kernel {
     });
   }
 
-  // The weights and bias are prepacked.
-  bool reads_input(size_t i) const override { return i != 1 && i != 2; }
-  size_t scratch_bytes() const override { return scratch_bytes_; }
+  // The weights and biases are prepacked.
+  bool reads_input(size_t i) const override {
+    return i != 1 && i != 2 && i != ref::kSkipInput + 1 && i != ref::kSkipInput + 2;
+  }
+  // The skip convolution runs before the rest, so both use the scratch from its start.
+  size_t scratch_bytes() const override {
+    return std::max(scratch_bytes_, skip_ ? skip_->scratch_bytes() : size_t{0});
+  }
 
   void run(KernelIO& io) override {
     const Tensor& x = io.in(0);
@@ -448,6 +501,7 @@ class ConvKernel : public Kernel {
     Tensor& y = s_.pool ? io.output(0, DType::kFloat32, s_.pool_spec.y_shape, s_.pool_out_layout)
                         : io.output(0, DType::kFloat32, s_.y_shape, s_.out_layout);
     std::lock_guard<std::mutex> lock(mu_);
+    if (skip_) run_skip(io, x, y);
     bind_scratch(io.scratch);
     if (s_.pool) {
       run_pooled(io, x);
@@ -457,7 +511,7 @@ class ConvKernel : public Kernel {
       run_winograd(io, x, y);
       return;
     }
-    if (s_.sum) put_sum(io.in(3), x, y);
+    if (s_.sum && !skip_) put_sum(io.in(3), x, y);
     guarded(what_, [&] {
       if (user_src_) {
         user_src_.set_data_handle(handle(x));
@@ -566,14 +620,15 @@ class ConvKernel : public Kernel {
   }
 
   // X -> blocked, (Sum -> blocked dst), conv, blocked dst -> Y. Y may share Sum's storage: Sum
-  // is read before Y is written.
+  // is read before Y is written. The skip convolution's Sum is Y.
   void run_winograd(KernelIO& io, const Tensor& x, Tensor& y) {
-    if (s_.sum) check_input(io.in(3), s_.y_shape, s_.sum_layout, what_, 3);
+    const Tensor* sum = skip_ ? &y : s_.sum ? &io.in(3) : nullptr;
+    if (sum && !skip_) check_input(*sum, s_.y_shape, s_.sum_layout, what_, 3);
     guarded(what_, [&] {
       user_src_.set_data_handle(handle(x));
       execute(to_nhwc_, {{DNNL_ARG_FROM, user_src_}, {DNNL_ARG_TO, src_}});
-      if (s_.sum) {
-        user_sum_.set_data_handle(handle(io.in(3)));
+      if (sum) {
+        user_sum_.set_data_handle(handle(*sum));
         execute(sum_to_dst_, {{DNNL_ARG_FROM, user_sum_}, {DNNL_ARG_TO, dst_}});
       }
       execute(prim_, args_);
@@ -581,6 +636,29 @@ class ConvKernel : public Kernel {
       user_dst_.set_data_handle(y.raw());
       execute(from_dst_, {{DNNL_ARG_FROM, dst_}, {DNNL_ARG_TO, user_dst_}});
     });
+  }
+
+  // The skip convolution, a kernel of its own whose weights are prepacked like these.
+  void make_skip(const NodeInfo& info) {
+    const ref::SkipPart part = ref::skip_part(info.node);
+    const NodeInfo si = skip_info(info, part);
+    std::optional<ConvSpec> k = conv_spec(si, ConvOp::kConv);
+    NNFUSE_CHECK(k, what_, ": the skip convolution is not accepted by the oneDNN kernel");
+    skip_ = std::make_unique<ConvKernel>(si, *k);
+  }
+
+  // The skip convolution of X2 (input 4) into Y, for the sum post-op to add to.
+  void run_skip(KernelIO& io, const Tensor& x, Tensor& y) {
+    NNFUSE_CHECK(io.has_input(ref::kSkipInput), what_, ": the skip convolution's input is missing");
+    const Tensor& x2 = io.in(ref::kSkipInput);
+    NNFUSE_CHECK(y.raw() != x.raw() && y.raw() != x2.raw(), what_,
+                 ": the output may not share an input's storage");
+    KernelIO part;
+    part.inputs = {&x2};
+    part.outputs.push_back(Tensor::borrow(DType::kFloat32, s_.y_shape, y.raw()));
+    part.outputs[0].set_layout(s_.out_layout);
+    part.scratch = io.scratch;
+    skip_->run(part);
   }
 
   // Leaves the residual in y for the sum post-op: a copy, a reorder from plain, or nothing
@@ -627,6 +705,7 @@ class ConvKernel : public Kernel {
 
   std::string what_;
   ConvSpec s_;
+  std::unique_ptr<ConvKernel> skip_;  // the skip convolution (ConvSpec::skip)
   std::vector<std::pair<memory, size_t>> scratch_parts_;
   size_t scratch_bytes_ = 0;
   std::shared_ptr<std::byte[]> own_scratch_;
@@ -645,6 +724,11 @@ std::string declines(const NodeInfo& info) {
   try {
     ThreadScope threads(info.num_threads);
     make_pd(*s);  // some combinations (e.g. large negative padding) have no implementation
+    if (s->skip) {
+      std::optional<ConvSpec> k = skip_spec(info, *s, &why);
+      if (!k) return why;
+      make_pd(*k);
+    }
     return "";
   } catch (const std::exception& e) {
     return std::string("oneDNN has no implementation for it (") + e.what() + ")";

@@ -475,6 +475,127 @@ TEST(OnednnFusedConv, DeclinesWhatItCannotRun) {
   EXPECT_FALSE(k.accepted);
 }
 
+// FusedConv whose residual is a second convolution (kernels/ref/conv_skip.h).
+
+// X, W, B?, no Sum, X2, W2, B2? and the attributes: the main conv's with the activation, the
+// skip conv's with the prefix skip_.
+struct SkipCase {
+  ConvCase main, skip;
+};
+
+std::vector<FastInput> skip_inputs(const SkipCase& c, bool bias, bool skip_bias, Layout x_layout,
+                                   Layout x2_layout, uint32_t seed) {
+  std::vector<FastInput> in = conv_inputs(c.main, bias, false, x_layout, Layout::kPlain, seed);
+  in.push_back({Tensor(), false});
+  Dims ws = {c.skip.m, c.skip.x[1] / c.skip.group};
+  ws.insert(ws.end(), c.skip.kernel.begin(), c.skip.kernel.end());
+  in.push_back({random_tensor(c.skip.x, seed + 10, -2.0f, 2.0f), false, x2_layout});
+  in.push_back({random_tensor(ws, seed + 11), true});
+  if (skip_bias) in.push_back({random_tensor({c.skip.m}, seed + 12), true});
+  return in;
+}
+
+Attrs skip_attrs(const SkipCase& c, const Act& act) {
+  Attrs a = conv_attrs(c.main, act);
+  a["skip_group"] = attr_int(c.skip.group);
+  for (const auto& [k, v] : c.skip.attrs) a["skip_" + k] = v;
+  return a;
+}
+
+const std::vector<SkipCase>& skip_cases() {
+  const Attrs pads = {{"pads", attr_ints({1, 1, 1, 1})}};
+  static const std::vector<SkipCase> cases = {
+      // A UNet ResBlock's projected skip: 3x3 main, 1x1 skip changing the channels.
+      {{{1, 16, 12, 12}, 24, {3, 3}, 1, pads}, {{1, 8, 12, 12}, 24, {1, 1}}},
+      // A ResNet's downsampling branch: a strided 1x1 skip over the larger input.
+      {{{2, 16, 7, 7}, 32, {3, 3}, 1, pads},
+       {{2, 8, 14, 14}, 32, {1, 1}, 1, {{"strides", attr_ints({2, 2})}}}},
+      // Winograd's main conv (on AVX-512 machines): the skip's result is reordered into its
+      // blocked buffer.
+      {{{1, 32, 28, 28}, 64, {3, 3}, 1, pads}, {{1, 16, 28, 28}, 64, {1, 1}}},
+      // The roles the other way round: a 1x1 main conv and a 3x3 skip.
+      {{{1, 8, 10, 10}, 16, {1, 1}}, {{1, 12, 10, 10}, 16, {3, 3}, 1, pads}},
+  };
+  return cases;
+}
+
+TEST(OnednnFusedConv, SkipConvolutionAsTheResidual) {
+  uint32_t seed = 8100;
+  for (const SkipCase& c : skip_cases()) {
+    for (const Act& act : {Act{""}, Act{"Relu"}, Act{"SiLU"}}) {
+      for (Layout x_layout : {Layout::kPlain, Layout::kNHWC}) {
+        for (Layout x2_layout : {Layout::kPlain, Layout::kNHWC}) {
+          seed += 13;
+          const bool bias = seed % 2 == 0, skip_bias = seed % 3 != 0;
+          SCOPED_TRACE(std::string("x") + dims_str(c.main.x) + " x2" + dims_str(c.skip.x) +
+                       " act=" + act.name + (bias ? " bias" : "") +
+                       (skip_bias ? " skip_bias " : " ") + layout_name(x_layout) + "/" +
+                       layout_name(x2_layout));
+          expect_matches_ref("onednn.fused_conv", "FusedConv",
+                             skip_inputs(c, bias, skip_bias, x_layout, x2_layout, seed),
+                             skip_attrs(c, act), 1, kTol, kTol);
+        }
+      }
+    }
+  }
+}
+
+TEST(OnednnFusedConv, SkipConvolutionSharesTheCallersScratch) {
+  // Both convs keep their transient buffers (the plain inputs' NHWC copies, Winograd's blocked
+  // ones) at the start of the caller's scratch, one after the other: the same numbers as with
+  // buffers of the kernel's own, whatever the scratch held.
+  for (const SkipCase& c : {skip_cases()[1], skip_cases()[2]}) {
+    SCOPED_TRACE(dims_str(c.main.x));
+    const std::vector<FastInput> in =
+        skip_inputs(c, true, true, Layout::kPlain, Layout::kPlain, 8300);
+    const Attrs attrs = skip_attrs(c, Act{"Relu"});
+    BuiltKernel k("onednn.fused_conv", "FusedConv", in, attrs);
+    ASSERT_TRUE(k.accepted);
+    const size_t bytes = k.kernel->scratch_bytes();
+    ASSERT_GT(bytes, 0u);
+    std::vector<Tensor> xs;
+    for (const FastInput& f : in) xs.push_back(f.value);
+    const Tensor own = k.run(xs);
+    expect_close(to_layout(own, Layout::kPlain), run_ref1("FusedConv", xs, attrs), kTol, kTol);
+    for (uint8_t fill : {uint8_t{0xff}, uint8_t{0x00}}) {
+      const std::shared_ptr<std::byte[]> scratch = aligned_bytes(bytes, 64);
+      std::memset(scratch.get(), fill, bytes);
+      KernelIO io;
+      for (const Tensor& t : xs) io.inputs.push_back(t.defined() ? &t : nullptr);
+      io.outputs.resize(1);
+      io.scratch = scratch.get();
+      k.kernel->run(io);
+      ASSERT_EQ(io.outputs[0].nbytes(), own.nbytes());
+      EXPECT_EQ(std::memcmp(io.outputs[0].raw(), own.raw(), own.nbytes()), 0);
+    }
+  }
+}
+
+TEST(OnednnFusedConv, SkipConvolutionDeclines) {
+  const SkipCase c = skip_cases()[0];
+  const std::vector<FastInput> in =
+      skip_inputs(c, true, true, Layout::kPlain, Layout::kPlain, 8500);
+  // A skip conv whose output is not the main conv's shape (no pads: 10x10, not 12x12).
+  SkipCase small = c;
+  small.skip.kernel = {3, 3};
+  std::vector<FastInput> small_in =
+      skip_inputs(small, true, true, Layout::kPlain, Layout::kPlain, 1);
+  BuiltKernel k("onednn.fused_conv", "FusedConv", small_in, skip_attrs(small, Act{"Relu"}));
+  EXPECT_FALSE(k.accepted);
+  const std::string why = k.factory->declines(*k.info);
+  EXPECT_NE(why.find("skip convolution"), std::string::npos) << why;
+  // Both a residual Sum and a skip conv.
+  std::vector<FastInput> both = in;
+  both[3] = {random_tensor({1, 24, 12, 12}, 3), false};
+  BuiltKernel k2("onednn.fused_conv", "FusedConv", both, skip_attrs(c, Act{"Relu"}));
+  EXPECT_FALSE(k2.accepted);
+  // The skip's weights known only at run time: the reference kernel runs it.
+  std::vector<FastInput> dyn = in;
+  dyn[5].constant = false;
+  EXPECT_EQ(run_kernel("FusedConv", dyn, skip_attrs(c, Act{"Relu"})).kernel, "ref");
+  expect_matches_ref("ref", "FusedConv", dyn, skip_attrs(c, Act{"Relu"}), 1, kTol, kTol);
+}
+
 // FusedMatMul and FusedGemm.
 
 void check_matmul(const Dims& a, const Dims& b, bool bias, bool bias_const, const Act& act,

@@ -3,6 +3,7 @@
 // then a plain activation loop, so checking a fusion against the unfused graph adds nothing
 // new to trust:
 //   FusedConv(X, W, B?, Sum?)        = act(Conv(X, W, B) [+ Sum])
+//   FusedConv(X, W, B?, -, X2, W2, B2?) = act(Conv(X, W, B) + Conv(X2, W2, B2))  (conv_skip.h)
 //   ScaledConv(X, S, W, B?, Sum?)    = act(Conv(X * S, W, B) [+ Sum])  (S: [N or 1, C, 1, 1])
 //   FusedMatMul(A, B, Bias?)         = act(MatMul(A, B) [+ Bias])
 //   FusedGemm(A, B, C?)              = act(Gemm(A, B, C))
@@ -16,6 +17,7 @@
 #include <map>
 #include <numbers>
 
+#include "kernels/ref/conv_skip.h"
 #include "kernels/ref/nn_internal.h"
 #include "kernels/ref/util.h"
 
@@ -166,6 +168,22 @@ void run_fused_conv(KernelContext& ctx) {
   Tensor y =
       run_part(ctx, "Conv", {&ctx.in(0), &ctx.in(1), ctx.has_input(2) ? ctx.inputs[2] : nullptr});
   if (ctx.has_input(3)) y = add_into_shape(ctx, y, ctx.in(3), "the residual Sum");
+  if (has_skip_conv(ctx.node)) {
+    const SkipPart skip = skip_part(ctx.node);
+    std::vector<const Tensor*> ins;
+    for (size_t i = kSkipInput; i < kSkipInput + 3; ++i) {
+      ins.push_back(ctx.has_input(i) ? ctx.inputs[i] : nullptr);
+    }
+    while (!ins.back()) ins.pop_back();
+    const RefKernelEntry* conv = find_ref_kernel("Conv");
+    NNFUSE_CHECK(conv, "no reference kernel for Conv");
+    KernelContext part{*skip.node, kInnerOpset, std::move(ins), std::vector<Tensor>(1)};
+    conv->run(part);
+    NNFUSE_CHECK(part.outputs[0].shape() == y.shape(), ctx.node.describe(),
+                 ": the skip convolution's output ", dims_str(part.outputs[0].shape()),
+                 " differs from the output shape ", dims_str(y.shape()));
+    y = add_into_shape(ctx, y, part.outputs[0], "the skip convolution's output");
+  }
   apply_activation_to(ctx.node, y);
   ctx.outputs[0] = std::move(y);
 }
@@ -260,7 +278,14 @@ std::string support_fused(const Node& node, int64_t /*opset*/) {
 
 std::string support_fused_conv(const Node& node, int64_t opset) {
   std::string why = support_fused(node, opset);
-  return why.empty() ? auto_pad_reason(node) : why;
+  if (why.empty()) why = auto_pad_reason(node);
+  if (!why.empty() || node.op_type() != "FusedConv" || !has_skip_conv(node)) return why;
+  if (node.input(3)) return "a residual Sum and a skip convolution together";
+  if (node.num_inputs() > kSkipInput + 3) return "more than 7 inputs";
+  if (!node.input(kSkipInput + 1)) return "the skip convolution has no weight";
+  const SkipPart skip = skip_part(node);
+  why = auto_pad_reason(*skip.node);
+  return why.empty() ? "" : "the skip convolution: " + why;
 }
 
 std::string support_fused_pool_gemm(const Node& node, int64_t opset) {

@@ -2,6 +2,13 @@
 //   ConvAddFusionPass:        act(Conv(x, W, B) + r) == FusedConv(x, W, B, Sum=r, act)
 //                             (either Add operand order; act optional; r of the conv's shape)
 //   ConvActivationFusionPass: act(Conv(x, W, B)) == FusedConv(x, W, B, act)
+//   ConvSkipConvFusionPass:   FusedConv(x, W, B, Sum=Conv(x2, W2, B2), act)
+//                             == FusedConv(x, W, B, -, x2, W2, B2, act, skip_*)
+//                             (the residual a second conv computes, as a ResBlock's projected
+//                             skip connection or a ResNet's downsampling branch: one kernel
+//                             runs both convs, the second's result written into the output
+//                             for the first's sum post-op; kernels/ref/conv_skip.h)
+#include "kernels/ref/conv_skip.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 
@@ -65,8 +72,33 @@ Rule conv_act() {
           }};
 }
 
+Rule conv_skip_conv() {
+  using pattern::constant, pattern::optional, pattern::any;
+  Pat skip =
+      pattern::op("Conv", {any("x2"), constant("w2"), optional(constant("b2"))}).named("skip");
+  Pat conv =
+      pattern::op_in(kFusedDomain, "FusedConv", {any("x"), constant("w"), optional(any("b")), skip})
+          .named("conv");
+  return {.name = "ConvSkipConvFusionPass",
+          .description =
+              "Runs the Conv that computes a fused Conv's residual (a projected skip "
+              "connection) in the same kernel",
+          .ops = {"Conv", "Conv", "Add"},
+          .patterns = {{"", conv}},
+          .guards = {guard::read_once("skip"), guard::float32({"x2"})},
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            const Node* skip = m.node("skip");
+            if (std::string why = conv_ok(*skip); !why.empty()) return why;
+            std::map<std::string, Attribute> attrs = m.node("conv")->attrs();
+            ref::add_skip_attrs(*skip, attrs);
+            return m.fuse("FusedConv", {m["x"], m["w"], m["b"], nullptr, m["x2"], m["w2"], m["b2"]},
+                          attrs);
+          }};
+}
+
 }  // namespace
 
+std::unique_ptr<Pass> make_conv_skip_conv_pass() { return make_rule_pass(conv_skip_conv()); }
 std::unique_ptr<Pass> make_conv_add_act_pass() { return make_rule_pass(conv_add_act()); }
 std::unique_ptr<Pass> make_conv_act_pass() { return make_rule_pass(conv_act()); }
 

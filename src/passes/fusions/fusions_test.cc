@@ -200,6 +200,60 @@ TEST(ConvAddFusion, BroadcastResidualIsRejected) {
   expect_same_numbers(std::move(f.graph), conv_bn_graph(bcast));
 }
 
+// A ResBlock with a projected skip: relu(conv3x3(h) + conv1x1(x)), h = relu(conv3x3(x)); the
+// skip conv's output also a graph output when `skip_read`; the skip conv strided from a
+// larger input (a ResNet's downsampling branch) when `strided`.
+std::unique_ptr<Graph> skip_block(bool skip_read = false, bool strided = false) {
+  B b;
+  const int64_t hw = strided ? 12 : 6;
+  Value* x = b.in("x", {1, 4, hw, hw});
+  const std::map<std::string, Attribute> pads = {{"pads", ints({1, 1, 1, 1})}};
+  std::map<std::string, Attribute> first = pads;
+  if (strided) first["strides"] = ints({2, 2});
+  Value* h = b.n("Conv", {x, b.c(random_tensor({8, 4, 3, 3}, 21)), b.c(random_tensor({8}, 22))},
+                 {1, 8, 6, 6}, first, "conv1");
+  h = b.n("Relu", {h}, {1, 8, 6, 6});
+  Value* y = b.n("Conv", {h, b.c(random_tensor({8, 8, 3, 3}, 23))}, {1, 8, 6, 6}, pads, "conv2");
+  std::map<std::string, Attribute> one;
+  if (strided) one["strides"] = ints({2, 2});
+  Value* s = b.n("Conv", {x, b.c(random_tensor({8, 4, 1, 1}, 24)), b.c(random_tensor({8}, 25))},
+                 {1, 8, 6, 6}, one, "skip");
+  Value* sum = b.n("Add", {y, s}, {1, 8, 6, 6});
+  b.out(b.n("Relu", {sum}, {1, 8, 6, 6}));
+  if (skip_read) b.out(s);
+  return std::move(b.g);
+}
+
+TEST(ConvSkipConvFusion, ProjectedSkipRunsInTheFusedConv) {
+  for (bool strided : {false, true}) {
+    SCOPED_TRACE(strided ? "strided skip" : "skip");
+    auto f = fuse(skip_block(false, strided));
+    ASSERT_EQ(f.graph->num_nodes(), 2u) << graph_to_text(*f.graph);
+    const Node* n = f.graph->nodes()[1];
+    EXPECT_EQ(n->op_type(), "FusedConv");
+    ASSERT_EQ(n->num_inputs(), 7u);
+    EXPECT_EQ(n->input(3), nullptr);
+    // Either conv may be the one whose residual the other computes.
+    EXPECT_TRUE(n->input(0)->name() == "x" || n->input(4)->name() == "x");
+    EXPECT_EQ(n->attr_string("activation", ""), "Relu");
+    EXPECT_EQ(n->has_attr("skip_strides") || n->has_attr("strides"), strided);
+    const PassRecord* r = record(f.report, "ConvSkipConvFusionPass");
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->effect_times, 1);
+    expect_same_numbers(std::move(f.graph), skip_block(false, strided));
+  }
+}
+
+TEST(ConvSkipConvFusion, DeclinesASkipReadElsewhereAndIsSwitchable) {
+  expect_declined(fuse(skip_block(true)), "ConvSkipConvFusionPass", "also read elsewhere",
+                  skip_block(true));
+  FusionSwitches sw;
+  sw.set("ConvSkipConvFusionPass", false);
+  auto f = fuse(skip_block(), &sw);
+  EXPECT_EQ(f.graph->num_nodes(), 3u) << graph_to_text(*f.graph);
+  EXPECT_EQ(count_op(*f.graph, "Conv"), 1u);
+}
+
 TEST(PadConvFusion, ZeroPadFoldsIntoConvPads) {
   auto build = [](const std::string& mode) {
     B b;

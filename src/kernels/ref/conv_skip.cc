@@ -1,0 +1,37 @@
+#include "kernels/ref/conv_skip.h"
+
+#include <cstring>
+
+namespace nnfuse::ref {
+
+SkipPart skip_part(const Node& fused) {
+  SkipPart p;
+  p.graph = std::make_unique<Graph>();
+  static const char* const kNames[] = {"x", "w", "b"};
+  std::vector<Value*> ins;
+  for (size_t i = 0; i < 3; ++i) {
+    const Value* v = kSkipInput + i < fused.num_inputs() ? fused.input(kSkipInput + i) : nullptr;
+    if (!v) {
+      ins.push_back(nullptr);
+      continue;
+    }
+    Value* part = p.graph->add_value(kNames[i], v->dtype(), v->shape());
+    p.graph->add_input(part);
+    ins.push_back(part);
+  }
+  while (!ins.empty() && !ins.back()) ins.pop_back();
+  const Value* out = fused.num_outputs() > 0 ? fused.output(0) : nullptr;
+  Value* y = out ? p.graph->add_value("y", out->dtype(), out->shape()) : p.graph->add_value("y");
+  p.node = p.graph->add_node("Conv", fused.name() + "/skip", ins, {y});
+  const size_t n = std::strlen(kSkipAttrPrefix);
+  for (const auto& [name, value] : fused.attrs()) {
+    if (name.compare(0, n, kSkipAttrPrefix) == 0) p.node->set_attr(name.substr(n), value);
+  }
+  return p;
+}
+
+void add_skip_attrs(const Node& conv, std::map<std::string, Attribute>& attrs) {
+  for (const auto& [name, value] : conv.attrs()) attrs[kSkipAttrPrefix + name] = value;
+}
+
+}  // namespace nnfuse::ref
