@@ -13,22 +13,57 @@
 //
 // Those figures are for a scratchpad that stays in cache. For some geometries oneDNN's
 // Winograd transforms the whole image into its scratchpad (tens of MiB where the blocking it
-// picks finds no cache-sized tile: Inception-v3's 80 -> 192 conv on 71x71 takes 27 MiB), and
-// inside a network, whose other layers evict it between runs, it streams from memory: that
-// conv took 4.2 ms against 3.5 on the direct algorithm (2.4 alone, its scratchpad in cache).
-// winograd_scratch_pays keeps Winograd where the scratchpad is at most 8 MiB, or where the
-// multiplications it saves outweigh streaming it: at least 64 conv FLOPs per scratchpad byte.
-// Measured with bench/sweep.py (ratios to ORT in one run): VGG-11's 256 -> 256 on 56x56 (123
-// per byte) and 512 -> 512 on 28x28 (72) keep it (0.74x; 0.81x with the bound at 80), while
-// Inception-v3's conv (52) and Wide-ResNet-50's 256 -> 256 on 28x28 (55) go direct (0.995x ->
-// 0.981x and 0.963x -> 0.921x). ConvMaxPoolFusionPass, which decides before the scratchpad is
-// known, may so fuse a pool into a conv that runs direct: that costs nothing over the two
-// kernels.
+// picks finds no cache-sized tile: Inception-v3's 80 -> 192 conv on 71x71 takes 20-27 MiB), and
+// inside a network, whose other layers evict it between runs, it streams from the cache level
+// below or from memory. On a machine with an 8 MiB last-level cache that conv took 4.2 ms
+// against 3.5 on the direct algorithm (2.4 alone, its scratchpad in cache). On one with a
+// 32 MiB L3 (AMD EPYC, Zen 5), its caches evicted before every run, the same conv takes 2.8 ms
+// against 6.0 direct, and 128 -> 128 on 32x32 (a UNet stage's convs, 10.5 MiB) 0.57 against
+// 1.34 (0.74-0.84 against 1.3-1.4 inside the UNet stage). So winograd_scratch_pays keeps
+// Winograd where the scratchpad fits the last-level cache (at least 8 MiB; read from sysfs), or
+// where the multiplications it saves outweigh streaming it: at least 64 conv FLOPs per
+// scratchpad byte. Measured with bench/sweep.py (ratios to ORT in one run, 8 MiB machine):
+// VGG-11's 256 -> 256 on 56x56 (123 per byte) and 512 -> 512 on 28x28 (72) keep it (0.74x;
+// 0.81x with the bound at 80), while Inception-v3's conv (52) and Wide-ResNet-50's 256 -> 256
+// on 28x28 (55) go direct there (0.995x -> 0.981x and 0.963x -> 0.921x).
+// ConvMaxPoolFusionPass, which decides before the scratchpad is known, may so fuse a pool into a
+// conv that runs direct: that costs nothing over the two kernels.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <string>
 
 namespace nnfuse {
+
+// The size of this CPU's last-level data or unified cache (the highest level sysfs lists for
+// cpu0), or 0 when it cannot be read.
+inline int64_t last_level_cache_bytes() {
+  static const int64_t bytes = [] {
+    int64_t best_level = 0, size = 0;
+    for (int i = 0; i < 8; ++i) {
+      const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+      std::ifstream level_in(dir + "level"), type_in(dir + "type"), size_in(dir + "size");
+      int64_t level = 0;
+      std::string type, text;
+      if (!(level_in >> level) || !(type_in >> type) || !(size_in >> text)) continue;
+      if (type == "Instruction" || level <= best_level || text.empty()) continue;
+      char* end = nullptr;
+      const int64_t v = std::strtoll(text.c_str(), &end, 10);
+      const int64_t unit = *end == 'K'   ? 1024
+                           : *end == 'M' ? 1024 * 1024
+                           : *end == 'G' ? 1 << 30
+                                         : 1;
+      if (v <= 0) continue;
+      best_level = level;
+      size = v * unit;
+    }
+    return size;
+  }();
+  return bytes;
+}
 
 inline bool winograd_pays(int64_t cin, int64_t cout, int64_t out_h, int64_t out_w) {
   if (cin < 32 || cout < 48) return false;
@@ -37,11 +72,13 @@ inline bool winograd_pays(int64_t cin, int64_t cout, int64_t out_h, int64_t out_
 }
 
 // Whether a Winograd conv of `flops` direct-algorithm FLOPs (2 * Cin * Cout * 9 * output
-// pixels) with a scratchpad of `scratch_bytes` still pays (see above).
-inline bool winograd_scratch_pays(double flops, int64_t scratch_bytes) {
-  constexpr int64_t kCachedScratchBytes = int64_t{8} << 20;
+// pixels) with a scratchpad of `scratch_bytes` still pays on a machine whose last-level cache
+// holds `cache_bytes` (see above).
+inline bool winograd_scratch_pays(double flops, int64_t scratch_bytes,
+                                  int64_t cache_bytes = last_level_cache_bytes()) {
+  constexpr int64_t kMinCachedScratchBytes = int64_t{8} << 20;
   constexpr double kMinFlopsPerScratchByte = 64.0;
-  if (scratch_bytes <= kCachedScratchBytes) return true;
+  if (scratch_bytes <= std::max(cache_bytes, kMinCachedScratchBytes)) return true;
   return flops >= kMinFlopsPerScratchByte * static_cast<double>(scratch_bytes);
 }
 
