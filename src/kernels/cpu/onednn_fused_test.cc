@@ -540,6 +540,38 @@ const std::vector<SkipCase>& skip_cases() {
   return cases;
 }
 
+TEST(OnednnFusedConv, PlainImageIntoSixteenChannels) {
+  // An image's NCHW pixels read directly into the blocked 16-channel output, which is the NHWC
+  // output's bytes: every residual layout, activations, two images, 1 and 3 input channels.
+  const Attrs s2 = {{"strides", attr_ints({2, 2})}, {"pads", attr_ints({1, 1, 1, 1})}};
+  const std::vector<ConvCase> cases = {{{2, 3, 20, 22}, 16, {3, 3}, 1, s2},
+                                       {{1, 1, 17, 15}, 16, {3, 3}, 1, s2},
+                                       {{1, 3, 16, 16}, 16, {5, 5}}};
+  uint32_t seed = 8700;
+  for (const ConvCase& c : cases) {
+    for (const Act& act : {Act{""}, Act{"HardSwish"}, Act{"Relu"}}) {
+      for (bool sum : {false, true}) {
+        for (Layout sum_layout : {Layout::kPlain, Layout::kNHWC}) {
+          if (!sum && sum_layout == Layout::kPlain) continue;
+          seed += 7;
+          check_conv(c, act, seed % 2 == 0, sum, Layout::kPlain, sum_layout, seed);
+        }
+      }
+    }
+  }
+  // No reorder: the kernel needs no scratch for an NHWC copy of the image (the 8-channel
+  // image still has one).
+  for (int64_t channels : {int64_t{3}, int64_t{8}}) {
+    ConvCase c = cases[0];
+    c.x[1] = channels;
+    BuiltKernel k("onednn.fused_conv", "FusedConv",
+                  conv_inputs(c, true, false, Layout::kPlain, Layout::kPlain, 1),
+                  conv_attrs(c, Act{"Relu"}));
+    ASSERT_TRUE(k.accepted);
+    EXPECT_EQ(k.kernel->scratch_bytes() == 0, channels == 3) << k.kernel->scratch_bytes();
+  }
+}
+
 TEST(OnednnFusedConv, SkipConvolutionAsTheResidual) {
   uint32_t seed = 8100;
   for (const SkipCase& c : skip_cases()) {
