@@ -17,7 +17,7 @@
 // inside a network, whose other layers evict it between runs, it streams from the cache level
 // below or from memory. On a machine with an 8 MiB last-level cache that conv took 4.2 ms
 // against 3.5 on the direct algorithm (2.4 alone, its scratchpad in cache). On one with a
-// 32 MiB L3 (AMD EPYC, Zen 5), its caches evicted before every run, the same conv takes 2.8 ms
+// 32 MiB L3 (AMD EPYC, Zen 4), its caches evicted before every run, the same conv takes 2.8 ms
 // against 6.0 direct, and 128 -> 128 on 32x32 (a UNet stage's convs, 10.5 MiB) 0.57 against
 // 1.34 (0.74-0.84 against 1.3-1.4 inside the UNet stage). So winograd_scratch_pays keeps
 // Winograd where the scratchpad fits the last-level cache (at least 8 MiB; read from sysfs), or
