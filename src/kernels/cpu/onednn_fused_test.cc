@@ -320,6 +320,27 @@ TEST(OnednnFusedConv, WinogradShapes) {
   for (bool in_place : {true, false}) run_with_planned_output(cases[1], true, in_place, seed += 4);
 }
 
+// Runs `k` on `xs` (undefined: omitted) with a scratch region of its scratch_bytes() filled
+// with `fill` first; *written says whether the run changed any of it.
+Tensor run_in_scratch(Kernel& k, const std::vector<Tensor>& xs, uint8_t fill,
+                      bool* written = nullptr) {
+  const size_t bytes = k.scratch_bytes();
+  const std::shared_ptr<std::byte[]> scratch = aligned_bytes(bytes, 64);
+  std::memset(scratch.get(), fill, bytes);
+  KernelIO io;
+  for (const Tensor& t : xs) io.inputs.push_back(t.defined() ? &t : nullptr);
+  io.outputs.resize(1);
+  io.scratch = scratch.get();
+  k.run(io);
+  if (written) {
+    *written = false;
+    for (size_t i = 0; i < bytes && !*written; ++i) {
+      *written = static_cast<uint8_t>(scratch[i]) != fill;
+    }
+  }
+  return io.outputs[0];
+}
+
 TEST(OnednnFusedConv, TransientBuffersInTheCallersScratch) {
   // The conv's transient buffers (a plain X reordered to NHWC, Winograd's blocked X and Y, the
   // full-size output a pool reads) live in KernelIO::scratch when the caller gives one (the
@@ -353,23 +374,10 @@ TEST(OnednnFusedConv, TransientBuffersInTheCallersScratch) {
     EXPECT_EQ(bytes % 64, 0u);
     const std::vector<Tensor> xs = {in[0].value, in[1].value, in[2].value};
     const Tensor own = k.run(xs);
-    auto run_with = [&](uint8_t fill) {
-      const std::shared_ptr<std::byte[]> scratch = aligned_bytes(bytes, 64);
-      std::memset(scratch.get(), fill, bytes);
-      KernelIO io;
-      for (const Tensor& t : xs) io.inputs.push_back(t.defined() ? &t : nullptr);
-      io.outputs.resize(1);
-      io.scratch = scratch.get();
-      k.kernel->run(io);
-      bool written = false;
-      for (size_t i = 0; i < bytes && !written; ++i) {
-        written = static_cast<uint8_t>(scratch[i]) != fill;
-      }
-      EXPECT_TRUE(written);
-      return io.outputs[0];
-    };
     for (uint8_t fill : {uint8_t{0xff}, uint8_t{0x00}, uint8_t{0x7f}}) {
-      const Tensor got = run_with(fill);
+      bool written = false;
+      const Tensor got = run_in_scratch(*k.kernel, xs, fill, &written);
+      EXPECT_TRUE(written);
       ASSERT_EQ(got.nbytes(), own.nbytes());
       EXPECT_EQ(std::memcmp(got.raw(), own.raw(), own.nbytes()), 0);
     }
@@ -611,15 +619,9 @@ TEST(OnednnFusedConv, SkipConvolutionSharesTheCallersScratch) {
     const Tensor own = k.run(xs);
     expect_close(to_layout(own, Layout::kPlain), run_ref1("FusedConv", xs, attrs), kTol, kTol);
     for (uint8_t fill : {uint8_t{0xff}, uint8_t{0x00}}) {
-      const std::shared_ptr<std::byte[]> scratch = aligned_bytes(bytes, 64);
-      std::memset(scratch.get(), fill, bytes);
-      KernelIO io;
-      for (const Tensor& t : xs) io.inputs.push_back(t.defined() ? &t : nullptr);
-      io.outputs.resize(1);
-      io.scratch = scratch.get();
-      k.kernel->run(io);
-      ASSERT_EQ(io.outputs[0].nbytes(), own.nbytes());
-      EXPECT_EQ(std::memcmp(io.outputs[0].raw(), own.raw(), own.nbytes()), 0);
+      const Tensor got = run_in_scratch(*k.kernel, xs, fill);
+      ASSERT_EQ(got.nbytes(), own.nbytes());
+      EXPECT_EQ(std::memcmp(got.raw(), own.raw(), own.nbytes()), 0);
     }
   }
 }
