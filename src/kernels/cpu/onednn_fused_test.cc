@@ -770,6 +770,50 @@ TEST(OnednnFusedMatMulResidual, MatchesTheReference) {
   }
 }
 
+// One row against constant weights prepacked in panels of 64 columns reads the panels
+// directly (init_row_product): plain, biased, with a sum of C, a residual, gated, batched to
+// [1, 1, K]; widths with a partial last panel and depths that are not a multiple of 16.
+TEST(OnednnMatMul, OneRowReadsThePanelsDirectly) {
+  uint32_t seed = 900;
+  for (const Dims& a : {Dims{1, 37}, Dims{1, 1, 512}, Dims{1, 1376}}) {
+    for (int64_t n : {int64_t{64}, int64_t{70}, int64_t{1000}}) {
+      SCOPED_TRACE(dims_str(a) + " x " + std::to_string(n));
+      const int64_t k = a.back();
+      Dims y = a;
+      y.back() = n;
+      const FastInput x{random_tensor(a, seed, -2.0f, 2.0f)};
+      const FastInput w{random_tensor({k, n}, seed + 1), true};
+      const FastInput bias{random_tensor({n}, seed + 2), true};
+      const FastInput res{random_tensor(y, seed + 3)};
+      expect_matches_ref("onednn.fused_matmul", "FusedMatMul", {x, w}, {}, 1, kTol, kTol);
+      expect_matches_ref("onednn.fused_matmul", "FusedMatMul", {x, w, bias}, {}, 1, kTol, kTol);
+      expect_matches_ref("onednn.fused_matmul_residual", "FusedMatMulResidual", {x, w, bias, res},
+                         {}, 1, kTol, kTol);
+      expect_matches_ref("onednn.fused_matmul_residual", "FusedMatMulResidual",
+                         {x, w, {Tensor(), false}, res}, {}, 1, kTol, kTol);
+      if (n % 2 == 0) {
+        // act(g) * u multiplies two sums of k products: its rounding is of their magnitude
+        // (up to about 2 * k here), not the output's.
+        const float atol = kTol * static_cast<float>(k) / 64.0f;
+        expect_matches_ref("onednn.fused_gated_matmul", "FusedGatedMatMul", {x, w, bias},
+                           {{"activation", attr_string("SiLU")}}, 1, std::max(kTol, atol), kTol);
+      }
+      if (a.size() == 2) {
+        // Gemm: alpha and beta folded into the prepacked B and C, B transposed, C a row or one
+        // value.
+        const Attrs gemm = {
+            {"alpha", attr_float(0.5f)}, {"beta", attr_float(2.0f)}, {"transB", attr_int(1)}};
+        const FastInput wt{random_tensor({n, k}, seed + 4), true};
+        for (const Dims& c : {Dims{n}, Dims{1, 1}}) {
+          expect_matches_ref("onednn.fused_gemm", "FusedGemm",
+                             {x, wt, {random_tensor(c, seed + 5), true}}, gemm, 1, kTol, kTol);
+        }
+      }
+      seed += 6;
+    }
+  }
+}
+
 // A W of odd width has no halves: the fast kernel declines it and the reference kernel fails
 // naming the node.
 TEST(OnednnFusedGatedMatMul, AWeightOfOddWidthIsAnError) {
