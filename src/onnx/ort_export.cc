@@ -288,11 +288,8 @@ void OrtLowering::lower_conv(const Node& n) {
     for (size_t i = ref::kSkipInput; i < n.num_inputs(); ++i) ins.push_back(name_of(n.input(i)));
     while (!ins.empty() && ins.back().empty()) ins.pop_back();
     onnx::NodeProto* p = w_.node("Conv", ins, {skip}, "", n.name() + "_skip");
-    const std::string prefix = ref::kSkipAttrPrefix;
-    for (const auto& [k, at] : n.attrs()) {
-      if (k.compare(0, prefix.size(), prefix) == 0) {
-        ProtoWriter::set_attr(p, k.substr(prefix.size()), at);
-      }
+    for (const auto& [k, at] : ref::part_attrs(n, ref::kSkipAttrPrefix)) {
+      ProtoWriter::set_attr(p, k, at);
     }
   }
   write_conv(n, name_of(n.input(0)), 1, n.output(0), name_of(n.output(0)), n.name(), skip);
@@ -311,11 +308,8 @@ void OrtLowering::lower_conv_pool(const Node& n) {
   const std::string conv_out = w_.fresh(out + "_conv");
   write_conv(n, name_of(n.input(0)), 1, nullptr, conv_out, n.name() + "_conv");
   onnx::NodeProto* pool = w_.node("MaxPool", {conv_out}, {out}, "", n.name());
-  const std::string prefix = ref::kPoolAttrPrefix;
-  for (const auto& [k, at] : n.attrs()) {
-    if (k.compare(0, prefix.size(), prefix) == 0) {
-      ProtoWriter::set_attr(pool, k.substr(prefix.size()), at);
-    }
+  for (const auto& [k, at] : ref::part_attrs(n, ref::kPoolAttrPrefix)) {
+    ProtoWriter::set_attr(pool, k, at);
   }
 }
 

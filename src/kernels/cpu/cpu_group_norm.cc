@@ -112,7 +112,7 @@ class GroupNormKernel : public Kernel {
         gamma_(channel_constant(info, 1, shape_[1])),
         beta_(channel_constant(info, 2, shape_[1])),
         act_(ref::read_activation(info.node)),
-        t_silu_(info.node.attr_string("t_activation", "") == "SiLU") {
+        t_silu_(ref::t_silu(info.node)) {
     if (info.has_input(4)) tw_ = *info.constant(4);
     if (info.has_input(5)) tb_ = channel_constant(info, 5, shape_[1]);
   }
@@ -143,8 +143,8 @@ class GroupNormKernel : public Kernel {
     if (!io.has_input(3)) return std::vector<double>(static_cast<size_t>(n * c));
     require_float(io.in(3), who_, "T");
     // The embedding's SiLU (t_activation): T is a few hundred values.
-    Tensor t_silu;
-    const Tensor& t = t_silu_ ? silu_of(io.in(3), t_silu) : io.in(3);
+    Tensor t_storage;
+    const Tensor& t = *ref::activated_t(t_silu_, &io.in(3), t_storage);
     if (!tw_.defined()) return ref::group_norm_addend(&t, nullptr, nullptr, n, c, who_);
     const int64_t rows = t.rank() >= 1 ? t.dim(0) : 0, k = tw_.dim(0);
     if ((rows != 1 && rows != n) || t.numel() != rows * k) {
@@ -159,14 +159,6 @@ class GroupNormKernel : public Kernel {
       scaled_rows_into(t.data<float>() + (rows == 1 ? 0 : i * k), tw_.data<float>(), k, c, ai);
     }
     return a;
-  }
-
-  static const Tensor& silu_of(const Tensor& t, Tensor& storage) {
-    storage = Tensor::uninitialized(DType::kFloat32, t.shape());
-    const float* from = t.data<float>();
-    float* to = storage.data<float>();
-    for (int64_t i = 0; i < t.numel(); ++i) to[i] = from[i] / (1.0f + std::exp(-from[i]));
-    return storage;
   }
 
   // Each (image, group) is one contiguous block of C / G planes.

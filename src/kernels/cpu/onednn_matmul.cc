@@ -700,7 +700,7 @@ class MatMulKernel : public Kernel {
       int64_t rs = 0, cs = 0;
       if (!plain_strides(pd.bias_desc(), &rs, &cs) || cs != 1) return;
       const float* p = static_cast<const float*>(bias_.get_data_handle());
-      row_bias_.assign(p, p + w.dims[1]);
+      bias_row_.assign(p, p + w.dims[1]);
     }
     row_k_ = w.dims[0];
     row_n_ = w.dims[1];
@@ -717,7 +717,7 @@ class MatMulKernel : public Kernel {
     const float* x = static_cast<const float*>(src_.get_data_handle());
     const float* w = static_cast<const float*>(wei_.get_data_handle());
     float* y = static_cast<float*>(dst_.get_data_handle());
-    const float* bias = row_bias_.empty() ? nullptr : row_bias_.data();
+    const float* bias = bias_row_.empty() ? nullptr : bias_row_.data();
     const int64_t panels = (row_n_ + kRowPanel - 1) / kRowPanel;
     const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), panels));
     if (threads <= 1 || row_k_ * row_n_ < cpu::kParallelGrain || omp_in_parallel()) {
@@ -803,10 +803,11 @@ class MatMulKernel : public Kernel {
   Tensor held_wei_;  // large constant weights used in place (weights_in_place)
   bool trans_b_ = false;
   int64_t lda_ = 0, ldb_ = 0;
+  // The bias as one row of N, for the products computed without the primitive (init_gemv,
+  // init_row_product).
   std::vector<float> bias_row_;
   int64_t row_k_ = 0, row_n_ = 0, row_panel_ = 0;  // the one-row product (init_row_product)
-  std::vector<float> row_bias_;
-  Tensor normed_;  // FusedLayerNormMatMul's A
+  Tensor normed_;                                  // FusedLayerNormMatMul's A
   Tensor packed_;  // FusedGatedMatMul's [gate | up] product, half_ columns each
   int64_t half_ = 0;
   std::unordered_map<int, memory> args_;

@@ -2,8 +2,6 @@
 // attributes.
 #include "kernels/ref/conv_pool.h"
 
-#include <cstring>
-
 #include "kernels/ref/ref_kernels.h"
 
 namespace nnfuse::ref {
@@ -15,11 +13,17 @@ PoolPart pool_part(const Node& fused, const Dims& conv_shape) {
   p.graph->add_input(x);
   Value* y = p.graph->add_value("y", DType::kFloat32);
   p.node = p.graph->add_node("MaxPool", fused.name(), {x}, {y});
-  const size_t n = std::strlen(kPoolAttrPrefix);
-  for (const auto& [name, value] : fused.attrs()) {
-    if (name.compare(0, n, kPoolAttrPrefix) == 0) p.node->set_attr(name.substr(n), value);
-  }
+  for (const auto& [name, value] : part_attrs(fused, kPoolAttrPrefix))
+    p.node->set_attr(name, value);
   return p;
+}
+
+std::map<std::string, Attribute> part_attrs(const Node& fused, const std::string& prefix) {
+  std::map<std::string, Attribute> attrs;
+  for (const auto& [name, value] : fused.attrs()) {
+    if (name.compare(0, prefix.size(), prefix) == 0) attrs[name.substr(prefix.size())] = value;
+  }
+  return attrs;
 }
 
 namespace {

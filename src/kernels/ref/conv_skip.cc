@@ -1,6 +1,6 @@
 #include "kernels/ref/conv_skip.h"
 
-#include <cstring>
+#include "kernels/ref/conv_pool.h"
 
 namespace nnfuse::ref {
 
@@ -23,10 +23,8 @@ SkipPart skip_part(const Node& fused) {
   const Value* out = fused.num_outputs() > 0 ? fused.output(0) : nullptr;
   Value* y = out ? p.graph->add_value("y", out->dtype(), out->shape()) : p.graph->add_value("y");
   p.node = p.graph->add_node("Conv", fused.name() + "/skip", ins, {y});
-  const size_t n = std::strlen(kSkipAttrPrefix);
-  for (const auto& [name, value] : fused.attrs()) {
-    if (name.compare(0, n, kSkipAttrPrefix) == 0) p.node->set_attr(name.substr(n), value);
-  }
+  for (const auto& [name, value] : part_attrs(fused, kSkipAttrPrefix))
+    p.node->set_attr(name, value);
   return p;
 }
 

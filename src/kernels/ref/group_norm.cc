@@ -62,10 +62,12 @@ std::string ref::t_activation_reason(const Node& node) {
   }
 }
 
-const Tensor* ref::activated_t(const Node& node, const Tensor* t, Tensor& storage) {
-  if (!t || node.attr_string("t_activation", "").empty()) return t;
-  NNFUSE_CHECK(t->dtype() == DType::kFloat32, node.describe(), ": T must be float32");
-  storage = Tensor(DType::kFloat32, t->shape());
+bool ref::t_silu(const Node& node) { return node.attr_string("t_activation", "") == "SiLU"; }
+
+const Tensor* ref::activated_t(bool silu, const Tensor* t, Tensor& storage) {
+  if (!t || !silu) return t;
+  NNFUSE_CHECK(t->dtype() == DType::kFloat32, "GroupNorm: T must be float32");
+  storage = Tensor::uninitialized(DType::kFloat32, t->shape());
   const float* from = t->data<float>();
   float* to = storage.data<float>();
   for (int64_t i = 0; i < t->numel(); ++i) {
@@ -105,7 +107,7 @@ void run_group_norm(KernelContext& ctx) {
   const int64_t per_group = c / groups * inner;  // elements of one (n, group)
   auto in = [&](size_t i) { return ctx.has_input(i) ? &ctx.in(i) : nullptr; };
   Tensor t_storage;
-  const Tensor* t = ref::activated_t(ctx.node, in(3), t_storage);
+  const Tensor* t = ref::activated_t(ref::t_silu(ctx.node), in(3), t_storage);
   const std::vector<double> a = ref::group_norm_addend(t, in(4), in(5), n, c, who);
   Tensor y(DType::kFloat32, x.shape());
   const float* px = x.data<float>();

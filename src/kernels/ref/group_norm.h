@@ -19,7 +19,10 @@ std::vector<double> group_norm_addend(const Tensor* t, const Tensor* w, const Te
 // ResnetBlock2D takes the SiLU of the time embedding before its dense layer). "" when the node's
 // value is one of those, else the reason.
 std::string t_activation_reason(const Node& node);
-// T as the addend reads it: `t` itself, or its SiLU (t_activation) written into `storage`.
-const Tensor* activated_t(const Node& node, const Tensor* t, Tensor& storage);
+// Whether the node takes T's SiLU first (t_activation = "SiLU").
+bool t_silu(const Node& node);
+// T as the addend reads it: `t` itself, or with `silu` its SiLU written into `storage` (in
+// double, rounded once).
+const Tensor* activated_t(bool silu, const Tensor* t, Tensor& storage);
 
 }  // namespace nnfuse::ref
