@@ -1,5 +1,7 @@
 #include "kernels/cpu/cpu_rows.h"
 
+#include <algorithm>
+
 #include "kernels/cpu/cpu_math.h"
 
 namespace nnfuse::cpu {
@@ -96,6 +98,46 @@ NNFUSE_TARGET_CLONES void col_min(const float* x, int64_t rows, int64_t n, int64
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) acc[j] = (xr[j] < acc[j] || xr[j] != xr[j]) ? xr[j] : acc[j];
   }
+}
+
+NNFUSE_TARGET_CLONES void row_times_panels(const float* x, int64_t k, const float* w, int64_t panel,
+                                           int64_t b0, int64_t b1, int64_t n, const float* bias,
+                                           bool accumulate, float* y) {
+  for (int64_t b = b0; b < b1; ++b) {
+    const float* p = w + b * panel;
+    // Even and odd rows in two sums: two dependency chains, and half the rounding a single
+    // running sum over k rows accrues.
+    float acc[2][kRowPanel];
+    for (int j = 0; j < kRowPanel; ++j) acc[0][j] = acc[1][j] = 0.0f;
+    int64_t i = 0;
+    for (; i + 1 < k; i += 2) {
+      const float x0 = x[i], x1 = x[i + 1];
+      const float* r = p + i * kRowPanel;
+      for (int j = 0; j < kRowPanel; ++j) {
+        acc[0][j] += x0 * r[j];
+        acc[1][j] += x1 * r[kRowPanel + j];
+      }
+    }
+    if (i < k) {
+      const float xi = x[i];
+      for (int j = 0; j < kRowPanel; ++j) acc[0][j] += xi * p[i * kRowPanel + j];
+    }
+    const int64_t c0 = b * kRowPanel, cn = std::min<int64_t>(kRowPanel, n - c0);
+    for (int64_t j = 0; j < cn; ++j) {
+      const float v = (acc[0][j] + acc[1][j]) + (bias ? bias[c0 + j] : 0.0f);
+      y[c0 + j] = accumulate ? y[c0 + j] + v : v;
+    }
+  }
+}
+
+std::vector<float> pack_row_panels(const float* w, int64_t n, int64_t k) {
+  const int64_t panels = (n + kRowPanel - 1) / kRowPanel;
+  std::vector<float> p(static_cast<size_t>(panels * k * kRowPanel), 0.0f);
+  for (int64_t o = 0; o < n; ++o) {
+    float* col = p.data() + (o / kRowPanel) * k * kRowPanel + o % kRowPanel;
+    for (int64_t i = 0; i < k; ++i) col[i * kRowPanel] = w[o * k + i];
+  }
+  return p;
 }
 
 }  // namespace nnfuse::cpu

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace nnfuse::cpu {
 
@@ -32,5 +33,17 @@ void affine_rows(const float* x, float* y, int64_t rows, int64_t c, const float*
 // bias is not null); y may be x.
 void layer_norm_row(const float* x, float* y, int64_t n, float mean, float inv, const float* scale,
                     const float* bias);
+
+// The one-row product y = x W over weights packed in panels of kRowPanel columns: panel b is a
+// row-major [Kp, kRowPanel] block (oneDNN's BA16a64b blocking of a matmul's weights, or
+// pack_row_panels'), `panel` floats after panel b - 1, zero past the last column. Columns
+// [kRowPanel * b0, kRowPanel * b1) of y (of n) get (+)= x [k] times the panels, plus bias (may
+// be null). One pass over each panel, its sums in registers, the even and odd rows in two sums.
+inline constexpr int kRowPanel = 64;
+void row_times_panels(const float* x, int64_t k, const float* w, int64_t panel, int64_t b0,
+                      int64_t b1, int64_t n, const float* bias, bool accumulate, float* y);
+// w as [n, k] (row o holds output o's k weights: a 1x1 conv's [out, in]) packed in those panels,
+// each k * kRowPanel floats.
+std::vector<float> pack_row_panels(const float* w, int64_t n, int64_t k);
 
 }  // namespace nnfuse::cpu

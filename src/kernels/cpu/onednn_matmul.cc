@@ -35,8 +35,8 @@ namespace {
 using dnnl::memory;
 
 constexpr int64_t kMaxDim = int64_t{1} << 40;
-// The column panel width of the one-row product (row_times_panels).
-constexpr int kRowPanel = 64;
+using cpu::kRowPanel;
+using cpu::row_times_panels;
 
 enum class MatMulOp {
   kMatMul,
@@ -488,40 +488,6 @@ int64_t n_block(const memory::desc& d) {
     if (m.format_desc.blocking.inner_idxs[i] == 1) b *= m.format_desc.blocking.inner_blks[i];
   }
   return b;
-}
-
-// Columns [64 * b0, 64 * b1) of y (+)= x [k] times weights prepacked as oneDNN's panels of 64
-// columns (its BA16a64b blocking: panel b is a row-major [Kp, 64] block, `panel` floats after
-// panel b - 1, zero-padded past the last column), plus bias (may be null). One pass over each
-// panel, its sums in registers.
-NNFUSE_TARGET_CLONES void row_times_panels(const float* x, int64_t k, const float* w, int64_t panel,
-                                           int64_t b0, int64_t b1, int64_t n, const float* bias,
-                                           bool accumulate, float* y) {
-  for (int64_t b = b0; b < b1; ++b) {
-    const float* p = w + b * panel;
-    // Even and odd rows in two sums: two dependency chains, and half the rounding a single
-    // running sum over k rows accrues.
-    float acc[2][kRowPanel];
-    for (int j = 0; j < kRowPanel; ++j) acc[0][j] = acc[1][j] = 0.0f;
-    int64_t i = 0;
-    for (; i + 1 < k; i += 2) {
-      const float x0 = x[i], x1 = x[i + 1];
-      const float* r = p + i * kRowPanel;
-      for (int j = 0; j < kRowPanel; ++j) {
-        acc[0][j] += x0 * r[j];
-        acc[1][j] += x1 * r[kRowPanel + j];
-      }
-    }
-    if (i < k) {
-      const float xi = x[i];
-      for (int j = 0; j < kRowPanel; ++j) acc[0][j] += xi * p[i * kRowPanel + j];
-    }
-    const int64_t c0 = b * kRowPanel, cn = std::min<int64_t>(kRowPanel, n - c0);
-    for (int64_t j = 0; j < cn; ++j) {
-      const float v = (acc[0][j] + acc[1][j]) + (bias ? bias[c0 + j] : 0.0f);
-      y[c0 + j] = accumulate ? y[c0 + j] + v : v;
-    }
-  }
 }
 
 }  // namespace
