@@ -4,6 +4,7 @@
 #include <set>
 
 #include "kernels/ref/conv_skip.h"
+#include "kernels/ref/squeeze_excite.h"
 
 namespace nnfuse::cost {
 
@@ -72,6 +73,16 @@ int64_t flops(const Node& n) {
       total = sat_add(total, sat_mul(sat_mul(2, conv_out), checked_numel(*w2) / (*w2)[0]));
     }
     return total;
+  }
+  if (op == "SqueezeExcite") {
+    // The pool adds every X value; each part sums `in` products per output.
+    const auto x = dims_of(n.input(0));
+    const auto w1 = dims_of(n.input(ref::kSqueezeWeight));
+    const auto w2 = dims_of(n.input(ref::kExciteWeight));
+    if (!x || !w1 || !w2 || x->empty()) return -1;
+    const int64_t images = (*x)[0];
+    return sat_add(checked_numel(*x),
+                   sat_mul(sat_mul(2, images), sat_add(checked_numel(*w1), checked_numel(*w2))));
   }
   if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm" || op == "FusedGemm" ||
       op == "FusedGatedMatMul" || op == "FusedMatMulResidual") {

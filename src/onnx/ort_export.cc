@@ -9,6 +9,7 @@
 #include "kernels/ref/conv_pool.h"
 #include "kernels/ref/conv_skip.h"
 #include "kernels/ref/fused.h"
+#include "kernels/ref/squeeze_excite.h"
 #include "onnx/exporter.h"
 
 namespace nnfuse {
@@ -41,6 +42,7 @@ const std::set<std::string>& lowered_ops() {
                                             "FusedGemm",
                                             "FusedMatMul",
                                             "FusedGlobalPoolGemm",
+                                            "SqueezeExcite",
                                             "Gelu",
                                             "Swish",
                                             "ScaleShift",
@@ -166,6 +168,7 @@ void OrtLowering::lower(const Node& n) {
   if (op == "FusedGemm") return lower_gemm(n);
   if (op == "FusedMatMul") return lower_matmul(n);
   if (op == "FusedGlobalPoolGemm") return lower_pool_gemm(n);
+  if (op == "SqueezeExcite") return lower_squeeze_excite(n);
   if (op == "Gelu" || op == "Swish") return lower_standalone_activation(n);
   if (op == "ScaleShift") return lower_scale_shift(n);
   if (op == "GroupNorm") return lower_group_norm(n);
@@ -457,6 +460,19 @@ void OrtLowering::lower_pool_gemm(const Node& n) {
   }
   if (fused) set_gemm_activation(p, n.attr_string("activation", ""), a);
   if (inner) write_activation(n, gemm_out, out, n.name() + "_act");
+}
+
+void OrtLowering::lower_squeeze_excite(const Node& n) {
+  // SqueezeExcite(X, W1, B1?, W2, B2?) = FusedConv(FusedConv(GlobalAveragePool(X), W1, B1), W2,
+  // B2), each part a FusedConv of its prefixed attributes.
+  const std::string out = name_of(n.output(0));
+  const std::string pooled = w_.fresh(out + "_pooled");
+  w_.node("GlobalAveragePool", {name_of(n.input(0))}, {pooled}, "", n.name() + "_pool");
+  const ref::SqueezeExcitePart squeeze = ref::squeeze_excite_part(n, false);
+  const ref::SqueezeExcitePart excite = ref::squeeze_excite_part(n, true);
+  const std::string squeezed = w_.fresh(out + "_squeezed");
+  write_conv(*squeeze.node, pooled, 1, squeeze.node->output(0), squeezed, n.name() + "_squeeze");
+  write_conv(*excite.node, squeezed, 1, excite.node->output(0), out, n.name());
 }
 
 void OrtLowering::lower_standalone_activation(const Node& n) {

@@ -198,6 +198,39 @@ TEST(OrtExport, SkipConvolutionIsAConvBeforeTheFusedConv) {
   EXPECT_EQ(attr(fc, "strides"), nullptr);
 }
 
+TEST(OrtExport, SqueezeExciteIsAPoolAndTwoFusedConvs) {
+  // SqueezeExcite(X, W1, -, W2, B2) (squeeze_excite.h): GlobalAveragePool, then each part a
+  // FusedConv of its prefixed attributes, an activation ORT's FusedConv lacks after it (SiLU as
+  // QuickGelu).
+  Builder b;
+  Value* x = b.in("x", {1, 8, 5, 5});
+  Node* se = b.node(
+      "SqueezeExcite",
+      {x, b.c(random({4, 8, 1, 1}, 2)), nullptr, b.c(random({8, 4, 1, 1}, 3)), b.c(random({8}, 4))},
+      {1, 8, 1, 1}, kFusedDomain);
+  se->set_attr("squeeze_activation", attr_string("SiLU"));
+  se->set_attr("excite_activation", attr_string("HardSigmoid"));
+  se->set_attr("excite_activation_alpha", attr_float(0.25f));
+  b.g->add_output(se->output(0));
+  const onnx::ModelProto m = export_ort(*b.g);
+  EXPECT_EQ(op_types(m),
+            (std::vector<std::string>{"GlobalAveragePool", "FusedConv", "QuickGelu", "FusedConv"}))
+      << m.DebugString();
+  const onnx::NodeProto& squeeze = m.graph().node(1);
+  EXPECT_EQ(squeeze.input(0), m.graph().node(0).output(0));
+  EXPECT_EQ(squeeze.input_size(), 2);  // no bias
+  EXPECT_EQ(attr(squeeze, "activation"), nullptr);
+  EXPECT_EQ(attr(squeeze, "squeeze_activation"), nullptr);
+  const onnx::NodeProto& excite = m.graph().node(3);
+  EXPECT_EQ(excite.input(0), m.graph().node(2).output(0));
+  ASSERT_EQ(excite.input_size(), 3);
+  EXPECT_EQ(excite.output(0), se->output(0)->name());
+  ASSERT_NE(attr(excite, "activation"), nullptr);
+  EXPECT_EQ(attr(excite, "activation")->s(), "HardSigmoid");
+  ASSERT_NE(attr(excite, "activation_params"), nullptr);
+  EXPECT_FLOAT_EQ(attr(excite, "activation_params")->floats(0), 0.25f);
+}
+
 TEST(OrtExport, DenseLayers) {
   // 2-D with a vector bias: Gemm (FusedGemm with an activation ORT's Gemm takes); 3-D: MatMul
   // with BiasGelu, or Add and the activation.

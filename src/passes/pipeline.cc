@@ -49,7 +49,9 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   p.push_back(make_bn_scale_shift_pass());
   p.push_back(make_concat_scale_shift_pass());
   p.push_back(make_conv_pool_pass());
-  // A squeeze-and-excitation scale into the projection conv (after the conv epilogues).
+  // A squeeze-and-excitation block: its scale as one kernel, then the scale into the projection
+  // conv (both after the conv epilogues).
+  p.push_back(make_squeeze_excite_pass());
   p.push_back(make_scaled_conv_pass());
   // A residual computed by a second conv, into the FusedConv it feeds (after the passes that
   // read FusedConv's plain form).

@@ -1,5 +1,7 @@
 // GlobalAveragePool (float32): the mean over every spatial position, per image and channel,
-// written [N, C, 1, ...] (the same bytes in either layout).
+// written [N, C, 1, ...] (the same bytes in either layout). SqueezeExcite (ai.nnfuse,
+// kernels/ref/squeeze_excite.h): that mean, then the block's two 1x1 products of one row per
+// image with their activations, in one kernel.
 //
 // Channels-last X (a squeeze-and-excitation's pool over a depthwise conv's NHWC output) is
 // split by pixel rows: each thread sums its contiguous rows of C values into partial sums of its
@@ -12,14 +14,81 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_internal.h"
+#include "kernels/cpu/cpu_rows.h"
 #include "kernels/cpu/cpu_util.h"
+#include "kernels/ref/fused.h"
+#include "kernels/ref/squeeze_excite.h"
 
 namespace nnfuse::cpu {
 namespace {
 
 constexpr int64_t kBlock = 256;
 
-std::string global_pool_declines(const NodeInfo& info) {
+double row_sum(const float* p, int64_t len) {
+  double total = 0.0;
+  for (int64_t b = 0; b < len; b += kBlock) {
+    const int64_t e = std::min(len, b + kBlock);
+    float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+    for (int64_t k = b; k < e; ++k) acc += p[k];
+    total += acc;
+  }
+  return total;
+}
+
+// One image: `pixels` rows of `c` values -> y[c] (the mean of each column).
+void channels_last(const float* x, int64_t pixels, int64_t c, double inv, float* y) {
+  const int64_t threads = omp_get_max_threads();
+  const int64_t parts =
+      std::clamp<int64_t>(pixels * c / (kParallelGrain / 4), 1, std::min(threads, pixels));
+  std::vector<double> partials(static_cast<size_t>(parts * c), 0.0);
+  double* partial = partials.data();
+  parallel_blocks(parts, parts > 1 ? kParallelGrain : 0, [&](int64_t p0, int64_t p1) {
+    std::vector<float> acc(static_cast<size_t>(c));
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t r0 = pixels * p / parts, r1 = pixels * (p + 1) / parts;
+      double* total = partial + p * c;
+      for (int64_t b = r0; b < r1; b += kBlock) {
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        float* a = acc.data();
+        for (int64_t r = b; r < std::min(r1, b + kBlock); ++r) {
+          const float* row = x + r * c;
+#pragma omp simd
+          for (int64_t k = 0; k < c; ++k) a[k] += row[k];
+        }
+        for (int64_t k = 0; k < c; ++k) total[k] += a[k];
+      }
+    }
+  });
+  for (int64_t k = 0; k < c; ++k) {
+    double sum = 0.0;
+    for (int64_t p = 0; p < parts; ++p) sum += partial[p * c + k];
+    y[k] = static_cast<float>(sum * inv);
+  }
+}
+
+// The per-image, per-channel means of X (plain or channels-last) into y [N * C].
+void channel_means(const Tensor& x, const std::string& who, float* y) {
+  const Dims& s = x.shape();
+  const int64_t n = s[0], c = s[1], pixels = numel_of(s, 2, s.size());
+  const float* px = x.data<float>();
+  const double inv = 1.0 / static_cast<double>(pixels);
+  if (x.layout() == Layout::kNHWC) {
+    for (int64_t i = 0; i < n; ++i) channels_last(px + i * pixels * c, pixels, c, inv, y + i * c);
+    return;
+  }
+  if (x.layout() != Layout::kPlain) {
+    fail(ErrorKind::kRuntime, who, ": input in ", layout_name(x.layout()), " layout");
+  }
+  parallel_blocks(n * c, n * c * pixels, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r)
+      y[r] = static_cast<float>(row_sum(px + r * pixels, pixels) * inv);
+  });
+}
+
+// Why input 0 cannot be pooled here ("" when it can): float32 of static shape, rank 3 or more
+// (4 when channels-last), plain or channels-last, not empty.
+std::string pooled_input_declines(const NodeInfo& info) {
   if (std::string why = not_static_f32(info, 0); !why.empty()) return why;
   const Dims x = *info.input_shape(0);
   if (x.size() < 3) return "input of rank " + std::to_string(x.size()) + " (at least 3)";
@@ -42,85 +111,126 @@ class GlobalAveragePoolKernel : public Kernel {
     const Tensor& x = io.in(0);
     require_float(x, who_);
     const Dims& s = x.shape();
-    const int64_t n = s[0], c = s[1], pixels = numel_of(s, 2, s.size());
     Dims out(s.size(), 1);
-    out[0] = n;
-    out[1] = c;
+    out[0] = s[0];
+    out[1] = s[1];
     Tensor& y = io.output(0, DType::kFloat32, out);
-    const float* px = x.data<float>();
-    float* py = y.data<float>();
-    const double inv = 1.0 / static_cast<double>(pixels);
-    if (x.layout() == Layout::kNHWC) {
-      for (int64_t i = 0; i < n; ++i)
-        channels_last(px + i * pixels * c, pixels, c, inv, py + i * c);
-      return;
-    }
-    if (x.layout() != Layout::kPlain) {
-      fail(ErrorKind::kRuntime, who_, ": input in ", layout_name(x.layout()), " layout");
-    }
-    parallel_blocks(n * c, n * c * pixels, [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r)
-        py[r] = static_cast<float>(row_sum(px + r * pixels, pixels) * inv);
-    });
+    channel_means(x, who_, y.data<float>());
   }
 
  private:
-  static double row_sum(const float* p, int64_t len) {
-    double total = 0.0;
-    for (int64_t b = 0; b < len; b += kBlock) {
-      const int64_t e = std::min(len, b + kBlock);
-      float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-      for (int64_t k = b; k < e; ++k) acc += p[k];
-      total += acc;
+  std::string who_;
+};
+
+// SqueezeExcite: the pooled rows, then each part's product y = act(x W + b) through the one-row
+// product over its weights packed in panels of 64 outputs (cpu_rows.h), the panels split over the
+// threads. The parts' weights are small (at most 576 x 144 in MobileNetV3, 1152 x 48 in
+// EfficientNet-B0) but read from the last-level cache on every run.
+class SqueezeExciteKernel : public Kernel {
+ public:
+  explicit SqueezeExciteKernel(const NodeInfo& info) : who_(info.node.describe()) {
+    const Dims x = *info.input_shape(0);
+    n_ = x[0];
+    for (bool excite : {false, true}) {
+      Part& p = parts_[excite ? 1 : 0];
+      const size_t at = excite ? ref::kExciteWeight : ref::kSqueezeWeight;
+      const Tensor* w = info.constant(at);
+      p.out = w->dim(0);
+      p.in = w->dim(1);
+      p.w = pack_row_panels(w->data<float>(), p.out, p.in);
+      p.b.assign(static_cast<size_t>(p.out), 0.0f);
+      if (const Tensor* b = info.has_input(at + 1) ? info.constant(at + 1) : nullptr) {
+        p.b.assign(b->data<float>(), b->data<float>() + b->numel());
+      }
+      p.act = ref::read_activation(*ref::squeeze_excite_part(info.node, excite).node);
     }
-    return total;
   }
 
-  // One image: `pixels` rows of `c` values -> y[c] (the mean of each column).
-  static void channels_last(const float* x, int64_t pixels, int64_t c, double inv, float* y) {
-    const int64_t threads = omp_get_max_threads();
-    const int64_t parts =
-        std::clamp<int64_t>(pixels * c / kParallelGrain, 1, std::min(threads, pixels));
-    std::vector<double> partials(static_cast<size_t>(parts * c), 0.0);
-    double* partial = partials.data();
-    parallel_blocks(parts, parts > 1 ? kParallelGrain : 0, [&](int64_t p0, int64_t p1) {
-      std::vector<float> acc(static_cast<size_t>(c));
-      for (int64_t p = p0; p < p1; ++p) {
-        const int64_t r0 = pixels * p / parts, r1 = pixels * (p + 1) / parts;
-        double* total = partial + p * c;
-        for (int64_t b = r0; b < r1; b += kBlock) {
-          std::fill(acc.begin(), acc.end(), 0.0f);
-          float* a = acc.data();
-          for (int64_t r = b; r < std::min(r1, b + kBlock); ++r) {
-            const float* row = x + r * c;
-#pragma omp simd
-            for (int64_t k = 0; k < c; ++k) a[k] += row[k];
-          }
-          for (int64_t k = 0; k < c; ++k) total[k] += a[k];
-        }
+  // The weights and biases are copied.
+  bool reads_input(size_t i) const override { return i == 0; }
+
+  void run(KernelIO& io) override {
+    const Tensor& x = io.in(0);
+    require_float(x, who_);
+    NNFUSE_CHECK(x.rank() == 4 && x.dim(0) == n_ && x.dim(1) == parts_[0].in, who_,
+                 ": X has shape ", dims_str(x.shape()), ", expected [", n_, ", ", parts_[0].in,
+                 ", H, W]");
+    Tensor& y = io.output(0, DType::kFloat32, {n_, parts_[1].out, 1, 1});
+    std::vector<float> pooled(static_cast<size_t>(n_ * parts_[0].in));
+    std::vector<float> squeezed(static_cast<size_t>(n_ * parts_[0].out));
+    channel_means(x, who_, pooled.data());
+    product(parts_[0], pooled.data(), squeezed.data());
+    product(parts_[1], squeezed.data(), y.data<float>());
+  }
+
+ private:
+  struct Part {
+    int64_t in = 0, out = 0;
+    std::vector<float> w, b;  // panels of [in, kRowPanel] (pack_row_panels), [out]
+    ref::Activation act;
+  };
+
+  void product(const Part& p, const float* x, float* y) const {
+    const int64_t panels = (p.out + kRowPanel - 1) / kRowPanel, panel = p.in * kRowPanel;
+    parallel_blocks(n_ * panels, n_ * p.out * p.in, [&](int64_t lo, int64_t hi) {
+      for (int64_t t = lo; t < hi; ++t) {
+        const int64_t i = t / panels, b = t % panels;
+        float* yi = y + i * p.out;
+        row_times_panels(x + i * p.in, p.in, p.w.data(), panel, b, b + 1, p.out, p.b.data(), false,
+                         yi);
+        if (p.act.kind == ref::ActivationKind::kNone) continue;
+        for (int64_t o = b * kRowPanel; o < std::min(p.out, (b + 1) * kRowPanel); ++o)
+          yi[o] = static_cast<float>(ref::apply_activation(p.act, static_cast<double>(yi[o])));
       }
     });
-    for (int64_t k = 0; k < c; ++k) {
-      double sum = 0.0;
-      for (int64_t p = 0; p < parts; ++p) sum += partial[p * c + k];
-      y[k] = static_cast<float>(sum * inv);
-    }
   }
 
   std::string who_;
+  int64_t n_ = 0;
+  Part parts_[2];
 };
+
+std::string squeeze_excite_declines(const NodeInfo& info) {
+  if (std::string why = pooled_input_declines(info); !why.empty()) return why;
+  if (info.input_shape(0)->size() != 4) return "X is not 4-D";
+  if (std::string why = ref::squeeze_excite_reason(info.node); !why.empty()) return why;
+  int64_t channels = (*info.input_shape(0))[1];
+  for (size_t at : {ref::kSqueezeWeight, ref::kExciteWeight}) {
+    const Tensor* w = info.constant(at);
+    if (!w || w->dtype() != DType::kFloat32)
+      return input_label(info, at) + " is not a float32 constant";
+    if (w->rank() != 4 || w->dim(1) != channels || w->dim(2) != 1 || w->dim(3) != 1) {
+      return input_label(info, at) + " is not [out, " + std::to_string(channels) + ", 1, 1]";
+    }
+    if (info.has_input(at + 1)) {
+      const Tensor* b = info.constant(at + 1);
+      if (!b || b->dtype() != DType::kFloat32 || b->numel() != w->dim(0)) {
+        return input_label(info, at + 1) + " is not a float32 constant of " +
+               std::to_string(w->dim(0)) + " values";
+      }
+    }
+    channels = w->dim(0);
+  }
+  return "";
+}
 
 }  // namespace
 
 void append_global_pool_kernels(FactoryTable& t) {
   t.emplace_back(
       "GlobalAveragePool",
-      KernelFactory{"cpu.global_pool", accepts_unless_declined<global_pool_declines>, nullptr,
+      KernelFactory{"cpu.global_pool", accepts_unless_declined<pooled_input_declines>, nullptr,
                     [](const NodeInfo& info) -> std::unique_ptr<Kernel> {
                       return std::make_unique<GlobalAveragePoolKernel>(info);
                     },
-                    nullptr, global_pool_declines});
+                    nullptr, pooled_input_declines});
+  t.emplace_back(
+      "SqueezeExcite",
+      KernelFactory{"cpu.squeeze_excite", accepts_unless_declined<squeeze_excite_declines>, nullptr,
+                    [](const NodeInfo& info) -> std::unique_ptr<Kernel> {
+                      return std::make_unique<SqueezeExciteKernel>(info);
+                    },
+                    nullptr, squeeze_excite_declines});
 }
 
 }  // namespace nnfuse::cpu

@@ -65,5 +65,68 @@ TEST(CpuGlobalPool, DeclinesWhatItDoesNotRun) {
   EXPECT_FALSE(empty.accepted);
 }
 
+// SqueezeExcite's attributes: the squeeze part's activation, then the excite part's.
+std::map<std::string, Attribute> se_attrs(const std::string& squeeze, const std::string& excite) {
+  std::map<std::string, Attribute> a;
+  if (!squeeze.empty()) a["squeeze_activation"] = attr_string(squeeze);
+  if (!excite.empty()) a["excite_activation"] = attr_string(excite);
+  if (excite == "HardSigmoid") {
+    a["excite_activation_alpha"] = attr_float(1.0f / 6.0f);
+    a["excite_activation_beta"] = attr_float(0.5f);
+  }
+  return a;
+}
+
+TEST(CpuSqueezeExcite, MatchesTheReference) {
+  // MobileNetV3's and EfficientNet's shapes; squeezed widths off the 64-column panels (8, 70,
+  // 130) and on them (144); several images; both input layouts; biases present and absent.
+  struct Case {
+    Dims x;
+    int64_t squeezed;
+    bool biases;
+    std::string squeeze_act, excite_act;
+  };
+  uint32_t seed = 1;
+  for (Layout layout : {Layout::kPlain, Layout::kNHWC}) {
+    for (const Case& c : {Case{{1, 16, 56, 56}, 8, true, "Relu", "HardSigmoid"},
+                          Case{{2, 72, 7, 7}, 70, true, "SiLU", "Sigmoid"},
+                          Case{{1, 576, 7, 7}, 144, true, "Relu", "HardSigmoid"},
+                          Case{{3, 24, 5, 3}, 130, false, "", "Sigmoid"},
+                          Case{{1, 96, 1, 1}, 24, false, "Relu", ""}}) {
+      SCOPED_TRACE(dims_str(c.x) + " -> " + std::to_string(c.squeezed) + " " + layout_name(layout));
+      const int64_t ch = c.x[1];
+      std::vector<testing::FastInput> in = {
+          {random_tensor(c.x, seed++), false, layout},
+          {random_tensor({c.squeezed, ch, 1, 1}, seed++, -0.2f, 0.2f), true},
+          {c.biases ? random_tensor({c.squeezed}, seed++) : Tensor(), true},
+          {random_tensor({ch, c.squeezed, 1, 1}, seed++, -0.2f, 0.2f), true},
+          {c.biases ? random_tensor({ch}, seed++) : Tensor(), true}};
+      if (!c.biases) in.pop_back();
+      expect_matches_ref("cpu.squeeze_excite", "SqueezeExcite", in,
+                         se_attrs(c.squeeze_act, c.excite_act), 1, kTol, 1e-4f);
+    }
+  }
+}
+
+TEST(CpuSqueezeExcite, DeclinesWhatItDoesNotRun) {
+  const Tensor x = random_tensor({1, 8, 4, 4}, 1);
+  auto build = [&](const Tensor& w1, const Tensor& w2, bool constant,
+                   const std::map<std::string, Attribute>& extra) {
+    std::map<std::string, Attribute> a = se_attrs("Relu", "Sigmoid");
+    for (const auto& [k, v] : extra) a[k] = v;
+    return BuiltKernel("cpu.squeeze_excite", "SqueezeExcite",
+                       {{x, false}, {w1, constant}, {Tensor(), true}, {w2, constant}}, a);
+  };
+  const Tensor w1 = random_tensor({4, 8, 1, 1}, 2), w2 = random_tensor({8, 4, 1, 1}, 3);
+  EXPECT_TRUE(build(w1, w2, true, {}).accepted);
+  EXPECT_FALSE(build(w1, w2, false, {}).accepted);                             // run-time weights
+  EXPECT_FALSE(build(random_tensor({4, 6, 1, 1}, 4), w2, true, {}).accepted);  // C mismatch
+  EXPECT_FALSE(build(w1, random_tensor({8, 5, 1, 1}, 5), true, {}).accepted);  // C1 mismatch
+  EXPECT_FALSE(build(random_tensor({4, 8, 3, 3}, 6), w2, true, {}).accepted);  // not 1x1
+  EXPECT_FALSE(build(w1, w2, true, {{"squeeze_group", attr_int(2)}}).accepted);
+  EXPECT_FALSE(build(w1, w2, true, {{"excite_pads", attr_ints({1, 1, 1, 1})}}).accepted);
+  EXPECT_FALSE(build(w1, w2, true, {{"excite_activation", attr_string("Cube")}}).accepted);
+}
+
 }  // namespace
 }  // namespace nnfuse

@@ -117,7 +117,7 @@ const Table& fused_table() {
     // FusedRegion: already a generated kernel; regions do not nest. UserPattern: the user's
     // code computes it.
     for (const char* op : {"EmbedLayerNorm", "FusedRegion", "GroupNorm", "LayerNormalization",
-                           "RMSNorm", "SkipLayerNorm", "UserPattern"})
+                           "RMSNorm", "SkipLayerNorm", "SqueezeExcite", "UserPattern"})
       r[op] = OpClass::kOpaque;
     return r;
   }();
