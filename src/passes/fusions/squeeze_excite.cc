@@ -1,11 +1,14 @@
 // SqueezeExciteFusionPass: a squeeze-and-excitation block's scale,
-//   act2(Conv(act1(Conv(GlobalAveragePool(X), W1, B1)), W2, B2)),
+//   act2(Conv(act1(Conv(GlobalAveragePool(X), W1, B1)), W2, B2))
+// (or ReduceMean(X, axes [2, 3], keepdims) for the pool),
 // becomes SqueezeExcite(X, W1, B1, W2, B2) (ai.nnfuse, kernels/ref/squeeze_excite.h): the pool
 // and two products of one row per image in one kernel instead of three, the pooled and squeezed
 // rows never leaving it (MobileNetV3's, EfficientNet's, RegNetY's and SE-ResNet's blocks). Each
 // of those three kernels moves a few kilobytes, so what they cost is their launches: on
 // MobileNetV3-small, the two products took 2.5 to 9 us each, as long as the pools.
 #include "kernels/ref/squeeze_excite.h"
+
+#include <algorithm>
 
 #include "kernels/ref/conv_skip.h"
 #include "passes/fusions/fusions.h"
@@ -37,6 +40,22 @@ std::string plain_product(const Node& conv, const char* part) {
   return "";
 }
 
+// "" when a ReduceMean of a 4-D X is the mean over its spatial axes kept as 1s ([N, C, 1, 1],
+// GlobalAveragePool's result: timm's and hand-written blocks' x.mean((2, 3), keepdim=True)).
+std::string spatial_mean(const Node& mean) {
+  if (mean.attr_int("keepdims", 1) == 0) return "the ReduceMean drops the pooled axes";
+  std::vector<int64_t> axes = mean.attr_ints("axes", {});
+  if (mean.num_inputs() > 1 && mean.input(1)) {
+    const Tensor* t = pattern::constant_value(mean.input(1));
+    if (!t) return "the ReduceMean's axes are not a constant";
+    axes = t->to_int64_vector();
+  }
+  for (int64_t& a : axes) a = a < 0 ? a + 4 : a;
+  std::sort(axes.begin(), axes.end());
+  if (axes != std::vector<int64_t>{2, 3}) return "the ReduceMean is not over the spatial axes";
+  return "";
+}
+
 Rule squeeze_excite() {
   using namespace pattern;
   auto conv = [](Pat in, const std::string& w, const std::string& name) {
@@ -44,17 +63,21 @@ Rule squeeze_excite() {
                    op("Conv", {in, constant(w)}, false).named(name)});
   };
   Pat pool = op("GlobalAveragePool", {any("x")}).named("pool").rank(4);
-  Pat excite = conv(conv(pool, "w1", "squeeze"), "w2", "excite");
+  Pat mean = op("ReduceMean", {any("x")}, false).named("pool").rank(4);
+  auto excite = [&](Pat p) { return conv(conv(p, "w1", "squeeze"), "w2", "excite"); };
   return {.name = "SqueezeExciteFusionPass",
           .description =
               "Fuses a squeeze-and-excitation scale (GlobalAveragePool and the two "
               "1x1 convs with their activations) into one kernel",
           .ops = {"GlobalAveragePool", "Conv", "Conv"},
-          .patterns = {{"", excite}},
+          .patterns = {{"", excite(pool)}, {"mean", excite(mean)}},
           .rewrite = [](const RuleMatch& m) -> std::string {
             const Node* sq = m.node("squeeze");
             const Node* ex = m.node("excite");
             if (m["x"]->dtype() != DType::kFloat32) return "the pool is not float32";
+            if (m.variant == "mean") {
+              if (std::string why = spatial_mean(*m.node("pool")); !why.empty()) return why;
+            }
             if (std::string why = plain_product(*sq, "squeeze"); !why.empty()) return why;
             if (std::string why = plain_product(*ex, "excite"); !why.empty()) return why;
             std::map<std::string, Attribute> attrs;
