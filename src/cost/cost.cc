@@ -50,7 +50,7 @@ int64_t flops(const Node& n) {
   if (!y) return -1;
   const int64_t out = checked_numel(*y);
   if (op == "Conv" || op == "ConvTranspose" || op == "FusedConv" || op == "FusedConvPool" ||
-      op == "ScaledConv") {
+      op == "ScaledConv" || op == "FusedConvSplit") {
     const size_t w_at = op == "ScaledConv" ? 2 : 1;
     const auto w = dims_of(n.input(w_at));
     const auto x = dims_of(n.input(0));
@@ -63,7 +63,15 @@ int64_t flops(const Node& n) {
     if (op == "ConvTranspose") {
       per = sat_mul(w_numel / (*w)[1], std::max<int64_t>(1, n.attr_int("group", 1)));
     }
-    const int64_t conv_out = op == "FusedConvPool" ? -1 : out;
+    int64_t conv_out = op == "FusedConvPool" ? -1 : out;
+    if (op == "FusedConvSplit") {
+      // The product writes every output's channels.
+      for (size_t k = 1; k < n.num_outputs(); ++k) {
+        const auto yk = dims_of(n.output(k));
+        conv_out = yk ? sat_add(conv_out, checked_numel(*yk)) : -1;
+        if (conv_out < 0) break;
+      }
+    }
     if (conv_out < 0) return -1;  // the pool's input size is not a value of the graph
     int64_t total = sat_mul(sat_mul(2, conv_out), per);
     if (op == "FusedConv" && ref::has_skip_conv(n)) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "ir/builder.h"
 #include "ir/error.h"
 #include "kernels/ref/conv_pool.h"
 #include "kernels/ref/conv_skip.h"
@@ -38,6 +39,7 @@ int64_t export_opset(const Graph& g) {
 const std::set<std::string>& lowered_ops() {
   static const std::set<std::string> ops = {"FusedConv",
                                             "ScaledConv",
+                                            "FusedConvSplit",
                                             "FusedConvPool",
                                             "FusedGemm",
                                             "FusedMatMul",
@@ -164,6 +166,7 @@ void OrtLowering::lower(const Node& n) {
   }
   if (op == "FusedConv") return lower_conv(n);
   if (op == "ScaledConv") return lower_scaled_conv(n);
+  if (op == "FusedConvSplit") return lower_conv_split(n);
   if (op == "FusedConvPool") return lower_conv_pool(n);
   if (op == "FusedGemm") return lower_gemm(n);
   if (op == "FusedMatMul") return lower_matmul(n);
@@ -303,6 +306,22 @@ void OrtLowering::lower_scaled_conv(const Node& n) {
   const std::string scaled = w_.fresh(name_of(n.input(0)) + "_scaled");
   w_.node("Mul", {name_of(n.input(0)), name_of(n.input(1))}, {scaled}, "", n.name() + "_scale");
   write_conv(n, scaled, 2, n.output(0), name_of(n.output(0)), n.name());
+}
+
+void OrtLowering::lower_conv_split(const Node& n) {
+  // FusedConvSplit(X, W, B?) = Split(FusedConv(X, W, B), axis 1, its split sizes).
+  const std::string whole = w_.fresh(name_of(n.output(0)) + "_whole");
+  write_conv(n, name_of(n.input(0)), 1, nullptr, whole, n.name() + "_conv");
+  const std::vector<int64_t> split = n.attr_ints("split");
+  std::vector<std::string> outs;
+  for (const Value* v : n.outputs()) outs.push_back(name_of(v));
+  std::vector<std::string> ins = {whole};
+  Tensor sizes(DType::kInt64, {static_cast<int64_t>(split.size())});
+  std::copy(split.begin(), split.end(), sizes.data<int64_t>());
+  if (opset() >= 13) ins.push_back(w_.constant(n.name() + "_split", sizes));
+  onnx::NodeProto* p = w_.node("Split", ins, outs, "", n.name());
+  ProtoWriter::set_attr(p, "axis", attr_int(1));
+  if (opset() < 13) ProtoWriter::set_attr(p, "split", attr_ints(split));
 }
 
 void OrtLowering::lower_conv_pool(const Node& n) {

@@ -231,6 +231,33 @@ TEST(OrtExport, SqueezeExciteIsAPoolAndTwoFusedConvs) {
   EXPECT_FLOAT_EQ(attr(excite, "activation_params")->floats(0), 0.25f);
 }
 
+TEST(OrtExport, ConvSplitIsAFusedConvAndASplit) {
+  // FusedConvSplit(X, W, B): the product as one FusedConv into a value of its own, then Split
+  // along the channels into the node's outputs (sizes as an input from opset 13).
+  Builder b;
+  Value* x = b.in("x", {1, 8, 5, 5});
+  Value* y0 = b.g->add_value("y0", DType::kFloat32, Shape::of({1, 4, 5, 5}));
+  Value* y1 = b.g->add_value("y1", DType::kFloat32, Shape::of({1, 6, 5, 5}));
+  Node* conv = b.g->add_node("FusedConvSplit", "split_conv",
+                             {x, b.c(random({10, 8, 1, 1}, 2)), b.c(random({10}, 3))}, {y0, y1},
+                             kFusedDomain);
+  conv->set_attr("split", attr_ints({4, 6}));
+  conv->set_attr("activation", attr_string("Relu"));
+  b.g->add_output(y0);
+  b.g->add_output(y1);
+  const onnx::ModelProto m = export_ort(*b.g);
+  ASSERT_EQ(op_types(m), (std::vector<std::string>{"FusedConv", "Split"})) << m.DebugString();
+  const onnx::NodeProto& fc = m.graph().node(0);
+  EXPECT_EQ(attr(fc, "activation")->s(), "Relu");
+  EXPECT_EQ(attr(fc, "split"), nullptr);
+  const onnx::NodeProto& split = m.graph().node(1);
+  EXPECT_EQ(split.input(0), fc.output(0));
+  ASSERT_EQ(split.output_size(), 2);
+  EXPECT_EQ(split.output(0), "y0");
+  EXPECT_EQ(split.output(1), "y1");
+  EXPECT_EQ(attr(split, "axis")->i(), 1);
+}
+
 TEST(OrtExport, DenseLayers) {
   // 2-D with a vector bias: Gemm (FusedGemm with an activation ORT's Gemm takes); 3-D: MatMul
   // with BiasGelu, or Add and the activation.

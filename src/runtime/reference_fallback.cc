@@ -30,7 +30,7 @@ bool is_compute_op(const std::string& op_type) {
   static const std::set<std::string> kOps = {
       // Convolutions and dense products.
       "Conv", "ConvTranspose", "MatMul", "Gemm", "FusedConv", "FusedConvPool", "ScaledConv",
-      "FusedMatMul", "FusedGemm", "FusedGlobalPoolGemm", "FusedMatMulLayerNorm",
+      "FusedConvSplit", "FusedMatMul", "FusedGemm", "FusedGlobalPoolGemm", "FusedMatMulLayerNorm",
       "FusedLayerNormMatMul", "FusedGatedMatMul", "FusedMatMulResidual",
       // Pooling.
       "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool", "GlobalLpPool",

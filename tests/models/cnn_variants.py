@@ -5,7 +5,9 @@ mean and variance) with and without its affine part and with the SiLU or ReLU af
 InstanceNorm2d, and a diffusion UNet's ResBlock (GroupNorm - SiLU - Conv with the time
 embedding, in the convs' channels-last layout; the embedding's Linear and Add go into the
 GroupNorm after them; a projected skip's 1x1 Conv into the last conv's kernel: at most 4
-kernels a ResBlock). For each model: `nnfuse compile` must apply the expected pass and write
+kernels a ResBlock); an inception block, whose three 1x1 branch openings become one product
+(FusedConvSplit), and squeeze-and-excitation blocks, whose scale becomes one SqueezeExcite.
+For each model: `nnfuse compile` must apply the expected pass and write
 the GroupNorm node into a checker-valid model with the expected groups and activation; the
 fused model must give PyTorch's outputs; `nnfuse verify` must pass; and the ONNX Runtime export
 must run in ORT.
@@ -99,6 +101,42 @@ class SpatialAttention(nn.Module):
         return x + s.o(p @ s.v(t)).transpose(1, 2).reshape(b, c, h, w)
 
 
+class Inception(nn.Module):
+    """GoogLeNet's block: a 1x1 branch, two 1x1 -> 3x3 branches and a pooled 1x1 branch, each
+    conv with BatchNorm and ReLU, concatenated."""
+
+    def __init__(s, c=24):
+        super().__init__()
+
+        def cbr(i, o, k):
+            return nn.Sequential(nn.Conv2d(i, o, k, padding=k // 2, bias=False),
+                                 nn.BatchNorm2d(o), nn.ReLU())
+        s.b1 = cbr(c, 16, 1)
+        s.b2 = nn.Sequential(cbr(c, 24, 1), cbr(24, 32, 3))
+        s.b3 = nn.Sequential(cbr(c, 8, 1), cbr(8, 16, 3))
+        s.b4 = nn.Sequential(nn.MaxPool2d(3, 1, 1, ceil_mode=True), cbr(c, 16, 1))
+
+    def forward(s, x):
+        return torch.cat([s.b1(x), s.b2(x), s.b3(x), s.b4(x)], 1)
+
+
+class SqueezeExcite(nn.Module):
+    """MobileNetV3's (ReLU, Hardsigmoid) or EfficientNet's (SiLU, Sigmoid) block: a depthwise
+    conv, the scale from its pooled map, the scaled map into a 1x1 projection."""
+
+    def __init__(s, act, gate, c=32, squeezed=8):
+        super().__init__()
+        s.dw = nn.Sequential(nn.Conv2d(c, c, 3, padding=1, groups=c), nn.BatchNorm2d(c), act())
+        s.fc1, s.fc2 = nn.Conv2d(c, squeezed, 1), nn.Conv2d(squeezed, c, 1)
+        s.act, s.gate = act(), gate()
+        s.project = nn.Conv2d(c, 16, 1)
+
+    def forward(s, x):
+        x = s.dw(x)
+        scale = s.gate(s.fc2(s.act(s.fc1(x.mean((2, 3), keepdim=True)))))
+        return s.project(x * scale)
+
+
 X8 = {"x": (1, 8, 12, 10)}
 X16 = {"x": (1, 16, 9, 11)}
 # name, module, inputs, {pass: min effect_times}, [(num_groups, activation) of each GroupNorm]
@@ -128,7 +166,18 @@ CASES = [
     # Two images, each its own embedding, given one value a channel.
     ("unet_resblock_batch_addend", ResBlock(project=False), {"x": (2, 32, 12, 12), "temb": (2, 32)},
      {"GroupNormFusionPass": 2}, [(8, "SiLU"), (8, "SiLU")]),
+    # The three 1x1 branch openings as one product, its channels cut into the branches.
+    ("inception_block", Inception(), {"x": (1, 24, 10, 10)}, {"HorizontalConvFusionPass": 1}, []),
+    ("squeeze_excite_mobilenet", SqueezeExcite(nn.ReLU, nn.Hardsigmoid), {"x": (1, 32, 14, 14)},
+     {"SqueezeExciteFusionPass": 1}, []),
+    ("squeeze_excite_efficientnet", SqueezeExcite(nn.SiLU, nn.Sigmoid), {"x": (2, 32, 14, 14)},
+     {"SqueezeExciteFusionPass": 1}, []),
 ]
+
+# Per case: ops of ai.nnfuse the fused graph must hold, with their counts.
+FUSED_OPS = {"inception_block": {"FusedConvSplit": 1},
+             "squeeze_excite_mobilenet": {"SqueezeExcite": 1},
+             "squeeze_excite_efficientnet": {"SqueezeExcite": 1}}
 
 
 def check(nnfuse, tmp, name, module, shapes, passes, norms):
@@ -153,6 +202,15 @@ def check(nnfuse, tmp, name, module, shapes, passes, norms):
             or (n.op_type in ("Reshape", "Add") and name != "spatial_attention")]
     if left:
         errors.append("ops of the norm left after fusion: %s" % left)
+    for op, count in FUSED_OPS.get(name, {}).items():
+        have = sum(1 for n in fused.graph.node if n.op_type == op and n.domain == "ai.nnfuse")
+        if have != count:
+            errors.append("%d %s nodes, expected %d: %s" %
+                          (have, op, count, [n.op_type for n in fused.graph.node]))
+    if name.startswith("squeeze_excite") and any(
+            n.op_type in ("GlobalAveragePool", "ReduceMean") for n in fused.graph.node):
+        errors.append("the pool left out of SqueezeExcite: %s" %
+                      [n.op_type for n in fused.graph.node])
     if name.startswith("unet_resblock") and len(fused.graph.node) > 4:
         errors.append("%d kernels in a ResBlock, at most 4 expected: %s" %
                       (len(fused.graph.node), [n.op_type for n in fused.graph.node]))

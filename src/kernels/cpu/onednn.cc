@@ -19,6 +19,7 @@ void append_onednn_kernels(std::vector<std::pair<std::string, KernelFactory>>& t
   t.emplace_back("FusedConv", onednn::fused_conv_factory());
   t.emplace_back("ScaledConv", onednn::scaled_conv_factory());
   t.emplace_back("FusedConvPool", onednn::fused_conv_pool_factory());
+  t.emplace_back("FusedConvSplit", onednn::fused_conv_split_factory());
   t.emplace_back("FusedMatMul", onednn::fused_matmul_factory());
   t.emplace_back("FusedMatMulLayerNorm", onednn::fused_matmul_layer_norm_factory());
   t.emplace_back("FusedLayerNormMatMul", onednn::fused_layer_norm_matmul_factory());

@@ -30,7 +30,7 @@ namespace {
 
 using dnnl::memory;
 
-enum class ConvOp { kConv, kTranspose, kFused, kFusedPool };
+enum class ConvOp { kConv, kTranspose, kFused, kFusedPool, kFusedSplit };
 
 struct ConvSpec {
   bool transpose = false;
@@ -77,6 +77,10 @@ struct ConvSpec {
   bool pool = false;
   PoolSpec pool_spec;
   Layout pool_out_layout = Layout::kNHWC;
+  // FusedConvSplit: the output channels in parts, one output each. The conv writes all of them
+  // into an NHWC buffer of the kernel's own (in the run's scratch), and each part is copied out
+  // of it pixel by pixel, while that buffer is still in cache.
+  std::vector<int64_t> split;
 };
 
 Dims tail(const Dims& d, size_t from) {
@@ -222,6 +226,23 @@ bool pool_geometry(const NodeInfo& info, ConvSpec& s) {
 
 std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op, std::string* why = nullptr);
 
+// FusedConvSplit: `split` (one positive size per output, 2 or more) cuts the computed 4-D
+// output's channels into the outputs' shapes.
+bool split_geometry(const NodeInfo& info, ConvSpec& s) {
+  s.split = info.node.attr_ints("split", {});
+  if (s.split.size() < 2 || s.y_shape.size() != 4) return false;
+  int64_t total = 0;
+  for (size_t k = 0; k < s.split.size(); ++k) {
+    if (s.split[k] <= 0) return false;
+    Dims part = s.y_shape;
+    part[1] = s.split[k];
+    const std::optional<Dims> out = info.output_shape(k);
+    if (out && *out != part) return false;
+    total += s.split[k];
+  }
+  return total == s.y_shape[1];
+}
+
 // The NodeInfo of a FusedConv's skip convolution (`part`, from ref::skip_part): its inputs'
 // layouts and constants are the fused node's inputs 4 to 6.
 NodeInfo skip_info(const NodeInfo& info, const ref::SkipPart& part) {
@@ -255,9 +276,18 @@ std::optional<ConvSpec> skip_spec(const NodeInfo& info, const ConvSpec& main, st
 std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op, std::string* why) {
   const Node& node = info.node;
   const bool transpose = op == ConvOp::kTranspose;
-  const bool fused = op == ConvOp::kFused || op == ConvOp::kFusedPool;
-  const size_t max_inputs = op == ConvOp::kFused ? 7 : fused ? 4 : 3;
-  if (node.num_outputs() != 1 || node.num_inputs() < 2 || node.num_inputs() > max_inputs) {
+  const bool fused = op == ConvOp::kFused || op == ConvOp::kFusedPool || op == ConvOp::kFusedSplit;
+  const size_t max_inputs = op == ConvOp::kFused ? 7 : op == ConvOp::kFusedPool ? 4 : 3;
+  size_t outputs = 1;
+  if (op == ConvOp::kFusedSplit) {
+    try {
+      outputs = node.attr_ints("split", {}).size();
+    } catch (const Error& e) {
+      return decline(why, "attributes: ", e.what());
+    }
+  }
+  if (node.num_outputs() != outputs || outputs == 0 || node.num_inputs() < 2 ||
+      node.num_inputs() > max_inputs) {
     return decline(why, node.num_inputs(), " inputs and ", node.num_outputs(), " outputs");
   }
   for (size_t i = 0; i < 2; ++i) {
@@ -333,6 +363,10 @@ std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op, std::string* 
   }
   if (op == ConvOp::kFusedPool) {
     if (!pool_geometry(info, s)) return decline(why, "its pooling part is not a oneDNN max pool");
+  } else if (op == ConvOp::kFusedSplit) {
+    if (!split_geometry(info, s)) {
+      return decline(why, "the split does not cut the 4-D output's channels into its outputs");
+    }
   } else if (!output_shape_is(info, s.y_shape)) {
     return decline(why, "output shape differs from the computed ", dims_str(s.y_shape));
   }
@@ -374,7 +408,7 @@ std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op, std::string* 
       s.subsample = false;
     }
   }
-  s.winograd = winograd_eligible(s);
+  s.winograd = s.split.empty() && winograd_eligible(s);
   return s;
 }
 
@@ -415,9 +449,9 @@ dnnl::primitive_desc make_pd(ConvSpec& s) {
   dnnl::primitive_attr attr = user_scratchpad_attr();
   attr.set_post_ops(ops);
   s.nchw_in = false;
-  if (!s.transpose && !s.winograd && !s.subsample && !s.pool && s.x_shape.size() == 4 &&
-      s.in_layout == Layout::kPlain && s.x_shape[1] <= 4 && s.y_shape[1] == 16 && s.group == 1 &&
-      s.x_shape[2] * s.x_shape[3] > 1) {
+  if (!s.transpose && !s.winograd && !s.subsample && !s.pool && s.split.empty() &&
+      s.x_shape.size() == 4 && s.in_layout == Layout::kPlain && s.x_shape[1] <= 4 &&
+      s.y_shape[1] == 16 && s.group == 1 && s.x_shape[2] * s.x_shape[3] > 1) {
     dnnl::convolution_forward::desc d(prop, dnnl::algorithm::convolution_direct,
                                       f32_desc(src_dims, Tag::nchw), wei, bias,
                                       f32_desc(s.y_shape, Tag::nChw16c), st, dil, pl, pr);
@@ -498,7 +532,8 @@ class ConvKernel : public Kernel {
         return;
       }
       if (s_.skip) make_skip(info);
-      dst_ = memory(pd.dst_desc(0), engine(), DNNL_MEMORY_NONE);
+      dst_ = s_.split.empty() ? memory(pd.dst_desc(0), engine(), DNNL_MEMORY_NONE)
+                              : scratch_memory(pd.dst_desc(0));
       args_[DNNL_ARG_DST] = dst_;
       // NCHW input, or a subsampled one: reorder into an NHWC buffer of our own. An NCHW
       // input of 1x1 pixels ([N, C, 1, 1]: a squeeze-and-excitation's pooled vector) is stored
@@ -522,6 +557,10 @@ class ConvKernel : public Kernel {
   void run(KernelIO& io) override {
     const Tensor& x = io.in(0);
     check_input(x, s_.x_shape, s_.in_layout, what_, 0);
+    if (!s_.split.empty()) {
+      run_split(io, x);
+      return;
+    }
     Tensor& y = s_.pool ? io.output(0, DType::kFloat32, s_.pool_spec.y_shape, s_.pool_out_layout)
                         : io.output(0, DType::kFloat32, s_.y_shape, s_.out_layout);
     std::lock_guard<std::mutex> lock(mu_);
@@ -549,6 +588,41 @@ class ConvKernel : public Kernel {
   }
 
  private:
+  // FusedConvSplit: the conv into the scratch buffer dst_ ([N, H, W, C] of all the parts), then
+  // each pixel's channels of part k copied into output k, the threads over the pixels.
+  void run_split(KernelIO& io, const Tensor& x) {
+    std::vector<float*> outs;
+    for (size_t k = 0; k < s_.split.size(); ++k) {
+      Dims shape = s_.y_shape;
+      shape[1] = s_.split[k];
+      outs.push_back(io.output(k, DType::kFloat32, shape, s_.out_layout).data<float>());
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    bind_scratch(io.scratch);
+    guarded(what_, [&] {
+      if (user_src_) {
+        user_src_.set_data_handle(handle(x));
+        execute(to_nhwc_, {{DNNL_ARG_FROM, user_src_}, {DNNL_ARG_TO, src_}});
+      } else {
+        src_.set_data_handle(handle(x));
+      }
+      execute(prim_, args_);
+    });
+    const float* all = static_cast<const float*>(dst_.get_data_handle());
+    const int64_t c = s_.y_shape[1], pixels = s_.y_shape[0] * s_.y_shape[2] * s_.y_shape[3];
+    cpu::parallel_range(pixels, std::max<int64_t>(1, cpu::kParallelGrain / c),
+                        [&](int64_t lo, int64_t hi) {
+                          for (int64_t p = lo; p < hi; ++p) {
+                            const float* from = all + p * c;
+                            for (size_t k = 0; k < outs.size(); ++k) {
+                              std::memcpy(outs[k] + p * s_.split[k], from,
+                                          static_cast<size_t>(s_.split[k]) * sizeof(float));
+                              from += s_.split[k];
+                            }
+                          }
+                        });
+  }
+
   // The primitive's src: X itself, or (`reorder`) a buffer of our own X is reordered into.
   void bind_src(const dnnl::primitive_desc& pd, bool reorder) {
     if (reorder) {
@@ -809,6 +883,10 @@ KernelFactory conv_factory() {
 
 KernelFactory conv_transpose_factory() {
   return factory<ConvOp::kTranspose>("onednn.conv_transpose", output_layout, nullptr);
+}
+
+KernelFactory fused_conv_split_factory() {
+  return factory<ConvOp::kFusedSplit>("onednn.fused_conv_split", output_layout, nullptr);
 }
 
 KernelFactory fused_conv_factory() {

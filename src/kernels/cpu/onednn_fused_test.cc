@@ -580,6 +580,49 @@ TEST(OnednnFusedConv, PlainImageIntoSixteenChannels) {
   }
 }
 
+TEST(OnednnFusedConv, SplitIntoItsOutputs) {
+  // FusedConvSplit: the product of all the parts, cut into one output per part, against the
+  // reference: inception's widths (16 and 32 beside wider parts), a part narrower than a vector,
+  // two images, strided (the subsampled path), padded, plain and NHWC inputs, with and without
+  // an activation and a bias.
+  struct Case {
+    Dims x;
+    std::vector<int64_t> split;
+    Attrs attrs;
+  };
+  const std::vector<Case> cases = {{{1, 32, 9, 9}, {16, 24, 8}, {}},
+                                   {{2, 24, 7, 6}, {64, 5, 16, 32}, {}},
+                                   {{1, 16, 12, 12}, {16, 16}, {{"strides", attr_ints({2, 2})}}},
+                                   {{1, 8, 5, 5}, {8, 12}, {{"pads", attr_ints({1, 1, 1, 1})}}}};
+  uint32_t seed = 9300;
+  for (const Case& c : cases) {
+    for (Layout layout : {Layout::kPlain, Layout::kNHWC}) {
+      for (const char* act : {"", "Relu"}) {
+        const bool bias = ++seed % 2 == 0;
+        SCOPED_TRACE(dims_str(c.x) + " " + layout_name(layout) + " " + act + (bias ? " bias" : ""));
+        int64_t m = 0;
+        for (int64_t v : c.split) m += v;
+        Attrs a = c.attrs;
+        a["split"] = attr_ints(c.split);
+        if (*act) a["activation"] = attr_string(act);
+        expect_matches_ref("onednn.fused_conv_split", "FusedConvSplit",
+                           {{random_tensor(c.x, seed), false, layout},
+                            {random_tensor({m, c.x[1], 1, 1}, seed + 1), true},
+                            {bias ? random_tensor({m}, seed + 2) : Tensor(), true}},
+                           a, c.split.size(), 1e-4f, 1e-4f);
+      }
+    }
+  }
+  // A split that does not cover the channels, or one size per output short, is declined.
+  for (const std::vector<int64_t>& split : {std::vector<int64_t>{4, 3}, {4, 4, 4}}) {
+    EXPECT_THROW(testing::run_kernel(
+                     "FusedConvSplit",
+                     {{random_tensor({1, 8, 4, 4}, 1)}, {random_tensor({8, 8, 1, 1}, 2), true}},
+                     {{"split", attr_ints(split)}}, /*num_outputs=*/2, "onednn.fused_conv_split"),
+                 Error);
+  }
+}
+
 TEST(OnednnFusedConv, SkipConvolutionAsTheResidual) {
   uint32_t seed = 8100;
   for (const SkipCase& c : skip_cases()) {

@@ -15,10 +15,11 @@ KernelFactory lstm_factory();            // LSTM (default activations, no peepho
 KernelFactory gru_factory();             // GRU (default activations, no clip)
 KernelFactory rnn_factory();             // RNN (Tanh, Relu or Sigmoid, no clip)
 // The fused ops of domain ai.nnfuse.
-KernelFactory fused_conv_factory();       // FusedConv: Conv + bias + residual sum + activation
-KernelFactory scaled_conv_factory();      // ScaledConv: 1x1 Conv of a channel-scaled input
-KernelFactory fused_conv_pool_factory();  // FusedConvPool: FusedConv + MaxPool
-KernelFactory fused_matmul_factory();     // FusedMatMul: MatMul + bias + activation
+KernelFactory fused_conv_factory();        // FusedConv: Conv + bias + residual sum + activation
+KernelFactory scaled_conv_factory();       // ScaledConv: 1x1 Conv of a channel-scaled input
+KernelFactory fused_conv_split_factory();  // FusedConvSplit: FusedConv cut into outputs
+KernelFactory fused_conv_pool_factory();   // FusedConvPool: FusedConv + MaxPool
+KernelFactory fused_matmul_factory();      // FusedMatMul: MatMul + bias + activation
 KernelFactory fused_matmul_layer_norm_factory();  // FusedMatMulLayerNorm: + residual, LayerNorm
 KernelFactory fused_matmul_residual_factory();    // FusedMatMulResidual: A B + bias + R
 KernelFactory fused_gated_matmul_factory();       // FusedGatedMatMul: act(X Wg) * (X Wu)

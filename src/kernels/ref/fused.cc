@@ -5,6 +5,8 @@
 //   FusedConv(X, W, B?, Sum?)        = act(Conv(X, W, B) [+ Sum])
 //   FusedConv(X, W, B?, -, X2, W2, B2?) = act(Conv(X, W, B) + Conv(X2, W2, B2))  (conv_skip.h)
 //   ScaledConv(X, S, W, B?, Sum?)    = act(Conv(X * S, W, B) [+ Sum])  (S: [N or 1, C, 1, 1])
+//   FusedConvSplit(X, W, B?)         = Split(act(Conv(X, W, B)), axis 1, attr split): the
+//                                      outputs of convolutions of one X side by side
 //   FusedMatMul(A, B, Bias?)         = act(MatMul(A, B) [+ Bias])
 //   FusedGemm(A, B, C?)              = act(Gemm(A, B, C))
 //   FusedGlobalPoolGemm(X, B, C?)    = act(Gemm(Flatten(GlobalAveragePool(X)), B, C))
@@ -13,6 +15,7 @@
 #include "kernels/ref/fused.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <numbers>
@@ -188,6 +191,35 @@ void run_fused_conv(KernelContext& ctx) {
   ctx.outputs[0] = std::move(y);
 }
 
+void run_fused_conv_split(KernelContext& ctx) {
+  KernelContext whole{ctx.node, ctx.opset, ctx.inputs, std::vector<Tensor>(1)};
+  run_fused_conv(whole);
+  const Tensor& y = whole.outputs[0];
+  const std::vector<int64_t> split = ctx.node.attr_ints("split");
+  NNFUSE_CHECK(split.size() == ctx.outputs.size() && y.rank() >= 2, ctx.node.describe(),
+               ": split has ", split.size(), " parts for ", ctx.outputs.size(), " outputs");
+  const int64_t n = y.dim(0), c = y.dim(1), inner = y.numel() / std::max<int64_t>(1, n * c);
+  int64_t at = 0;
+  for (size_t k = 0; k < split.size(); ++k) {
+    NNFUSE_CHECK(split[k] > 0 && at + split[k] <= c, ctx.node.describe(), ": split ", split[k],
+                 " at channel ", at, " exceeds the ", c, " channels");
+    Dims shape = y.shape();
+    shape[1] = split[k];
+    Tensor part(y.dtype(), shape);
+    const size_t esize = dtype_size(y.dtype()),
+                 bytes = static_cast<size_t>(split[k] * inner) * esize;
+    for (int64_t i = 0; i < n; ++i) {
+      std::memcpy(static_cast<std::byte*>(part.raw()) + static_cast<size_t>(i) * bytes,
+                  static_cast<const std::byte*>(y.raw()) +
+                      static_cast<size_t>((i * c + at) * inner) * esize,
+                  bytes);
+    }
+    ctx.outputs[k] = std::move(part);
+    at += split[k];
+  }
+  NNFUSE_CHECK(at == c, ctx.node.describe(), ": split covers ", at, " of ", c, " channels");
+}
+
 void run_scaled_conv(KernelContext& ctx) {
   const Tensor& x = ctx.in(0);
   const Tensor& sc = ctx.in(1);
@@ -288,6 +320,25 @@ std::string support_fused_conv(const Node& node, int64_t opset) {
   return why.empty() ? "" : "the skip convolution: " + why;
 }
 
+std::string support_fused_conv_split(const Node& node, int64_t opset) {
+  std::string why = support_fused(node, opset);
+  if (why.empty()) why = auto_pad_reason(node);
+  if (!why.empty()) return why;
+  if (node.num_inputs() > 3) return "at most 3 inputs (X, W, B)";
+  try {
+    const std::vector<int64_t> split = node.attr_ints("split");
+    if (split.size() < 2 || split.size() != node.num_outputs()) {
+      return "split needs one size per output, at least 2";
+    }
+    for (int64_t v : split) {
+      if (v <= 0) return "split sizes must be positive";
+    }
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 std::string support_fused_pool_gemm(const Node& node, int64_t opset) {
   std::string why = support_fused(node, opset);
   if (!why.empty()) return why;
@@ -308,6 +359,7 @@ namespace nnfuse {
 void append_fused_kernels(std::vector<RefKernelEntry>& t) {
   t.push_back({"FusedConv", ref::run_fused_conv, ref::support_fused_conv});
   t.push_back({"ScaledConv", ref::run_scaled_conv, ref::support_fused_conv});
+  t.push_back({"FusedConvSplit", ref::run_fused_conv_split, ref::support_fused_conv_split});
   t.push_back({"FusedMatMul", ref::run_fused_matmul, ref::support_fused});
   t.push_back({"FusedGemm", ref::run_fused_gemm, ref::support_fused});
   t.push_back(

@@ -116,8 +116,9 @@ const Table& fused_table() {
       r[op] = OpClass::kOutEltwiseFusable;
     // FusedRegion: already a generated kernel; regions do not nest. UserPattern: the user's
     // code computes it.
-    for (const char* op : {"EmbedLayerNorm", "FusedRegion", "GroupNorm", "LayerNormalization",
-                           "RMSNorm", "SkipLayerNorm", "SqueezeExcite", "UserPattern"})
+    for (const char* op :
+         {"EmbedLayerNorm", "FusedRegion", "GroupNorm", "LayerNormalization", "RMSNorm",
+          "SkipLayerNorm", "SqueezeExcite", "UserPattern", "FusedConvSplit"})
       r[op] = OpClass::kOpaque;
     return r;
   }();

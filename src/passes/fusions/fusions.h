@@ -23,6 +23,7 @@ std::unique_ptr<Pass> make_conv_add_act_pass();        // conv_act.cc
 std::unique_ptr<Pass> make_conv_act_pass();            // conv_act.cc
 std::unique_ptr<Pass> make_conv_skip_conv_pass();      // conv_act.cc
 std::unique_ptr<Pass> make_conv_pool_pass();           // conv_pool.cc
+std::unique_ptr<Pass> make_horizontal_conv_pass();     // horizontal_conv.cc
 std::unique_ptr<Pass> make_attention_pass();           // attention.cc
 std::unique_ptr<Pass> make_qkv_projection_pass();      // qkv_projection.cc
 std::unique_ptr<Pass> make_layer_norm_matmul_pass();   // matmul_layer_norm.cc
