@@ -36,28 +36,33 @@ double row_sum(const float* p, int64_t len) {
   return total;
 }
 
+// total[k] (zeroed here) = the sum of x[r * c + k] over rows [r0, r1): in float over blocks of
+// kBlock rows, the blocks added in double.
+void sum_rows(const float* x, int64_t r0, int64_t r1, int64_t c, double* total) {
+  std::fill(total, total + c, 0.0);
+  std::vector<float> acc(static_cast<size_t>(c));
+  float* a = acc.data();
+  for (int64_t b = r0; b < r1; b += kBlock) {
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    for (int64_t r = b; r < std::min(r1, b + kBlock); ++r) {
+      const float* row = x + r * c;
+#pragma omp simd
+      for (int64_t k = 0; k < c; ++k) a[k] += row[k];
+    }
+    for (int64_t k = 0; k < c; ++k) total[k] += a[k];
+  }
+}
+
 // One image: `pixels` rows of `c` values -> y[c] (the mean of each column).
 void channels_last(const float* x, int64_t pixels, int64_t c, double inv, float* y) {
   const int64_t threads = omp_get_max_threads();
   const int64_t parts =
       std::clamp<int64_t>(pixels * c / (kParallelGrain / 4), 1, std::min(threads, pixels));
-  std::vector<double> partials(static_cast<size_t>(parts * c), 0.0);
+  std::vector<double> partials(static_cast<size_t>(parts * c));
   double* partial = partials.data();
   parallel_blocks(parts, parts > 1 ? kParallelGrain : 0, [&](int64_t p0, int64_t p1) {
-    std::vector<float> acc(static_cast<size_t>(c));
     for (int64_t p = p0; p < p1; ++p) {
-      const int64_t r0 = pixels * p / parts, r1 = pixels * (p + 1) / parts;
-      double* total = partial + p * c;
-      for (int64_t b = r0; b < r1; b += kBlock) {
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        float* a = acc.data();
-        for (int64_t r = b; r < std::min(r1, b + kBlock); ++r) {
-          const float* row = x + r * c;
-#pragma omp simd
-          for (int64_t k = 0; k < c; ++k) a[k] += row[k];
-        }
-        for (int64_t k = 0; k < c; ++k) total[k] += a[k];
-      }
+      sum_rows(x, pixels * p / parts, pixels * (p + 1) / parts, c, partial + p * c);
     }
   });
   for (int64_t k = 0; k < c; ++k) {
@@ -156,11 +161,47 @@ class SqueezeExciteKernel : public Kernel {
                  ": X has shape ", dims_str(x.shape()), ", expected [", n_, ", ", parts_[0].in,
                  ", H, W]");
     Tensor& y = io.output(0, DType::kFloat32, {n_, parts_[1].out, 1, 1});
-    std::vector<float> pooled(static_cast<size_t>(n_ * parts_[0].in));
+    const int64_t c = parts_[0].in, pixels = x.dim(2) * x.dim(3);
+    const bool nhwc = x.layout() == Layout::kNHWC;
+    if (!nhwc && x.layout() != Layout::kPlain) {
+      fail(ErrorKind::kRuntime, who_, ": input in ", layout_name(x.layout()), " layout");
+    }
+    std::vector<float> pooled(static_cast<size_t>(n_ * c));
     std::vector<float> squeezed(static_cast<size_t>(n_ * parts_[0].out));
-    channel_means(x, who_, pooled.data());
-    product(parts_[0], pooled.data(), squeezed.data());
-    product(parts_[1], squeezed.data(), y.data<float>());
+    const int64_t work = x.numel() + n_ * (c * parts_[0].out + parts_[1].in * parts_[1].out);
+    const int nt = work < kParallelGrain / 2 || omp_in_parallel()
+                       ? 1
+                       : static_cast<int>(std::min<int64_t>(omp_get_max_threads(), pixels));
+    std::vector<double> partial(nhwc ? static_cast<size_t>(nt * n_ * c) : 0);
+    const float* px = x.data<float>();
+    const double inv = 1.0 / static_cast<double>(pixels);
+    // The pool, the products and their activations in one parallel region, a barrier between
+    // the steps: each of the three would otherwise start and join the threads of its own.
+#pragma omp parallel num_threads(nt)
+    {
+      const int64_t t = omp_get_thread_num(), tn = omp_get_num_threads();
+      if (nhwc) {
+        for (int64_t i = 0; i < n_; ++i) {
+          sum_rows(px + i * pixels * c, pixels * t / tn, pixels * (t + 1) / tn, c,
+                   partial.data() + (t * n_ + i) * c);
+        }
+#pragma omp barrier
+        for (int64_t k = n_ * c * t / tn; k < n_ * c * (t + 1) / tn; ++k) {
+          double sum = 0.0;
+          for (int64_t u = 0; u < tn; ++u) sum += partial[static_cast<size_t>(u * n_ * c + k)];
+          pooled[static_cast<size_t>(k)] = static_cast<float>(sum * inv);
+        }
+      } else {
+        for (int64_t r = n_ * c * t / tn; r < n_ * c * (t + 1) / tn; ++r) {
+          pooled[static_cast<size_t>(r)] =
+              static_cast<float>(row_sum(px + r * pixels, pixels) * inv);
+        }
+      }
+#pragma omp barrier
+      product(parts_[0], pooled.data(), squeezed.data(), t, tn);
+#pragma omp barrier
+      product(parts_[1], squeezed.data(), y.data<float>(), t, tn);
+    }
   }
 
  private:
@@ -170,19 +211,19 @@ class SqueezeExciteKernel : public Kernel {
     ref::Activation act;
   };
 
-  void product(const Part& p, const float* x, float* y) const {
+  // Thread t's share (of tn) of the part's (image, panel) products.
+  void product(const Part& p, const float* x, float* y, int64_t t, int64_t tn) const {
     const int64_t panels = (p.out + kRowPanel - 1) / kRowPanel, panel = p.in * kRowPanel;
-    parallel_blocks(n_ * panels, n_ * p.out * p.in, [&](int64_t lo, int64_t hi) {
-      for (int64_t t = lo; t < hi; ++t) {
-        const int64_t i = t / panels, b = t % panels;
-        float* yi = y + i * p.out;
-        row_times_panels(x + i * p.in, p.in, p.w.data(), panel, b, b + 1, p.out, p.b.data(), false,
-                         yi);
-        if (p.act.kind == ref::ActivationKind::kNone) continue;
-        for (int64_t o = b * kRowPanel; o < std::min(p.out, (b + 1) * kRowPanel); ++o)
-          yi[o] = static_cast<float>(ref::apply_activation(p.act, static_cast<double>(yi[o])));
-      }
-    });
+    const int64_t tasks = n_ * panels;
+    for (int64_t task = tasks * t / tn; task < tasks * (t + 1) / tn; ++task) {
+      const int64_t i = task / panels, b = task % panels;
+      float* yi = y + i * p.out;
+      row_times_panels(x + i * p.in, p.in, p.w.data(), panel, b, b + 1, p.out, p.b.data(), false,
+                       yi);
+      if (p.act.kind == ref::ActivationKind::kNone) continue;
+      for (int64_t o = b * kRowPanel; o < std::min(p.out, (b + 1) * kRowPanel); ++o)
+        yi[o] = static_cast<float>(ref::apply_activation(p.act, static_cast<double>(yi[o])));
+    }
   }
 
   std::string who_;
