@@ -28,6 +28,9 @@
 // on 28x28 (55) go direct there (0.995x -> 0.981x and 0.963x -> 0.921x).
 // ConvMaxPoolFusionPass, which decides before the scratchpad is known, may so fuse a pool into a
 // conv that runs direct: that costs nothing over the two kernels.
+//
+// Below the rule's sizes, the outcome depends on the machine (winograd_contested): there the
+// conv kernels time both algorithms once per geometry and keep the faster.
 #pragma once
 
 #include <algorithm>
@@ -69,6 +72,17 @@ inline bool winograd_pays(int64_t cin, int64_t cout, int64_t out_h, int64_t out_
   if (cin < 32 || cout < 48) return false;
   const int64_t area = out_h * out_w;
   return area >= 28 * 28 || (area >= 14 * 14 && cout >= 96);
+}
+
+// Where winograd_pays says no but Winograd may still win, depending on the machine: 16 to 47
+// output channels on 28x28 and larger outputs, or fewer than 96 on 14x14 to 27x27 ones (from 32
+// input channels). DenseNet-121's growth convs (128 -> 32) lost by up to 1.2x on an Intel
+// machine with AVX-512, and on an AMD EPYC (Zen 4) ran in 0.64x the time on 56x56 and 28x28 and
+// 0.96x on 14x14 (forced Winograd in `nnfuse profile`, 2 threads). The conv kernels measure both
+// algorithms there when they are built, once per geometry.
+inline bool winograd_contested(int64_t cin, int64_t cout, int64_t out_h, int64_t out_w) {
+  if (cin < 32 || cout < 16 || winograd_pays(cin, cout, out_h, out_w)) return false;
+  return out_h * out_w >= 14 * 14;
 }
 
 // Whether a Winograd conv of `flops` direct-algorithm FLOPs (2 * Cin * Cout * 9 * output

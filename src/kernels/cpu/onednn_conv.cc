@@ -10,8 +10,10 @@
 // Its residual may come from a second convolution instead (ref/conv_skip.h): that conv, a
 // kernel of this file's own, writes its result into Y first, and the sum post-op adds it.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -173,21 +175,30 @@ WinogradMode winograd_mode() {
   return mode;
 }
 
-// Unstrided 3x3 convs where Winograd pays (kernels/winograd_rule.h).
-bool winograd_eligible(const ConvSpec& s) {
-  const WinogradMode mode = winograd_mode();
-  if (s.transpose || s.x_shape.size() != 4 || s.group != 1 || mode == WinogradMode::kOff) {
-    return false;
-  }
+// Unstrided, undilated, ungrouped 3x3 convs: the geometry oneDNN's Winograd computes.
+bool winograd_geometry(const ConvSpec& s) {
+  if (s.transpose || s.x_shape.size() != 4 || s.group != 1 || !s.split.empty()) return false;
   if (s.w_shape[2] != 3 || s.w_shape[3] != 3) return false;
-  if (mode == WinogradMode::kRule &&
-      !winograd_pays(s.x_shape[1], s.y_shape[1], s.y_shape[2], s.y_shape[3])) {
-    return false;
-  }
   for (size_t j = 0; j < 2; ++j) {
     if (s.strides[j] != 1 || s.dilations[j] != 0) return false;
   }
   return true;
+}
+
+// Unstrided 3x3 convs where Winograd pays (kernels/winograd_rule.h).
+bool winograd_eligible(const ConvSpec& s) {
+  const WinogradMode mode = winograd_mode();
+  if (mode == WinogradMode::kOff || !winograd_geometry(s)) return false;
+  return mode == WinogradMode::kForce ||
+         winograd_pays(s.x_shape[1], s.y_shape[1], s.y_shape[2], s.y_shape[3]);
+}
+
+// Convs the rule sends to the direct algorithm where Winograd may still win, depending on the
+// machine (winograd_rule.h: winograd_contested); create() measures both there.
+bool winograd_contested_here(const ConvSpec& s) {
+  return winograd_mode() == WinogradMode::kRule && !s.winograd && !s.pool && !s.skip &&
+         winograd_geometry(s) &&
+         winograd_contested(s.x_shape[1], s.y_shape[1], s.y_shape[2], s.y_shape[3]);
 }
 
 // Winograd's scratchpad, as oneDNN sizes it for the blocking it picks, against the work it
@@ -545,6 +556,10 @@ class ConvKernel : public Kernel {
     });
   }
 
+  // Whether it runs Winograd (make_pd falls back to the direct algorithm where oneDNN has no
+  // Winograd implementation or its scratchpad does not pay).
+  bool runs_winograd() const { return s_.winograd; }
+
   // The weights and biases are prepacked.
   bool reads_input(size_t i) const override {
     return i != 1 && i != 2 && i != ref::kSkipInput + 1 && i != ref::kSkipInput + 2;
@@ -847,10 +862,65 @@ Layout conv_pool_output_layout(const NodeInfo& info, size_t /*k*/) {
   return pool_output_layout(info.node);
 }
 
+// The fastest of three runs of `k` on inputs of the spec's shapes and layouts, in microseconds.
+double time_kernel(Kernel& k, const NodeInfo& info, const ConvSpec& s) {
+  Tensor x(DType::kFloat32, s.x_shape);
+  x.set_layout(s.in_layout);
+  std::fill_n(x.data<float>(), x.numel(), 0.5f);
+  Tensor sum;
+  KernelIO io;
+  io.inputs = {&x, info.constant(1), info.has_input(2) ? info.constant(2) : nullptr};
+  if (s.sum) {
+    sum = Tensor(DType::kFloat32, s.y_shape);
+    sum.set_layout(s.sum_layout);
+    std::fill_n(sum.data<float>(), sum.numel(), 0.25f);
+    io.inputs.push_back(&sum);
+  }
+  io.outputs.resize(1);
+  double best = 0;
+  for (int r = 0; r < 4; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    k.run(io);
+    const double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    if (r == 1 || (r > 1 && us < best)) best = us;  // run 0 warms up
+  }
+  return best;
+}
+
+// For a conv winograd_contested_here: both algorithms built and timed on this machine, the
+// faster kept (Winograd only for a clear win: under 0.9 of the direct time). The choice is
+// remembered per geometry for the process, so a network's repeated layers measure once.
+std::unique_ptr<Kernel> measured_kernel(const NodeInfo& info, ConvSpec s) {
+  static std::mutex mu;
+  static std::map<std::string, bool> chosen;
+  const std::string key = dims_str(s.x_shape) + dims_str(s.w_shape) + dims_str(s.pad_l) +
+                          dims_str(s.pad_r) + layout_name(s.in_layout) +
+                          std::to_string(info.num_threads);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = chosen.find(key);
+  ConvSpec w = s;
+  w.winograd = true;
+  if (it != chosen.end()) return std::make_unique<ConvKernel>(info, it->second ? w : s);
+  auto direct = std::make_unique<ConvKernel>(info, s);
+  auto winograd = std::make_unique<ConvKernel>(info, w);
+  if (!winograd->runs_winograd()) {
+    chosen[key] = false;
+    return direct;
+  }
+  ThreadScope threads(info.num_threads);
+  const double td = time_kernel(*direct, info, s), tw = time_kernel(*winograd, info, w);
+  const bool pick = tw < 0.9 * td;
+  chosen[key] = pick;
+  if (pick) return winograd;
+  return direct;
+}
+
 template <ConvOp kOp>
 std::unique_ptr<Kernel> create(const NodeInfo& info) {
   std::optional<ConvSpec> s = conv_spec(info, kOp);
   if (!s) fail(ErrorKind::kInternal, info.node.describe(), ": not accepted by the oneDNN kernel");
+  if (winograd_contested_here(*s)) return measured_kernel(info, *s);
   return std::make_unique<ConvKernel>(info, *s);
 }
 

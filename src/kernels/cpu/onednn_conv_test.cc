@@ -3,6 +3,7 @@
 #include "kernels/cpu/onednn_test_util.h"
 #include "kernels/cpu/test_util.h"
 #include "kernels/ref/test_util.h"
+#include "kernels/winograd_rule.h"
 
 namespace nnfuse {
 namespace {
@@ -77,6 +78,22 @@ TEST(OnednnConv, Sweep2d) {
           }
         }
       }
+    }
+  }
+}
+
+TEST(OnednnConv, ContestedWinogradGeometriesMeasureAndMatch) {
+  // 3x3 convs with few outputs on large maps (DenseNet's growth convs): the kernel times both
+  // algorithms when it is built and keeps the faster; either way it matches the reference, and
+  // a second kernel of the same geometry (the choice remembered) does too.
+  ASSERT_TRUE(winograd_contested(64, 32, 28, 28));
+  ASSERT_FALSE(winograd_contested(64, 64, 28, 28));  // the rule takes it: nothing to measure
+  ASSERT_FALSE(winograd_contested(64, 32, 7, 7));
+  uint32_t seed = 4100;
+  for (Layout layout : {Layout::kPlain, Layout::kNHWC}) {
+    for (int rep = 0; rep < 2; ++rep) {
+      check_conv({{1, 64, 28, 28}, 32, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, {}, true, layout}, seed);
+      seed += 3;
     }
   }
 }
