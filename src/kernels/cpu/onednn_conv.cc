@@ -591,12 +591,7 @@ class ConvKernel : public Kernel {
     }
     if (s_.sum && !skip_) put_sum(io.in(3), x, y);
     guarded(what_, [&] {
-      if (user_src_) {
-        user_src_.set_data_handle(handle(x));
-        execute(to_nhwc_, {{DNNL_ARG_FROM, user_src_}, {DNNL_ARG_TO, src_}});
-      } else {
-        src_.set_data_handle(handle(x));
-      }
+      bind_x(x);
       dst_.set_data_handle(y.raw());
       execute(prim_, args_);
     });
@@ -615,12 +610,7 @@ class ConvKernel : public Kernel {
     std::lock_guard<std::mutex> lock(mu_);
     bind_scratch(io.scratch);
     guarded(what_, [&] {
-      if (user_src_) {
-        user_src_.set_data_handle(handle(x));
-        execute(to_nhwc_, {{DNNL_ARG_FROM, user_src_}, {DNNL_ARG_TO, src_}});
-      } else {
-        src_.set_data_handle(handle(x));
-      }
+      bind_x(x);
       execute(prim_, args_);
     });
     const float* all = static_cast<const float*>(dst_.get_data_handle());
@@ -636,6 +626,16 @@ class ConvKernel : public Kernel {
                             }
                           }
                         });
+  }
+
+  // Points the primitive's src at X, or reorders X into the kernel's own buffer (bind_src).
+  void bind_x(const Tensor& x) {
+    if (user_src_) {
+      user_src_.set_data_handle(handle(x));
+      execute(to_nhwc_, {{DNNL_ARG_FROM, user_src_}, {DNNL_ARG_TO, src_}});
+    } else {
+      src_.set_data_handle(handle(x));
+    }
   }
 
   // The primitive's src: X itself, or (`reorder`) a buffer of our own X is reordered into.
@@ -710,12 +710,7 @@ class ConvKernel : public Kernel {
     if (s_.sum) check_input(io.in(3), s_.y_shape, s_.sum_layout, what_, 3);
     Tensor& y = io.outputs[0];
     guarded(what_, [&] {
-      if (user_src_) {
-        user_src_.set_data_handle(handle(x));
-        execute(to_nhwc_, {{DNNL_ARG_FROM, user_src_}, {DNNL_ARG_TO, src_}});
-      } else {
-        src_.set_data_handle(handle(x));
-      }
+      bind_x(x);
       if (s_.sum) {
         user_sum_.set_data_handle(handle(io.in(3)));
         execute(sum_to_dst_, {{DNNL_ARG_FROM, user_sum_}, {DNNL_ARG_TO, dst_}});
