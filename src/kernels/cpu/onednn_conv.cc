@@ -559,6 +559,9 @@ class ConvKernel : public Kernel {
   // Whether it runs Winograd (make_pd falls back to the direct algorithm where oneDNN has no
   // Winograd implementation or its scratchpad does not pay).
   bool runs_winograd() const { return s_.winograd; }
+  // Frees the scratch buffer a run without the caller's scratch allocated (a timing run); a
+  // later run without one allocates it again.
+  void release_own_scratch() { own_scratch_.reset(); }
 
   // The weights and biases are prepacked.
   bool reads_input(size_t i) const override {
@@ -907,8 +910,9 @@ std::unique_ptr<Kernel> measured_kernel(const NodeInfo& info, ConvSpec s) {
   const double td = time_kernel(*direct, info, s), tw = time_kernel(*winograd, info, w);
   const bool pick = tw < 0.9 * td;
   chosen[key] = pick;
-  if (pick) return winograd;
-  return direct;
+  std::unique_ptr<ConvKernel>& kept = pick ? winograd : direct;
+  kept->release_own_scratch();  // the plan gives its runs the shared scratch
+  return std::move(kept);
 }
 
 template <ConvOp kOp>
