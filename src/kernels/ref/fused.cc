@@ -15,11 +15,11 @@
 #include "kernels/ref/fused.h"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <numbers>
 
+#include "ir/builder.h"
 #include "kernels/ref/conv_skip.h"
 #include "kernels/ref/nn_internal.h"
 #include "kernels/ref/util.h"
@@ -194,30 +194,20 @@ void run_fused_conv(KernelContext& ctx) {
 void run_fused_conv_split(KernelContext& ctx) {
   KernelContext whole{ctx.node, ctx.opset, ctx.inputs, std::vector<Tensor>(1)};
   run_fused_conv(whole);
-  const Tensor& y = whole.outputs[0];
-  const std::vector<int64_t> split = ctx.node.attr_ints("split");
-  NNFUSE_CHECK(split.size() == ctx.outputs.size() && y.rank() >= 2, ctx.node.describe(),
-               ": split has ", split.size(), " parts for ", ctx.outputs.size(), " outputs");
-  const int64_t n = y.dim(0), c = y.dim(1), inner = y.numel() / std::max<int64_t>(1, n * c);
-  int64_t at = 0;
-  for (size_t k = 0; k < split.size(); ++k) {
-    NNFUSE_CHECK(split[k] > 0 && at + split[k] <= c, ctx.node.describe(), ": split ", split[k],
-                 " at channel ", at, " exceeds the ", c, " channels");
-    Dims shape = y.shape();
-    shape[1] = split[k];
-    Tensor part(y.dtype(), shape);
-    const size_t esize = dtype_size(y.dtype()),
-                 bytes = static_cast<size_t>(split[k] * inner) * esize;
-    for (int64_t i = 0; i < n; ++i) {
-      std::memcpy(static_cast<std::byte*>(part.raw()) + static_cast<size_t>(i) * bytes,
-                  static_cast<const std::byte*>(y.raw()) +
-                      static_cast<size_t>((i * c + at) * inner) * esize,
-                  bytes);
-    }
-    ctx.outputs[k] = std::move(part);
-    at += split[k];
-  }
-  NNFUSE_CHECK(at == c, ctx.node.describe(), ": split covers ", at, " of ", c, " channels");
+  // Split's reference kernel on a node of its own: axis 1, the fused node's split sizes.
+  const RefKernelEntry* split = find_ref_kernel("Split");
+  NNFUSE_CHECK(split, "no reference kernel for Split");
+  Graph g;
+  Value* y = g.add_value("y", whole.outputs[0].dtype());
+  g.add_input(y);
+  std::vector<Value*> outs;
+  for (size_t k = 0; k < ctx.outputs.size(); ++k) outs.push_back(g.add_value(std::to_string(k)));
+  Node* n = g.add_node("Split", ctx.node.name() + "/split", {y}, outs);
+  n->set_attr("axis", attr_int(1));
+  n->set_attr("split", attr_ints(ctx.node.attr_ints("split")));
+  KernelContext part{*n, 11, {&whole.outputs[0]}, std::vector<Tensor>(ctx.outputs.size())};
+  split->run(part);
+  ctx.outputs = std::move(part.outputs);
 }
 
 void run_scaled_conv(KernelContext& ctx) {
