@@ -24,7 +24,8 @@ namespace {
 
 constexpr int64_t kBlock = 256;
 
-double row_sum(const float* p, int64_t len) {
+// The sum of p[0, len): in float over blocks of kBlock values, the blocks added in double.
+double blocked_sum(const float* p, int64_t len) {
   double total = 0.0;
   for (int64_t b = 0; b < len; b += kBlock) {
     const int64_t e = std::min(len, b + kBlock);
@@ -53,6 +54,22 @@ void sum_rows(const float* x, int64_t r0, int64_t r1, int64_t c, double* total) 
   }
 }
 
+// y[k] = inv * the sum over `parts` of partial[p * stride + k], for k in [k0, k1).
+void mean_of_partials(const double* partial, int64_t parts, int64_t stride, double inv, int64_t k0,
+                      int64_t k1, float* y) {
+  for (int64_t k = k0; k < k1; ++k) {
+    double sum = 0.0;
+    for (int64_t p = 0; p < parts; ++p) sum += partial[p * stride + k];
+    y[k] = static_cast<float>(sum * inv);
+  }
+}
+
+// Plain X: y[r] = inv * the sum of row r (`pixels` values), for rows [r0, r1).
+void plain_means(const float* x, int64_t pixels, double inv, int64_t r0, int64_t r1, float* y) {
+  for (int64_t r = r0; r < r1; ++r)
+    y[r] = static_cast<float>(blocked_sum(x + r * pixels, pixels) * inv);
+}
+
 // One image: `pixels` rows of `c` values -> y[c] (the mean of each column).
 void channels_last(const float* x, int64_t pixels, int64_t c, double inv, float* y) {
   const int64_t threads = omp_get_max_threads();
@@ -65,11 +82,7 @@ void channels_last(const float* x, int64_t pixels, int64_t c, double inv, float*
       sum_rows(x, pixels * p / parts, pixels * (p + 1) / parts, c, partial + p * c);
     }
   });
-  for (int64_t k = 0; k < c; ++k) {
-    double sum = 0.0;
-    for (int64_t p = 0; p < parts; ++p) sum += partial[p * c + k];
-    y[k] = static_cast<float>(sum * inv);
-  }
+  mean_of_partials(partial, parts, c, inv, 0, c, y);
 }
 
 // The per-image, per-channel means of X (plain or channels-last) into y [N * C].
@@ -85,10 +98,8 @@ void channel_means(const Tensor& x, const std::string& who, float* y) {
   if (x.layout() != Layout::kPlain) {
     fail(ErrorKind::kRuntime, who, ": input in ", layout_name(x.layout()), " layout");
   }
-  parallel_blocks(n * c, n * c * pixels, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r)
-      y[r] = static_cast<float>(row_sum(px + r * pixels, pixels) * inv);
-  });
+  parallel_blocks(n * c, n * c * pixels,
+                  [&](int64_t b, int64_t e) { plain_means(px, pixels, inv, b, e, y); });
 }
 
 // Why input 0 cannot be pooled here ("" when it can): float32 of static shape, rank 3 or more
@@ -186,16 +197,10 @@ class SqueezeExciteKernel : public Kernel {
                    partial.data() + (t * n_ + i) * c);
         }
 #pragma omp barrier
-        for (int64_t k = n_ * c * t / tn; k < n_ * c * (t + 1) / tn; ++k) {
-          double sum = 0.0;
-          for (int64_t u = 0; u < tn; ++u) sum += partial[static_cast<size_t>(u * n_ * c + k)];
-          pooled[static_cast<size_t>(k)] = static_cast<float>(sum * inv);
-        }
+        mean_of_partials(partial.data(), tn, n_ * c, inv, n_ * c * t / tn, n_ * c * (t + 1) / tn,
+                         pooled.data());
       } else {
-        for (int64_t r = n_ * c * t / tn; r < n_ * c * (t + 1) / tn; ++r) {
-          pooled[static_cast<size_t>(r)] =
-              static_cast<float>(row_sum(px + r * pixels, pixels) * inv);
-        }
+        plain_means(px, pixels, inv, n_ * c * t / tn, n_ * c * (t + 1) / tn, pooled.data());
       }
 #pragma omp barrier
       product(parts_[0], pooled.data(), squeezed.data(), t, tn);
