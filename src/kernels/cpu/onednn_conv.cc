@@ -427,7 +427,7 @@ std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op, std::string* 
       s.subsample = false;
     }
   }
-  s.winograd = s.split.empty() && winograd_eligible(s);
+  s.winograd = winograd_eligible(s);  // never with a split (winograd_geometry)
   return s;
 }
 
