@@ -39,6 +39,12 @@ inline Fused fuse(std::unique_ptr<Graph> g, const FusionSwitches* sw = nullptr) 
 
 // The built-in passes alone, for tests that count what a pass left behind (automatic fusion
 // would take those nodes into generated kernels).
+// A switch file (CANN GE's JSON form) that turns `pass` off.
+inline FusionSwitches switched_off(const std::string& pass) {
+  return FusionSwitches::parse(R"({"Switch":{"GraphFusion":{")" + pass + R"(":"off"}}})",
+                               "switches.json", list_passes(), pass_op_lists());
+}
+
 inline Fused fuse_without_auto_fusion(std::unique_ptr<Graph> g) {
   static const FusionSwitches sw = [] {
     FusionSwitches s;

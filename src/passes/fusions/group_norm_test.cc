@@ -107,9 +107,7 @@ TEST(GroupNormFusion, DeclinesGroupsThatDoNotDivideOrAnAddendThatIsNotPerChannel
 }
 
 TEST(GroupNormFusion, SwitchedOffInTheSwitchFile) {
-  FusionSwitches sw =
-      FusionSwitches::parse(R"({"Switch":{"GraphFusion":{"GroupNormFusionPass":"off"}}})",
-                            "switches.json", list_passes(), pass_op_lists());
+  FusionSwitches sw = switched_off("GroupNormFusionPass");
   auto f = fuse(group_norm_graph(4), &sw);
   EXPECT_EQ(count_op(*f.graph, "GroupNorm"), 0u);
   EXPECT_EQ(count_op(*f.graph, "InstanceNormalization"), 1u);

@@ -58,9 +58,7 @@ TEST(HorizontalConvFusion, SiblingProductsAreOne) {
 }
 
 TEST(HorizontalConvFusion, TheSwitchFileTurnsItOff) {
-  FusionSwitches sw =
-      FusionSwitches::parse(R"({"Switch":{"GraphFusion":{"HorizontalConvFusionPass":"off"}}})",
-                            "switches.json", list_passes(), pass_op_lists());
+  FusionSwitches sw = switched_off("HorizontalConvFusionPass");
   auto f = fuse(inception_block(1), &sw);
   EXPECT_EQ(count_op(*f.graph, "FusedConvSplit"), 0u);
   EXPECT_EQ(count_op(*f.graph, "FusedConv") + count_op(*f.graph, "Conv"), 6u);

@@ -95,9 +95,7 @@ TEST(SqueezeExciteFusion, DeclinedWithTheReason) {
 }
 
 TEST(SqueezeExciteFusion, TheSwitchFileTurnsItOff) {
-  FusionSwitches sw =
-      FusionSwitches::parse(R"({"Switch":{"GraphFusion":{"SqueezeExciteFusionPass":"off"}}})",
-                            "switches.json", list_passes(), pass_op_lists());
+  FusionSwitches sw = switched_off("SqueezeExciteFusionPass");
   auto f = fuse(se_block(Block{}), &sw);
   EXPECT_EQ(count_op(*f.graph, "SqueezeExcite"), 0u);
   EXPECT_EQ(count_op(*f.graph, "GlobalAveragePool"), 1u);
