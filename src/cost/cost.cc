@@ -4,6 +4,7 @@
 #include <set>
 
 #include "kernels/ref/conv_skip.h"
+#include "kernels/ref/expand_depthwise.h"
 #include "kernels/ref/squeeze_excite.h"
 
 namespace nnfuse::cost {
@@ -81,6 +82,16 @@ int64_t flops(const Node& n) {
       total = sat_add(total, sat_mul(sat_mul(2, conv_out), checked_numel(*w2) / (*w2)[0]));
     }
     return total;
+  }
+  if (op == "ExpandDepthwise") {
+    // The expansion sums C products per expanded element, the depthwise conv k * k per output.
+    const auto x = dims_of(n.input(0));
+    const auto w1 = dims_of(n.input(ref::kExpandWeight));
+    const auto w2 = dims_of(n.input(ref::kDepthwiseWeight));
+    if (!x || !w1 || !w2 || x->size() != 4 || w1->size() != 4 || w2->size() != 4) return -1;
+    const int64_t expanded = sat_mul(sat_mul((*x)[0], (*w1)[0]), sat_mul((*x)[2], (*x)[3]));
+    return sat_add(sat_mul(sat_mul(2, expanded), (*w1)[1]),
+                   sat_mul(sat_mul(2, out), sat_mul((*w2)[2], (*w2)[3])));
   }
   if (op == "SqueezeExcite") {
     // The pool adds every X value; each part sums `in` products per output.

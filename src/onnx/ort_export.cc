@@ -9,6 +9,7 @@
 #include "ir/error.h"
 #include "kernels/ref/conv_pool.h"
 #include "kernels/ref/conv_skip.h"
+#include "kernels/ref/expand_depthwise.h"
 #include "kernels/ref/fused.h"
 #include "kernels/ref/squeeze_excite.h"
 #include "onnx/exporter.h"
@@ -45,6 +46,7 @@ const std::set<std::string>& lowered_ops() {
                                             "FusedMatMul",
                                             "FusedGlobalPoolGemm",
                                             "SqueezeExcite",
+                                            "ExpandDepthwise",
                                             "Gelu",
                                             "Swish",
                                             "ScaleShift",
@@ -172,6 +174,7 @@ void OrtLowering::lower(const Node& n) {
   if (op == "FusedMatMul") return lower_matmul(n);
   if (op == "FusedGlobalPoolGemm") return lower_pool_gemm(n);
   if (op == "SqueezeExcite") return lower_squeeze_excite(n);
+  if (op == "ExpandDepthwise") return lower_expand_depthwise(n);
   if (op == "Gelu" || op == "Swish") return lower_standalone_activation(n);
   if (op == "ScaleShift") return lower_scale_shift(n);
   if (op == "GroupNorm") return lower_group_norm(n);
@@ -492,6 +495,18 @@ void OrtLowering::lower_squeeze_excite(const Node& n) {
   const std::string squeezed = w_.fresh(out + "_squeezed");
   write_conv(*squeeze.node, pooled, 1, squeeze.node->output(0), squeezed, n.name() + "_squeeze");
   write_conv(*excite.node, squeezed, 1, excite.node->output(0), out, n.name());
+}
+
+void OrtLowering::lower_expand_depthwise(const Node& n) {
+  // ExpandDepthwise(X, W1, B1?, W2, B2?) = FusedConv(FusedConv(X, W1, B1), W2, B2), each part a
+  // FusedConv of its prefixed attributes.
+  const std::string out = name_of(n.output(0));
+  const ref::ExpandDepthwisePart expand = ref::expand_depthwise_part(n, false);
+  const ref::ExpandDepthwisePart depthwise = ref::expand_depthwise_part(n, true);
+  const std::string expanded = w_.fresh(out + "_expanded");
+  write_conv(*expand.node, name_of(n.input(0)), 1, expand.node->output(0), expanded,
+             n.name() + "_expand");
+  write_conv(*depthwise.node, expanded, 1, depthwise.node->output(0), out, n.name());
 }
 
 void OrtLowering::lower_standalone_activation(const Node& n) {

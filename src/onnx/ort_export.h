@@ -10,6 +10,7 @@
 //                           with BiasGelu / FastGelu (bias), or Add and the activation
 //   FusedGlobalPoolGemm  -> GlobalAveragePool, Flatten, FusedGemm
 //   SqueezeExcite        -> GlobalAveragePool, FusedConv, FusedConv
+//   ExpandDepthwise      -> FusedConv, FusedConv
 //   FusedConvSplit       -> FusedConv, Split (axis 1)
 //   Gelu, Swish          -> Gelu or FastGelu, QuickGelu (com.microsoft)
 //   ScaleShift           -> with an activation FusedConv takes, a depthwise 1x1 FusedConv; else
@@ -84,6 +85,7 @@ class OrtLowering {
   void lower_matmul(const Node& n);
   void lower_pool_gemm(const Node& n);
   void lower_squeeze_excite(const Node& n);
+  void lower_expand_depthwise(const Node& n);
   void lower_conv_split(const Node& n);
   void lower_gated_matmul(const Node& n);
   void lower_matmul_residual(const Node& n);

@@ -231,6 +231,45 @@ TEST(OrtExport, SqueezeExciteIsAPoolAndTwoFusedConvs) {
   EXPECT_FLOAT_EQ(attr(excite, "activation_params")->floats(0), 0.25f);
 }
 
+TEST(OrtExport, ExpandDepthwiseIsTwoFusedConvs) {
+  // ExpandDepthwise(X, W1, B1, W2, -) (expand_depthwise.h): the 1x1 expansion into a value of
+  // its own, then the depthwise conv, each a FusedConv of its prefixed attributes.
+  Builder b;
+  Value* x = b.in("x", {1, 8, 6, 6});
+  Node* ed = b.node(
+      "ExpandDepthwise",
+      {x, b.c(random({32, 8, 1, 1}, 2)), b.c(random({32}, 3)), b.c(random({32, 1, 3, 3}, 4))},
+      {1, 32, 3, 3}, kFusedDomain);
+  ed->set_attr("expand_activation", attr_string("Relu"));
+  ed->set_attr("depthwise_activation", attr_string("Clip"));
+  ed->set_attr("depthwise_activation_alpha", attr_float(0.0f));
+  ed->set_attr("depthwise_activation_beta", attr_float(6.0f));
+  ed->set_attr("depthwise_group", attr_int(32));
+  ed->set_attr("depthwise_strides", attr_ints({2, 2}));
+  ed->set_attr("depthwise_pads", attr_ints({1, 1, 1, 1}));
+  b.g->add_output(ed->output(0));
+  const onnx::ModelProto m = export_ort(*b.g);
+  EXPECT_EQ(op_types(m), (std::vector<std::string>{"FusedConv", "FusedConv"})) << m.DebugString();
+  const onnx::NodeProto& expand = m.graph().node(0);
+  EXPECT_EQ(expand.input(0), "x");
+  EXPECT_EQ(expand.input_size(), 3);
+  ASSERT_NE(attr(expand, "activation"), nullptr);
+  EXPECT_EQ(attr(expand, "activation")->s(), "Relu");
+  EXPECT_EQ(attr(expand, "group"), nullptr);
+  const onnx::NodeProto& dw = m.graph().node(1);
+  EXPECT_EQ(dw.input(0), expand.output(0));
+  EXPECT_EQ(dw.input_size(), 2);  // no bias
+  EXPECT_EQ(dw.output(0), ed->output(0)->name());
+  ASSERT_NE(attr(dw, "group"), nullptr);
+  EXPECT_EQ(attr(dw, "group")->i(), 32);
+  ASSERT_NE(attr(dw, "strides"), nullptr);
+  EXPECT_EQ(attr(dw, "strides")->ints(0), 2);
+  ASSERT_NE(attr(dw, "activation"), nullptr);
+  EXPECT_EQ(attr(dw, "activation")->s(), "Clip");
+  ASSERT_NE(attr(dw, "activation_params"), nullptr);
+  EXPECT_FLOAT_EQ(attr(dw, "activation_params")->floats(1), 6.0f);
+}
+
 TEST(OrtExport, ConvSplitIsAFusedConvAndASplit) {
   // FusedConvSplit(X, W, B): the product as one FusedConv into a value of its own, then Split
   // along the channels into the node's outputs (sizes as an input from opset 13).

@@ -58,6 +58,9 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   p.push_back(make_conv_skip_conv_pass());
   // Sibling 1x1 convs of one input as one product (after every pass that reads a FusedConv).
   p.push_back(make_horizontal_conv_pass());
+  // A 1x1 expansion and the depthwise conv reading it (after the conv epilogues and the passes
+  // that read a FusedConv's plain form).
+  p.push_back(make_expand_depthwise_pass());
   // Dense layers: the classifier head first (it absorbs its Gemm), then Gemm/MatMul epilogues.
   p.push_back(make_pool_gemm_pass());
   p.push_back(make_matmul_add_act_pass());

@@ -34,7 +34,7 @@ bool is_compute_op(const std::string& op_type) {
       "FusedLayerNormMatMul", "FusedGatedMatMul", "FusedMatMulResidual",
       // Pooling.
       "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool", "GlobalLpPool",
-      "SqueezeExcite",
+      "SqueezeExcite", "ExpandDepthwise",
       // Normalizations (Softmax normalizes rows: attention's scores).
       "BatchNormalization", "LayerNormalization", "InstanceNormalization", "GroupNormalization",
       "GroupNorm", "ScaleShift", "SkipLayerNorm", "RMSNorm", "EmbedLayerNorm", "Softmax",

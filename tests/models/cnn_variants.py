@@ -6,7 +6,8 @@ InstanceNorm2d, and a diffusion UNet's ResBlock (GroupNorm - SiLU - Conv with th
 embedding, in the convs' channels-last layout; the embedding's Linear and Add go into the
 GroupNorm after them; a projected skip's 1x1 Conv into the last conv's kernel: at most 4
 kernels a ResBlock); an inception block, whose three 1x1 branch openings become one product
-(FusedConvSplit), and squeeze-and-excitation blocks, whose scale becomes one SqueezeExcite.
+(FusedConvSplit), squeeze-and-excitation blocks, whose scale becomes one SqueezeExcite, and
+inverted residuals, whose expansion and depthwise conv become one ExpandDepthwise.
 For each model: `nnfuse compile` must apply the expected pass and write
 the GroupNorm node into a checker-valid model with the expected groups and activation; the
 fused model must give PyTorch's outputs; `nnfuse verify` must pass; and the ONNX Runtime export
@@ -137,6 +138,25 @@ class SqueezeExcite(nn.Module):
         return s.project(x * scale)
 
 
+class InvertedResidual(nn.Module):
+    """MobileNetV2's (ReLU6, 3x3) or EfficientNet's (SiLU, 5x5) block: a 1x1 expansion, a
+    depthwise conv and a 1x1 projection, each with BatchNorm, the input added when the shapes
+    allow."""
+
+    def __init__(s, act, c, expanded, k, stride):
+        super().__init__()
+        s.expand = nn.Sequential(nn.Conv2d(c, expanded, 1, bias=False), nn.BatchNorm2d(expanded),
+                                 act())
+        s.dw = nn.Sequential(nn.Conv2d(expanded, expanded, k, stride, k // 2, groups=expanded,
+                                       bias=False), nn.BatchNorm2d(expanded), act())
+        s.project = nn.Sequential(nn.Conv2d(expanded, c, 1, bias=False), nn.BatchNorm2d(c))
+        s.residual = stride == 1
+
+    def forward(s, x):
+        y = s.project(s.dw(s.expand(x)))
+        return x + y if s.residual else y
+
+
 X8 = {"x": (1, 8, 12, 10)}
 X16 = {"x": (1, 16, 9, 11)}
 # name, module, inputs, {pass: min effect_times}, [(num_groups, activation) of each GroupNorm]
@@ -172,12 +192,20 @@ CASES = [
      {"SqueezeExciteFusionPass": 1}, []),
     ("squeeze_excite_efficientnet", SqueezeExcite(nn.SiLU, nn.Sigmoid), {"x": (2, 32, 14, 14)},
      {"SqueezeExciteFusionPass": 1}, []),
+    # Expanded tensors of 4.6 MiB and 1.7 MiB: the expansion and the depthwise conv as one
+    # kernel.
+    ("inverted_residual_mobilenet", InvertedResidual(nn.ReLU6, 16, 96, 3, 2),
+     {"x": (1, 16, 112, 112)}, {"ExpandDepthwiseFusionPass": 1}, []),
+    ("inverted_residual_efficientnet", InvertedResidual(nn.SiLU, 24, 144, 5, 1),
+     {"x": (1, 24, 56, 56)}, {"ExpandDepthwiseFusionPass": 1}, []),
 ]
 
 # Per case: ops of ai.nnfuse the fused graph must hold, with their counts.
 FUSED_OPS = {"inception_block": {"FusedConvSplit": 1},
              "squeeze_excite_mobilenet": {"SqueezeExcite": 1},
-             "squeeze_excite_efficientnet": {"SqueezeExcite": 1}}
+             "squeeze_excite_efficientnet": {"SqueezeExcite": 1},
+             "inverted_residual_mobilenet": {"ExpandDepthwise": 1},
+             "inverted_residual_efficientnet": {"ExpandDepthwise": 1}}
 
 
 def check(nnfuse, tmp, name, module, shapes, passes, norms):

@@ -3,8 +3,8 @@
 // [gate | up] (2n floats) becomes y[j] = act(gate[j]) * up[j], and the normalizations with an
 // activation (GroupNorm), y[j] = act(y[j]). The halves may lie apart (a product whose halves
 // are padded to balance the GEMM's threads). Vectorized for the activations these layers use
-// (GELU erf and tanh, SiLU and Swish, Sigmoid, ReLU, none), on the reference activation for the
-// others.
+// (GELU erf and tanh, SiLU and Swish, Sigmoid, Tanh, ReLU, LeakyReLU, HardSigmoid, HardSwish,
+// none), on the reference activation for the others (Clip).
 #pragma once
 
 #include <cstdint>

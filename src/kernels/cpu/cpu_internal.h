@@ -22,13 +22,14 @@ inline Layout same_as_input(const NodeInfo& info, size_t k) {
   return k == 0 ? input_layout(info, 0) : Layout::kPlain;
 }
 
-void append_unary_kernels(FactoryTable& t);         // cpu_unary.cc: activations, Exp, Erf, Clip...
-void append_binary_kernels(FactoryTable& t);        // cpu_binary.cc: Add..Pow, compares, Where
-void append_norm_kernels(FactoryTable& t);          // cpu_norm.cc: BatchNormalization, ScaleShift
-void append_layer_norm_kernels(FactoryTable& t);    // cpu_layer_norm.cc: LayerNormalization
-void append_group_norm_kernels(FactoryTable& t);    // cpu_group_norm.cc: GroupNorm (ai.nnfuse)
-void append_softmax_kernels(FactoryTable& t);       // cpu_softmax.cc: Softmax, LogSoftmax
-void append_reduce_kernels(FactoryTable& t);        // cpu_reduce.cc: ReduceSum/Mean/Max/Min
+void append_unary_kernels(FactoryTable& t);       // cpu_unary.cc: activations, Exp, Erf, Clip...
+void append_binary_kernels(FactoryTable& t);      // cpu_binary.cc: Add..Pow, compares, Where
+void append_norm_kernels(FactoryTable& t);        // cpu_norm.cc: BatchNormalization, ScaleShift
+void append_layer_norm_kernels(FactoryTable& t);  // cpu_layer_norm.cc: LayerNormalization
+void append_group_norm_kernels(FactoryTable& t);  // cpu_group_norm.cc: GroupNorm (ai.nnfuse)
+void append_expand_depthwise_kernels(FactoryTable& t);  // cpu_expand_depthwise.cc (ai.nnfuse)
+void append_softmax_kernels(FactoryTable& t);           // cpu_softmax.cc: Softmax, LogSoftmax
+void append_reduce_kernels(FactoryTable& t);            // cpu_reduce.cc: ReduceSum/Mean/Max/Min
 void append_data_kernels(FactoryTable& t);          // cpu_data.cc: Transpose, Slice, Split, Expand
 void append_gather_kernels(FactoryTable& t);        // cpu_gather.cc: Gather, Concat, Cast
 void append_resize_kernels(FactoryTable& t);        // cpu_resize.cc: Resize

@@ -14,6 +14,7 @@ void append_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {
   cpu::append_norm_kernels(t);
   cpu::append_layer_norm_kernels(t);
   cpu::append_group_norm_kernels(t);
+  cpu::append_expand_depthwise_kernels(t);
   cpu::append_softmax_kernels(t);
   cpu::append_reduce_kernels(t);
   cpu::append_data_kernels(t);

@@ -67,6 +67,7 @@ void append_embed_kernels(std::vector<RefKernelEntry>& t);        // EmbedLayerN
 void append_conv_pool_kernels(std::vector<RefKernelEntry>& t);    // FusedConvPool (ai.nnfuse)
 void append_scale_shift_kernels(std::vector<RefKernelEntry>& t);  // ScaleShift (ai.nnfuse)
 void append_squeeze_excite_kernels(std::vector<RefKernelEntry>& t);     // SqueezeExcite (ai.nnfuse)
+void append_expand_depthwise_kernels(std::vector<RefKernelEntry>& t);   // ExpandDepthwise
 void append_group_norm_kernels(std::vector<RefKernelEntry>& t);         // GroupNorm (ai.nnfuse)
 void append_matmul_layer_norm_kernels(std::vector<RefKernelEntry>& t);  // FusedMatMulLayerNorm
 void append_gated_matmul_kernels(std::vector<RefKernelEntry>& t);       // FusedGatedMatMul

@@ -46,6 +46,7 @@ const Table& table() {
     append_conv_pool_kernels(list);
     append_scale_shift_kernels(list);
     append_squeeze_excite_kernels(list);
+    append_expand_depthwise_kernels(list);
     append_group_norm_kernels(list);
     append_matmul_layer_norm_kernels(list);
     append_gated_matmul_kernels(list);

@@ -118,7 +118,7 @@ const Table& fused_table() {
     // code computes it.
     for (const char* op :
          {"EmbedLayerNorm", "FusedRegion", "GroupNorm", "LayerNormalization", "RMSNorm",
-          "SkipLayerNorm", "SqueezeExcite", "UserPattern", "FusedConvSplit"})
+          "SkipLayerNorm", "SqueezeExcite", "UserPattern", "FusedConvSplit", "ExpandDepthwise"})
       r[op] = OpClass::kOpaque;
     return r;
   }();

@@ -1,0 +1,447 @@
+// ExpandDepthwise (ai.nnfuse, kernels/ref/expand_depthwise.h): an inverted residual's 1x1
+// expansion and its depthwise k x k convolution (k 3 or 5, stride 1 or 2, padding k / 2) in one
+// pass over the image, channels-last in and out.
+//
+// The expanded channels are split over the threads in whole vectors of 16, so no thread
+// computes what another does (a split by rows would compute the rows at the seams twice). Each
+// thread walks the output rows; for each it expands the input rows the depthwise window needs
+// and has not expanded yet into a ring of k rows, then runs the depthwise convolution over the
+// ring. The ring (k rows of its channels, at most a few hundred KiB) stays in the core's cache:
+// the expanded tensor is never written to memory.
+//
+// The ring holds each row blocked by 16 channels (vector v of pixel p at (v * Wp + p) * 16,
+// Wp = W + 2 * pad, the pad pixels zero), so the depthwise taps of a channel vector lie at
+// constant offsets from one pointer per row. The expansion is a register-blocked product of
+// 6 pixels by up to 4 vectors; the depthwise convolution computes 8 output pixels of one vector
+// at a time. Both are written on GCC's vector extensions and compiled for AVX-512, AVX2 and
+// baseline x86-64 (NNFUSE_TARGET_CLONES). ReLU and Clip (ReLU6) are applied in registers; other
+// activations over the rows just written (activation_row).
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/cpu_gated.h"
+#include "kernels/cpu/cpu_internal.h"
+#include "kernels/cpu/cpu_math.h"
+#include "kernels/cpu/layout.h"
+#include "kernels/ref/expand_depthwise.h"
+#include "kernels/ref/fused.h"
+
+namespace nnfuse::cpu {
+namespace {
+
+using ref::ActivationKind;
+
+constexpr int64_t kLanes = 16;
+// 16 floats; 4-byte alignment, so loads and stores at any float address are allowed. Values of
+// this type only pass between force-inlined functions, never across a call, so GCC's note that
+// their ABI differs with and without AVX-512 does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float Vec __attribute__((vector_size(64), aligned(4)));
+
+NNFUSE_INLINE Vec splat(float x) { return Vec{} + x; }
+NNFUSE_INLINE Vec load(const float* p) {
+  Vec v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+NNFUSE_INLINE void store(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
+// min(max(x, lo), hi), NaN passing through (as the reference activations let it).
+NNFUSE_INLINE Vec clamp(Vec x, Vec lo, Vec hi) {
+  x = x < lo ? lo : x;
+  return x > hi ? hi : x;
+}
+
+// The clamp an activation is in registers, or the identity's for the others (applied after).
+struct Clamp {
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+};
+bool in_registers(const ref::Activation& a) {
+  return a.kind == ActivationKind::kNone || a.kind == ActivationKind::kRelu ||
+         a.kind == ActivationKind::kClip;
+}
+Clamp clamp_of(const ref::Activation& a) {
+  Clamp c;
+  if (a.kind == ActivationKind::kRelu) c.lo = 0.0f;
+  if (a.kind == ActivationKind::kClip) {
+    c.lo = a.alpha;
+    c.hi = a.beta;
+  }
+  return c;
+}
+
+// y[r * 16 + v * vstride + j] = clamp(b[v * 16 + j] + sum_c x[r * cin + c] * w[(c * NV + v) *
+// 16 + j]) for R pixels r and NV vectors v.
+template <int R, int NV>
+NNFUSE_INLINE void expand_block(const float* x, int64_t cin, const float* w, const float* b, Vec lo,
+                                Vec hi, float* y, int64_t vstride) {
+  Vec acc[R][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = load(b + v * kLanes);
+  }
+  for (int64_t c = 0; c < cin; ++c) {
+    Vec wv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) wv[v] = load(w + (c * NV + v) * kLanes);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const Vec xb = splat(x[r * cin + c]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] += xb * wv[v];
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) store(y + r * kLanes + v * vstride, clamp(acc[r][v], lo, hi));
+  }
+}
+
+// Pixels [r, width) of a row in blocks of R, then of R / 2, ... down to 1.
+template <int NV, int R>
+NNFUSE_INLINE void expand_tail(const float* x, int64_t r, int64_t width, int64_t cin,
+                               const float* w, const float* b, Vec lo, Vec hi, float* y,
+                               int64_t vstride) {
+  for (; r + R <= width; r += R)
+    expand_block<R, NV>(x + r * cin, cin, w, b, lo, hi, y + r * kLanes, vstride);
+  if constexpr (R > 1) expand_tail<NV, R / 2>(x, r, width, cin, w, b, lo, hi, y, vstride);
+}
+
+// About 24 accumulators whatever the panel's width: each broadcast input feeds NV products and
+// each weight vector R.
+template <int NV>
+NNFUSE_INLINE void expand_row_nv(const float* x, int64_t width, int64_t cin, const float* w,
+                                 const float* b, Vec lo, Vec hi, float* y, int64_t vstride) {
+  constexpr int kPixels = NV == 4 ? 6 : NV == 3 ? 8 : 12;
+  expand_tail<NV, kPixels>(x, 0, width, cin, w, b, lo, hi, y, vstride);
+}
+
+// One row of `width` pixels (cin channels each) times a panel of nv (1 to 4) vectors.
+NNFUSE_TARGET_CLONES void expand_row(const float* x, int64_t width, int64_t cin, const float* w,
+                                     const float* b, float lo, float hi, float* y, int64_t vstride,
+                                     int nv) {
+  const Vec vlo = splat(lo), vhi = splat(hi);
+  switch (nv) {
+    case 4:
+      expand_row_nv<4>(x, width, cin, w, b, vlo, vhi, y, vstride);
+      break;
+    case 3:
+      expand_row_nv<3>(x, width, cin, w, b, vlo, vhi, y, vstride);
+      break;
+    case 2:
+      expand_row_nv<2>(x, width, cin, w, b, vlo, vhi, y, vstride);
+      break;
+    default:
+      expand_row_nv<1>(x, width, cin, w, b, vlo, vhi, y, vstride);
+      break;
+  }
+}
+
+// B output pixels of one vector: rows[kh] points at the first input pixel of the first output
+// pixel in ring row kh, w at the vector's K * K weights (16 each). Each ring row's inputs are
+// loaded once into registers and serve every tap that reads them.
+template <int K, int S, int B>
+NNFUSE_INLINE void depthwise_block(const float* const* rows, const float* w, Vec bias, Vec lo,
+                                   Vec hi, float* y, int64_t ystride) {
+  constexpr int kIn = (B - 1) * S + K;
+  Vec acc[B];
+#pragma GCC unroll 8
+  for (int b = 0; b < B; ++b) acc[b] = bias;
+#pragma GCC unroll 5
+  for (int kh = 0; kh < K; ++kh) {
+    Vec in[kIn];
+#pragma GCC unroll 20
+    for (int i = 0; i < kIn; ++i) in[i] = load(rows[kh] + i * kLanes);
+#pragma GCC unroll 5
+    for (int kw = 0; kw < K; ++kw) {
+      const Vec wv = load(w + (kh * K + kw) * kLanes);
+#pragma GCC unroll 8
+      for (int b = 0; b < B; ++b) acc[b] += in[b * S + kw] * wv;
+    }
+  }
+#pragma GCC unroll 8
+  for (int b = 0; b < B; ++b) store(y + b * ystride, clamp(acc[b], lo, hi));
+}
+
+template <int K, int S>
+NNFUSE_INLINE void depthwise_row_ks(const float* const* rows, int64_t wp, int64_t wo, int64_t nv,
+                                    const float* w, const float* b, Vec lo, Vec hi, float* y,
+                                    int64_t ystride) {
+  for (int64_t v = 0; v < nv; ++v) {
+    const float* rv[K];
+    for (int kh = 0; kh < K; ++kh) rv[kh] = rows[kh] + v * wp * kLanes;
+    const float* wv = w + v * K * K * kLanes;
+    const Vec bias = load(b + v * kLanes);
+    float* yv = y + v * kLanes;
+    int64_t o = 0;
+    const float* r[K];
+    for (; o + 8 <= wo; o += 8) {
+      for (int kh = 0; kh < K; ++kh) r[kh] = rv[kh] + o * S * kLanes;
+      depthwise_block<K, S, 8>(r, wv, bias, lo, hi, yv + o * ystride, ystride);
+    }
+    for (; o < wo; ++o) {
+      for (int kh = 0; kh < K; ++kh) r[kh] = rv[kh] + o * S * kLanes;
+      depthwise_block<K, S, 1>(r, wv, bias, lo, hi, yv + o * ystride, ystride);
+    }
+  }
+}
+
+// One output row of nv vectors: pixel o's vector v at y + o * ystride + v * 16.
+NNFUSE_TARGET_CLONES void depthwise_row(const float* const* rows, int64_t k, int64_t s, int64_t wp,
+                                        int64_t wo, int64_t nv, const float* w, const float* b,
+                                        float lo, float hi, float* y, int64_t ystride) {
+  const Vec vlo = splat(lo), vhi = splat(hi);
+  if (k == 3 && s == 1) depthwise_row_ks<3, 1>(rows, wp, wo, nv, w, b, vlo, vhi, y, ystride);
+  if (k == 3 && s == 2) depthwise_row_ks<3, 2>(rows, wp, wo, nv, w, b, vlo, vhi, y, ystride);
+  if (k == 5 && s == 1) depthwise_row_ks<5, 1>(rows, wp, wo, nv, w, b, vlo, vhi, y, ystride);
+  if (k == 5 && s == 2) depthwise_row_ks<5, 2>(rows, wp, wo, nv, w, b, vlo, vhi, y, ystride);
+}
+
+class ExpandDepthwiseKernel : public Kernel {
+ public:
+  explicit ExpandDepthwiseKernel(const NodeInfo& info) : who_(info.node.describe()) {
+    const Dims x = *info.input_shape(0);
+    n_ = x[0];
+    c_ = x[1];
+    h_ = x[2];
+    w_ = x[3];
+    const Tensor* w1 = info.constant(ref::kExpandWeight);
+    const Tensor* w2 = info.constant(ref::kDepthwiseWeight);
+    e_ = w1->dim(0);
+    k_ = w2->dim(2);
+    const ref::ExpandDepthwisePart dw = ref::expand_depthwise_part(info.node, true);
+    s_ = dw.node->attr_ints("strides", {1, 1})[0];
+    pad_ = k_ / 2;
+    ho_ = (h_ + 2 * pad_ - k_) / s_ + 1;
+    wo_ = (w_ + 2 * pad_ - k_) / s_ + 1;
+    act1_ = ref::read_activation(*ref::expand_depthwise_part(info.node, false).node);
+    act2_ = ref::read_activation(*dw.node);
+    const float* b1 = info.has_input(ref::kExpandWeight + 1)
+                          ? info.constant(ref::kExpandWeight + 1)->data<float>()
+                          : nullptr;
+    const float* b2 = info.has_input(ref::kDepthwiseWeight + 1)
+                          ? info.constant(ref::kDepthwiseWeight + 1)->data<float>()
+                          : nullptr;
+    pack(w1->data<float>(), b1, w2->data<float>(), b2);
+    // Output rows split over the threads, at least 2 each: a seam costs the rows of the
+    // depthwise window's overlap expanded twice.
+    threads_ = static_cast<int>(std::clamp<int64_t>(ho_ / 2, 1, std::max(1, info.num_threads)));
+  }
+
+  // The weights and biases are copied.
+  bool reads_input(size_t i) const override { return i == 0; }
+
+  size_t scratch_bytes() const override {
+    return (static_cast<size_t>(threads_) * ring_floats() * sizeof(float) + 63) / 64 * 64;
+  }
+
+  void run(KernelIO& io) override {
+    const Tensor& xin = io.in(0);
+    require_float(xin, who_);
+    if (xin.shape() != Dims{n_, c_, h_, w_}) {
+      fail(ErrorKind::kRuntime, who_, ": X has shape ", dims_str(xin.shape()), ", expected [", n_,
+           ", ", c_, ", ", h_, ", ", w_, "]");
+    }
+    Tensor converted;
+    if (xin.layout() != Layout::kNHWC) converted = to_layout(xin, Layout::kNHWC);
+    const float* x = (xin.layout() == Layout::kNHWC ? xin : converted).data<float>();
+    Tensor& y = io.output(0, DType::kFloat32, {n_, e_, ho_, wo_}, Layout::kNHWC);
+    std::vector<float> own;
+    float* scratch = reinterpret_cast<float*>(io.scratch);
+    if (!scratch) {
+      own.resize(scratch_bytes() / sizeof(float));
+      scratch = own.data();
+    }
+    const int nt = omp_in_parallel() ? 1 : threads_;
+    float* py = y.data<float>();
+#pragma omp parallel num_threads(nt)
+    {
+      const int64_t t = omp_get_thread_num(), tn = omp_get_num_threads();
+      float* ring = scratch + static_cast<size_t>(t) * ring_floats();
+      for (int64_t img = 0; img < n_; ++img) {
+        run_rows(ring, x + img * h_ * w_ * c_, py + img * ho_ * wo_ * e_, ho_ * t / tn,
+                 ho_ * (t + 1) / tn);
+      }
+    }
+  }
+
+ private:
+  int64_t padded_width() const { return w_ + 2 * pad_; }
+  // Floats per pixel of the ring: the expanded channels padded to whole vectors.
+  int64_t ring_channels() const { return vectors_ * kLanes; }
+  // One thread's k ring rows, a row of zeros (the padding rows) and one output row.
+  size_t ring_floats() const {
+    return static_cast<size_t>(((k_ + 1) * padded_width() + wo_) * ring_channels());
+  }
+
+  void pack(const float* w1, const float* b1, const float* w2, const float* b2) {
+    vectors_ = (e_ + kLanes - 1) / kLanes;
+    // Panels of up to 4 vectors, as even as they come (9 -> 3 + 3 + 3, 5 -> 3 + 2).
+    const int64_t count = (vectors_ + 3) / 4;
+    for (int64_t i = 0, left = vectors_; i < count; ++i) {
+      const int nv = static_cast<int>((left + (count - i) - 1) / (count - i));
+      panels_.push_back(nv);
+      left -= nv;
+    }
+    int64_t v = 0;
+    for (int nv : panels_) {
+      const int64_t cols = nv * kLanes;
+      for (int64_t ci = 0; ci < c_; ++ci) {
+        for (int64_t j = 0; j < cols; ++j) {
+          const int64_t o = v * kLanes + j;
+          w1_.push_back(o < e_ ? w1[o * c_ + ci] : 0.0f);
+        }
+      }
+      v += nv;
+    }
+    const int64_t cs = ring_channels(), kk = k_ * k_;
+    b1_.assign(static_cast<size_t>(cs), 0.0f);
+    b2_.assign(static_cast<size_t>(cs), 0.0f);
+    w2_.assign(static_cast<size_t>(kk * cs), 0.0f);
+    for (int64_t o = 0; o < e_; ++o) {
+      if (b1) b1_[o] = b1[o];
+      if (b2) b2_[o] = b2[o];
+      for (int64_t i = 0; i < kk; ++i)
+        w2_[(o / kLanes) * kk * kLanes + i * kLanes + o % kLanes] = w2[o * kk + i];
+    }
+  }
+
+  // Output rows [oh0, oh1) of one image (x and y at its first pixel).
+  void run_rows(float* ring, const float* x, float* y, int64_t oh0, int64_t oh1) const {
+    const int64_t cs = ring_channels(), wp = padded_width(), row = wp * cs;
+    float* zero = ring + k_ * row;
+    float* out_row = zero + row;
+    // The padding: the zero row, and the pad pixels of every ring row's vectors.
+    std::fill(zero, zero + row, 0.0f);
+    for (int64_t r = 0; r < k_; ++r) {
+      for (int64_t v = 0; v < vectors_; ++v) {
+        float* blk = ring + r * row + v * wp * kLanes;
+        std::fill(blk, blk + pad_ * kLanes, 0.0f);
+        std::fill(blk + (pad_ + w_) * kLanes, blk + wp * kLanes, 0.0f);
+      }
+    }
+    const Clamp c1 = clamp_of(act1_), c2 = clamp_of(act2_);
+    const bool after1 = !in_registers(act1_), after2 = !in_registers(act2_);
+    const bool direct = e_ == cs && !after2;
+    int64_t held[5] = {-1, -1, -1, -1, -1};  // the input row in each ring slot
+    for (int64_t oh = oh0; oh < oh1; ++oh) {
+      const float* rows[5];
+      for (int64_t kh = 0; kh < k_; ++kh) {
+        const int64_t ih = oh * s_ - pad_ + kh;
+        if (ih < 0 || ih >= h_) {
+          rows[kh] = zero;
+          continue;
+        }
+        const int64_t slot = ih % k_;
+        float* r = ring + slot * row;
+        if (held[slot] != ih) {
+          expand(x + ih * w_ * c_, r, c1, after1);
+          held[slot] = ih;
+        }
+        rows[kh] = r;
+      }
+      float* yrow = y + oh * wo_ * e_;
+      depthwise_row(rows, k_, s_, wp, wo_, vectors_, w2_.data(), b2_.data(), c2.lo, c2.hi,
+                    direct ? yrow : out_row, direct ? e_ : cs);
+      if (direct) continue;
+      if (after2) activation_row(act2_, out_row, wo_ * cs);
+      for (int64_t o = 0; o < wo_; ++o) {
+        std::memcpy(yrow + o * e_, out_row + o * cs, static_cast<size_t>(e_) * sizeof(float));
+      }
+    }
+  }
+
+  // Input row x (w_ pixels of c_ channels) into ring row r, panel by panel.
+  void expand(const float* x, float* r, const Clamp& c, bool after) const {
+    const int64_t wp = padded_width();
+    const float* w1 = w1_.data();
+    const float* b1 = b1_.data();
+    for (int nv : panels_) {
+      float* dst = r + pad_ * kLanes;
+      expand_row(x, w_, c_, w1, b1, c.lo, c.hi, dst, wp * kLanes, nv);
+      if (after) {
+        for (int64_t j = 0; j < nv; ++j) activation_row(act1_, dst + j * wp * kLanes, w_ * kLanes);
+      }
+      w1 += c_ * nv * kLanes;
+      b1 += nv * kLanes;
+      r += nv * wp * kLanes;
+    }
+  }
+
+  std::string who_;
+  int64_t n_ = 0, c_ = 0, h_ = 0, w_ = 0, e_ = 0, k_ = 0, s_ = 1, pad_ = 0, ho_ = 0, wo_ = 0;
+  int64_t vectors_ = 0;  // of the expanded channels, the last one padded with zeros
+  int threads_ = 1;
+  ref::Activation act1_, act2_;
+  std::vector<int> panels_;  // vectors per expansion panel (1 to 4)
+  std::vector<float> w1_;    // per panel: [C][nv * 16]
+  std::vector<float> b1_;    // [vectors * 16]
+  std::vector<float> w2_;    // [vectors][k * k][16]
+  std::vector<float> b2_;    // [vectors * 16]
+};
+
+std::string expand_depthwise_declines(const NodeInfo& info) {
+  if (std::string r = not_static_f32(info, 0); !r.empty()) return r;
+  const Dims x = *info.input_shape(0);
+  if (x.size() != 4) return input_label(info, 0) + " is not 4-D";
+  const Layout l = input_layout(info, 0);
+  if (l != Layout::kPlain && l != Layout::kNHWC) {
+    return input_label(info, 0) + " arrives in layout " + layout_name(l);
+  }
+  if (std::string why = ref::expand_depthwise_reason(info.node); !why.empty()) return why;
+  const Tensor* w1 = info.constant(ref::kExpandWeight);
+  const Tensor* w2 = info.constant(ref::kDepthwiseWeight);
+  if (!w1 || w1->dtype() != DType::kFloat32 || w1->rank() != 4 || w1->dim(1) != x[1] ||
+      w1->dim(2) != 1 || w1->dim(3) != 1) {
+    return input_label(info, ref::kExpandWeight) + " is not a float32 constant [E, " +
+           std::to_string(x[1]) + ", 1, 1]";
+  }
+  const int64_t e = w1->dim(0);
+  if (!w2 || w2->dtype() != DType::kFloat32 || w2->rank() != 4 || w2->dim(0) != e ||
+      w2->dim(1) != 1) {
+    return input_label(info, ref::kDepthwiseWeight) + " is not a float32 constant [" +
+           std::to_string(e) + ", 1, k, k]";
+  }
+  for (size_t at : {ref::kExpandWeight + 1, ref::kDepthwiseWeight + 1}) {
+    if (!info.has_input(at)) continue;
+    const Tensor* b = info.constant(at);
+    if (!b || b->dtype() != DType::kFloat32 || b->numel() != e) {
+      return input_label(info, at) + " is not a float32 constant of " + std::to_string(e) +
+             " values";
+    }
+  }
+  const int64_t k = w2->dim(2);
+  if (w2->dim(3) != k || (k != 3 && k != 5)) return "the depthwise kernel is not 3x3 or 5x5";
+  const ref::ExpandDepthwisePart dw = ref::expand_depthwise_part(info.node, true);
+  const std::vector<int64_t> s = dw.node->attr_ints("strides", {1, 1});
+  if (s.size() != 2 || s[0] != s[1] || (s[0] != 1 && s[0] != 2)) {
+    return "the depthwise strides are not 1 or 2 on both axes";
+  }
+  const std::vector<int64_t> pads = dw.node->attr_ints("pads", {0, 0, 0, 0});
+  if (pads.size() != 4 ||
+      std::any_of(pads.begin(), pads.end(), [&](int64_t v) { return v != k / 2; })) {
+    return "the depthwise convolution is not padded by k / 2 on every side";
+  }
+  return "";
+}
+
+}  // namespace
+
+void append_expand_depthwise_kernels(FactoryTable& t) {
+  t.emplace_back(
+      "ExpandDepthwise",
+      KernelFactory{"cpu.expand_depthwise", accepts_unless_declined<expand_depthwise_declines>,
+                    [](const NodeInfo& info, size_t k) {
+                      return k == 0 && info.input_shape(0) ? Layout::kNHWC : Layout::kPlain;
+                    },
+                    [](const NodeInfo& info) -> std::unique_ptr<Kernel> {
+                      return std::make_unique<ExpandDepthwiseKernel>(info);
+                    },
+                    nullptr, expand_depthwise_declines});
+}
+
+}  // namespace nnfuse::cpu

@@ -1,0 +1,120 @@
+// cpu.expand_depthwise against the reference ExpandDepthwise (FusedConv twice): 3x3 and 5x5,
+// strides 1 and 2, expanded widths on and off the 16-float vectors, the activations applied in
+// registers (ReLU, Clip) and after (HardSwish, SiLU), biases present and absent, several
+// images, maps smaller than the kernel and of odd sizes, both input layouts.
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/onednn_test_util.h"
+#include "kernels/cpu/test_util.h"
+#include "kernels/ref/test_util.h"
+
+namespace nnfuse {
+namespace {
+
+using testing::BuiltKernel;
+using testing::expect_matches_ref;
+using testing::random_tensor;
+
+// One part's attributes with the part's prefix ("expand_" or "depthwise_").
+void add_act(std::map<std::string, Attribute>& a, const std::string& prefix,
+             const std::string& act) {
+  if (act.empty()) return;
+  a[prefix + "activation"] = attr_string(act);
+  if (act == "Clip") {
+    a[prefix + "activation_alpha"] = attr_float(0.0f);
+    a[prefix + "activation_beta"] = attr_float(6.0f);
+  }
+}
+
+std::map<std::string, Attribute> ed_attrs(int64_t e, int64_t k, int64_t s, const std::string& act1,
+                                          const std::string& act2) {
+  std::map<std::string, Attribute> a;
+  add_act(a, "expand_", act1);
+  add_act(a, "depthwise_", act2);
+  a["depthwise_group"] = attr_int(e);
+  a["depthwise_strides"] = attr_ints({s, s});
+  a["depthwise_pads"] = attr_ints({k / 2, k / 2, k / 2, k / 2});
+  a["depthwise_kernel_shape"] = attr_ints({k, k});
+  return a;
+}
+
+TEST(CpuExpandDepthwise, MatchesTheReference) {
+  struct Case {
+    Dims x;
+    int64_t e, k, s;
+    std::string act1, act2;
+    bool biases;
+  };
+  uint32_t seed = 1;
+  for (Layout layout : {Layout::kNHWC, Layout::kPlain}) {
+    for (const Case& c : {Case{{1, 16, 20, 20}, 96, 3, 2, "Clip", "Clip", true},
+                          Case{{2, 24, 13, 11}, 72, 3, 1, "HardSwish", "HardSwish", true},
+                          Case{{1, 8, 9, 17}, 40, 5, 2, "SiLU", "", false},
+                          Case{{1, 16, 7, 7}, 48, 5, 1, "Relu", "Relu", true},
+                          Case{{1, 24, 56, 56}, 144, 3, 1, "Clip", "Clip", true},
+                          Case{{1, 5, 2, 3}, 16, 3, 1, "", "Sigmoid", true},
+                          Case{{1, 7, 1, 1}, 20, 3, 2, "Relu", "", true},
+                          Case{{3, 4, 6, 9}, 260, 3, 2, "Relu", "HardSwish", false}}) {
+      SCOPED_TRACE(dims_str(c.x) + " -> " + std::to_string(c.e) + " k" + std::to_string(c.k) +
+                   " s" + std::to_string(c.s) + " " + c.act1 + "/" + c.act2 + " " +
+                   layout_name(layout));
+      std::vector<testing::FastInput> in = {
+          {random_tensor(c.x, seed++), false, layout},
+          {random_tensor({c.e, c.x[1], 1, 1}, seed++, -0.5f, 0.5f), true},
+          {c.biases ? random_tensor({c.e}, seed++) : Tensor(), true},
+          {random_tensor({c.e, 1, c.k, c.k}, seed++, -0.5f, 0.5f), true},
+          {c.biases ? random_tensor({c.e}, seed++) : Tensor(), true}};
+      if (!c.biases) in.pop_back();
+      expect_matches_ref("cpu.expand_depthwise", "ExpandDepthwise", in,
+                         ed_attrs(c.e, c.k, c.s, c.act1, c.act2), 1, 1e-5f, 1e-4f);
+    }
+  }
+}
+
+TEST(CpuExpandDepthwise, WritesChannelsLast) {
+  const Tensor x = random_tensor({1, 8, 6, 6}, 1);
+  BuiltKernel k("cpu.expand_depthwise", "ExpandDepthwise",
+                {{x, false},
+                 {random_tensor({32, 8, 1, 1}, 2), true},
+                 {Tensor(), true},
+                 {random_tensor({32, 1, 3, 3}, 3), true}},
+                ed_attrs(32, 3, 2, "Relu", "Relu"));
+  ASSERT_TRUE(k.accepted);
+  EXPECT_EQ(k.output_layout(), Layout::kNHWC);
+  const Tensor y = k.run({x});
+  EXPECT_EQ(y.layout(), Layout::kNHWC);
+  EXPECT_EQ(y.shape(), (Dims{1, 32, 3, 3}));
+}
+
+TEST(CpuExpandDepthwise, DeclinesWhatItDoesNotRun) {
+  const Tensor x = random_tensor({1, 8, 6, 6}, 1);
+  auto build = [&](const Tensor& w1, const Tensor& w2, bool constant,
+                   std::map<std::string, Attribute> a) {
+    return BuiltKernel("cpu.expand_depthwise", "ExpandDepthwise",
+                       {{x, false}, {w1, constant}, {Tensor(), true}, {w2, constant}}, a);
+  };
+  const Tensor w1 = random_tensor({32, 8, 1, 1}, 2), w2 = random_tensor({32, 1, 3, 3}, 3);
+  const auto ok = ed_attrs(32, 3, 1, "Relu", "Relu");
+  auto with = [&](const std::string& k, const Attribute& v) {
+    auto a = ok;
+    a[k] = v;
+    return a;
+  };
+  EXPECT_TRUE(build(w1, w2, true, ok).accepted);
+  EXPECT_FALSE(build(w1, w2, false, ok).accepted);                              // run-time weights
+  EXPECT_FALSE(build(random_tensor({32, 6, 1, 1}, 4), w2, true, ok).accepted);  // C mismatch
+  EXPECT_FALSE(build(w1, random_tensor({16, 1, 3, 3}, 5), true, ok).accepted);  // E mismatch
+  EXPECT_FALSE(build(random_tensor({32, 8, 3, 3}, 6), w2, true, ok).accepted);  // not 1x1
+  const Tensor w4 = random_tensor({32, 1, 4, 4}, 7);
+  EXPECT_FALSE(build(w1, w4, true, with("depthwise_kernel_shape", attr_ints({4, 4}))).accepted);
+  EXPECT_FALSE(build(w1, w2, true, with("depthwise_strides", attr_ints({3, 3}))).accepted);
+  EXPECT_FALSE(build(w1, w2, true, with("depthwise_strides", attr_ints({1, 2}))).accepted);
+  EXPECT_FALSE(build(w1, w2, true, with("depthwise_pads", attr_ints({0, 0, 0, 0}))).accepted);
+  EXPECT_FALSE(build(w1, w2, true, with("depthwise_dilations", attr_ints({2, 2}))).accepted);
+  EXPECT_FALSE(build(w1, w2, true, with("depthwise_group", attr_int(16))).accepted);
+  EXPECT_FALSE(build(w1, w2, true, with("expand_strides", attr_ints({2, 2}))).accepted);
+  EXPECT_FALSE(build(w1, w2, true, with("expand_activation", attr_string("Cube"))).accepted);
+}
+
+}  // namespace
+}  // namespace nnfuse

@@ -1,0 +1,42 @@
+// ExpandDepthwise (ai.nnfuse): an inverted residual's 1x1 expansion and the depthwise
+// convolution after it, in one kernel:
+//   ExpandDepthwise(X, W1, B1?, W2, B2?) = FusedConv(FusedConv(X, W1, B1), W2, B2)
+// The first convolution is an ungrouped, unpadded, unstrided 1x1 (C -> E channels); the second a
+// depthwise k x k (group = E, W2 [E, 1, k, k]), with any stride and symmetric padding. Each
+// carries its FusedConv attributes (activation, activation_alpha, activation_beta and the Conv's
+// own) with a prefix: "expand_" for the first, "depthwise_" for the second. The output is the
+// depthwise convolution's [N, E, H', W']. The expanded [N, E, H, W] tensor, six times X in
+// MobileNetV2, never leaves the kernel: it is computed a few rows ahead of the depthwise
+// convolution that reads it.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ir/graph.h"
+
+namespace nnfuse::ref {
+
+inline constexpr char kExpandAttrPrefix[] = "expand_";
+inline constexpr char kDepthwiseAttrPrefix[] = "depthwise_";
+inline constexpr size_t kExpandWeight = 1;     // W1; B1 follows
+inline constexpr size_t kDepthwiseWeight = 3;  // W2; B2 follows
+
+// A one-node graph holding one convolution of `fused` as a FusedConv: its attributes without the
+// prefix, reading values named, typed and shaped as the fused node's (X or the expanded tensor,
+// then that part's weight and bias; constants are not copied) and writing the expanded tensor or
+// the fused node's output. What the kernels read the parts' geometry and activations from, and
+// what the ONNX Runtime export writes.
+struct ExpandDepthwisePart {
+  std::unique_ptr<Graph> graph;
+  Node* node = nullptr;
+};
+ExpandDepthwisePart expand_depthwise_part(const Node& fused, bool depthwise);
+
+// "" when `fused` is an ExpandDepthwise its kernels can run: float32, a 4-D X, a 1x1 expansion
+// weight [E, C, 1, 1] and a depthwise weight [E, 1, k, k], biases of one value per output, the
+// expansion ungrouped, unpadded and unstrided, the depthwise conv grouped by E and undilated,
+// known activations; else why not.
+std::string expand_depthwise_reason(const Node& fused);
+
+}  // namespace nnfuse::ref

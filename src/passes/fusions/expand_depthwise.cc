@@ -1,0 +1,156 @@
+// ExpandDepthwiseFusionPass: an inverted residual's 1x1 expansion and the depthwise convolution
+// that alone reads it,
+//   FusedConv(FusedConv(X, W1, B1), W2, B2)   (1x1 C -> E, then depthwise k x k over E)
+// become ExpandDepthwise(X, W1, B1, W2, B2) (ai.nnfuse, kernels/ref/expand_depthwise.h): the
+// expanded tensor (E = 4 to 6 times C channels at the input's resolution: MobileNetV2's,
+// MobileNetV3's, EfficientNet's, MnasNet's blocks) is computed a few rows ahead of the depthwise
+// convolution and read back from the cache, instead of being written to memory whole and read
+// back by a second kernel.
+//
+// Where it pays: the decision is made per block, on the size of the expanded tensor. Where it
+// is small (the late 14x14 and 7x7 blocks), it stays in the cache between the two convolutions
+// anyway, and oneDNN's separate kernels are faster than the fused one; the match is declined
+// with that reason, so fusion_result.json names the decision for every block.
+#include "kernels/ref/expand_depthwise.h"
+
+#include <cstdlib>
+
+#include "cost/cost.h"
+#include "kernels/ref/conv_skip.h"
+#include "passes/fusions/fusions.h"
+#include "passes/fusions/rule.h"
+
+namespace nnfuse {
+
+namespace {
+
+// Expanded tensors from this size on are fused. Measured per block with `nnfuse profile` (the
+// fused kernel against the two it replaces, runs alternated) on a 2-core Zen 4: MobileNetV2's
+// 112x112x96 block (4.6 MiB) took 0.61 to 0.70 of the time, its 56x56x144 ones (1.7 MiB) 0.49
+// to 0.89, the more the busier the machine's memory; its 28x28x192 ones (0.6 MiB) 0.80 to 1.00,
+// 14x14 ones (0.3 MiB) 0.84 to 1.13, 7x7 ones (0.2 MiB) 1.1 to 1.3; MobileNetV3-small's, 0.9 MiB
+// and less, 1.04 to 1.9.
+constexpr int64_t kMinExpandedBytes = int64_t{1} << 20;
+
+// NNFUSE_EXPAND_DEPTHWISE=force fuses every block whatever its size (to measure where it pays,
+// and in tests on small shapes).
+bool forced() {
+  const char* v = std::getenv("NNFUSE_EXPAND_DEPTHWISE");
+  return v && std::string(v) == "force";
+}
+
+// "" when `conv` (a Conv or FusedConv) has no residual and a constant bias (or none), else why.
+std::string plain_conv(const Node& conv, const std::string& who) {
+  if (conv.op_type() == "FusedConv" &&
+      ((conv.num_inputs() > 3 && conv.input(3)) || ref::has_skip_conv(conv))) {
+    return who + " adds a residual";
+  }
+  if (conv.num_inputs() > 2 && conv.input(2) && !pattern::constant_value(conv.input(2))) {
+    return who + "'s bias is not a constant";
+  }
+  return "";
+}
+
+bool all_equal(const std::vector<int64_t>& v, int64_t x) {
+  for (int64_t e : v) {
+    if (e != x) return false;
+  }
+  return true;
+}
+
+// "" when the depthwise part is one the fused kernel computes: k x k with k 3 or 5, both
+// strides 1 or both 2, padding k / 2 on every side, undilated, not auto-padded.
+std::string depthwise_geometry(const Node& dw, const Tensor& w) {
+  const int64_t k = w.dim(2);
+  if (w.dim(3) != k || (k != 3 && k != 5)) return "the depthwise kernel is not 3x3 or 5x5";
+  const std::vector<int64_t> s = dw.attr_ints("strides", {1, 1});
+  if (s.size() != 2 || s[0] != s[1] || (s[0] != 1 && s[0] != 2)) {
+    return "the depthwise strides are not 1 or 2 on both axes";
+  }
+  if (!all_equal(dw.attr_ints("dilations", {1, 1}), 1)) return "the depthwise conv is dilated";
+  if (dw.attr_string("auto_pad", "NOTSET") != "NOTSET") return "the depthwise conv uses auto_pad";
+  if (!all_equal(dw.attr_ints("pads", {0, 0, 0, 0}), k / 2) ||
+      dw.attr_ints("pads", {}).size() != 4) {
+    return "the depthwise convolution is not padded by " + std::to_string(k / 2) + " on every side";
+  }
+  return "";
+}
+
+// A 1x1 convolution's output read by a depthwise one over all its channels: the rule's matches
+// (any other chain of two convolutions is not one, so it is neither counted nor declined).
+bool expansion_then_depthwise(const pattern::Match& m) {
+  const Tensor* w1 = pattern::constant_value(m.value("w1"));
+  const Tensor* w2 = pattern::constant_value(m.value("w2"));
+  if (!w1 || !w2 || w1->rank() != 4 || w2->rank() != 4) return false;
+  const int64_t e = w1->dim(0);
+  return w1->dim(2) == 1 && w1->dim(3) == 1 && w2->dim(0) == e && w2->dim(1) == 1 &&
+         m.node("depthwise")->attr_int("group", 1) == e;
+}
+
+// "" when the expansion is a plain ungrouped 1x1 product (no padding, stride or dilation), else
+// why not.
+std::string expansion_reason(const Node& ex) {
+  if (ex.attr_int("group", 1) != 1) return "the expansion is grouped";
+  if (!all_equal(ex.attr_ints("pads", {}), 0) || !all_equal(ex.attr_ints("strides", {}), 1) ||
+      !all_equal(ex.attr_ints("dilations", {}), 1) ||
+      ex.attr_string("auto_pad", "NOTSET") != "NOTSET") {
+    return "the expansion is padded, strided or dilated";
+  }
+  return plain_conv(ex, "the expansion");
+}
+
+// "" when fusing pays for an expanded tensor of this size (or NNFUSE_EXPAND_DEPTHWISE=force),
+// else why not.
+std::string pays(const Value& expanded) {
+  if (!expanded.shape().fully_known() || expanded.shape().dims.size() != 4) {
+    return "the expanded tensor has no static 4-D shape";
+  }
+  const int64_t bytes = cost::value_bytes(expanded);
+  if (bytes >= kMinExpandedBytes || forced()) return "";
+  return "does not pay: the expanded tensor (" + std::to_string(bytes / 1024) +
+         " KiB) stays in the cache between the two convolutions (fused from " +
+         std::to_string(kMinExpandedBytes / 1024) + " KiB)";
+}
+
+// Both convolutions' attributes, each with its part's prefix.
+std::map<std::string, Attribute> part_attrs(const Node& ex, const Node& dw) {
+  std::map<std::string, Attribute> attrs;
+  for (const auto& [name, value] : ex.attrs()) attrs[ref::kExpandAttrPrefix + name] = value;
+  for (const auto& [name, value] : dw.attrs()) attrs[ref::kDepthwiseAttrPrefix + name] = value;
+  return attrs;
+}
+
+Rule expand_depthwise() {
+  using namespace pattern;
+  auto conv = [](Pat in, const std::string& w, const std::string& name) {
+    return any_of({op_in(kFusedDomain, "FusedConv", {in, constant(w)}, false).named(name),
+                   op("Conv", {in, constant(w)}, false).named(name)});
+  };
+  return {
+      .name = "ExpandDepthwiseFusionPass",
+      .description =
+          "Fuses a 1x1 expansion conv and the depthwise conv after it into one kernel "
+          "that keeps the expanded tensor in the cache, where that tensor is large",
+      .ops = {"Conv", "Conv"},
+      .patterns = {{"", conv(conv(any("x"), "w1", "expand"), "w2", "depthwise")}},
+      .guards = {guard::float32({"x", "w1", "w2"})},
+      .rewrite = [](const RuleMatch& m) -> std::string {
+        const Node* ex = m.node("expand");
+        const Node* dw = m.node("depthwise");
+        for (std::string why :
+             {expansion_reason(*ex), plain_conv(*dw, "the depthwise convolution"),
+              depthwise_geometry(*dw, *pattern::constant_value(m["w2"])), pays(*ex->output(0))}) {
+          if (!why.empty()) return why;
+        }
+        auto bias = [](const Node* c) { return c->num_inputs() > 2 ? c->input(2) : nullptr; };
+        return m.fuse("ExpandDepthwise", {m["x"], m["w1"], bias(ex), m["w2"], bias(dw)},
+                      part_attrs(*ex, *dw));
+      },
+      .applies = expansion_then_depthwise};
+}
+
+}  // namespace
+
+std::unique_ptr<Pass> make_expand_depthwise_pass() { return make_rule_pass(expand_depthwise()); }
+
+}  // namespace nnfuse

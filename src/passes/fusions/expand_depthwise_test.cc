@@ -1,0 +1,164 @@
+// ExpandDepthwiseFusionPass: a 1x1 expansion (with its BatchNorm and activation) and the
+// depthwise conv that alone reads it become one ExpandDepthwise where the expanded tensor is
+// large; a small one is declined as not paying (NNFUSE_EXPAND_DEPTHWISE=force fuses it anyway);
+// an expansion read elsewhere, a dilated or unevenly padded depthwise conv keep the nodes, with
+// the reason; other chains of two convs are not matches; fused == unfused; the switch file
+// turns it off.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "passes/fusions/fusion_test_util.h"
+
+namespace nnfuse {
+namespace {
+
+using namespace fusion_test;
+
+struct Block {
+  int64_t n = 1, c = 8, e = 48, hw = 10, k = 3, s = 1;
+  std::string act = "Relu";  // both parts'; "" for none
+  bool bn = true;
+  bool expanded_read_elsewhere = false;
+  bool dilated = false;
+  bool uneven_pads = false;
+  bool dense_second = false;  // a 3x3 conv over all channels instead of a depthwise one
+};
+
+// x -> 1x1 Conv (-> BN) (-> act) -> depthwise k x k Conv (-> BN) (-> act) -> y.
+std::unique_ptr<Graph> block(const Block& k) {
+  B b;
+  Value* x = b.in("x", {k.n, k.c, k.hw, k.hw});
+  const Dims es = {k.n, k.e, k.hw, k.hw};
+  auto bn = [&](Value* v, const Dims& shape, uint32_t seed, const std::string& name) {
+    if (!k.bn) return v;
+    return b.n(
+        "BatchNormalization",
+        {v, b.c(random_tensor({k.e}, seed, 0.5f, 1.5f)), b.c(random_tensor({k.e}, seed + 1)),
+         b.c(random_tensor({k.e}, seed + 2)), b.c(random_tensor({k.e}, seed + 3, 0.5f, 1.5f))},
+        shape, {}, name);
+  };
+  auto act = [&](Value* v, const Dims& shape, const std::string& name) {
+    if (k.act.empty()) return v;
+    if (k.act != "Clip") return b.n(k.act, {v}, shape, {}, name);
+    return b.n("Clip", {v, b.c(Tensor::scalar(0.0f)), b.c(Tensor::scalar(6.0f))}, shape, {}, name);
+  };
+  Value* a =
+      b.n("Conv", {x, b.c(random_tensor({k.e, k.c, 1, 1}, 1, -0.5f, 0.5f))}, es, {}, "expand");
+  a = act(bn(a, es, 10, "expand_bn"), es, "expand_act");
+  const int64_t pad = k.dilated ? k.k / 2 * 2 : k.k / 2;
+  const int64_t out = (k.hw + 2 * pad - (k.dilated ? 2 * (k.k - 1) + 1 : k.k)) / k.s + 1;
+  const Dims ys = {k.n, k.e, out, out};
+  std::map<std::string, Attribute> attrs = {{"group", attr_int(k.dense_second ? 1 : k.e)},
+                                            {"strides", ints({k.s, k.s})},
+                                            {"pads", ints({pad, pad, pad, pad})}};
+  if (k.dilated) attrs["dilations"] = ints({2, 2});
+  if (k.uneven_pads) attrs["pads"] = ints({0, 0, 2, 2});
+  const Dims w2 = {k.e, k.dense_second ? k.e : 1, k.k, k.k};
+  Value* y = b.n("Conv", {a, b.c(random_tensor(w2, 2, -0.5f, 0.5f))}, ys, attrs, "depthwise");
+  y = act(bn(y, ys, 20, "depthwise_bn"), ys, "depthwise_act");
+  b.out(y);
+  if (k.expanded_read_elsewhere) b.out(a);
+  return std::move(b.g);
+}
+
+// Sets NNFUSE_EXPAND_DEPTHWISE=force for one scope.
+struct Forced {
+  Forced() { setenv("NNFUSE_EXPAND_DEPTHWISE", "force", 1); }
+  ~Forced() { unsetenv("NNFUSE_EXPAND_DEPTHWISE"); }
+};
+
+TEST(ExpandDepthwiseFusion, ALargeExpansionIsOneKernel) {
+  // 96 channels of 64x64: 1.5 MiB expanded, over the rule's 1 MiB.
+  Block k;
+  k.c = 16;
+  k.e = 96;
+  k.hw = 64;
+  k.s = 2;
+  k.act = "Clip";
+  auto f = fuse(block(k));
+  const PassRecord* r = record(f.report, "ExpandDepthwiseFusionPass");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->effect_times, 1) << (r->rejected.empty() ? "" : r->rejected[0].reason);
+  EXPECT_EQ(count_op(*f.graph, "ExpandDepthwise"), 1u) << graph_to_text(*f.graph);
+  EXPECT_EQ(count_op(*f.graph, "FusedConv") + count_op(*f.graph, "Conv"), 0u);
+  expect_same_numbers(std::move(f.graph), block(k));
+}
+
+TEST(ExpandDepthwiseFusion, ASmallExpansionDoesNotPay) {
+  auto f = fuse(block(Block{}));
+  EXPECT_EQ(count_op(*f.graph, "ExpandDepthwise"), 0u);
+  const PassRecord* r = record(f.report, "ExpandDepthwiseFusionPass");
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->rejected.size(), 1u);
+  EXPECT_NE(r->rejected[0].reason.find("does not pay: the expanded tensor (18 KiB)"),
+            std::string::npos)
+      << r->rejected[0].reason;
+}
+
+TEST(ExpandDepthwiseFusion, ForcedEveryVariantFusesAndMatches) {
+  Forced forced;
+  std::vector<Block> blocks(6);
+  blocks[1].k = 5;
+  blocks[1].s = 2;
+  blocks[1].act = "HardSwish";
+  blocks[2].bn = false;  // plain Convs, no activation: the pattern's Conv form
+  blocks[2].act = "";
+  blocks[3].n = 2;
+  blocks[3].e = 40;  // off the 16-float vectors
+  blocks[3].hw = 9;
+  blocks[4].act = "Sigmoid";
+  blocks[5].hw = 2;  // smaller than the window
+  for (const Block& k : blocks) {
+    SCOPED_TRACE("k" + std::to_string(k.k) + " s" + std::to_string(k.s) + " " + k.act +
+                 " n=" + std::to_string(k.n) + " e=" + std::to_string(k.e));
+    auto f = fuse(block(k));
+    EXPECT_EQ(count_op(*f.graph, "ExpandDepthwise"), 1u) << graph_to_text(*f.graph);
+    EXPECT_EQ(record(f.report, "ExpandDepthwiseFusionPass")->effect_times, 1);
+    expect_same_numbers(std::move(f.graph), block(k));
+  }
+}
+
+TEST(ExpandDepthwiseFusion, DeclinedWithTheReason) {
+  Forced forced;
+  struct Case {
+    Block k;
+    std::string reason;
+  };
+  Block read_elsewhere, dilated, uneven;
+  read_elsewhere.expanded_read_elsewhere = true;
+  dilated.dilated = true;
+  uneven.uneven_pads = true;
+  for (const Case& c : {Case{read_elsewhere, "graph output"}, Case{dilated, "dilated"},
+                        Case{uneven, "not padded by 1 on every side"}}) {
+    SCOPED_TRACE(c.reason);
+    auto f = fuse(block(c.k));
+    EXPECT_EQ(count_op(*f.graph, "ExpandDepthwise"), 0u) << graph_to_text(*f.graph);
+    const PassRecord* r = record(f.report, "ExpandDepthwiseFusionPass");
+    ASSERT_NE(r, nullptr);
+    ASSERT_FALSE(r->rejected.empty());
+    EXPECT_NE(r->rejected[0].reason.find(c.reason), std::string::npos) << r->rejected[0].reason;
+    expect_same_numbers(std::move(f.graph), block(c.k));
+  }
+}
+
+TEST(ExpandDepthwiseFusion, OtherConvChainsAreNotMatches) {
+  Forced forced;
+  Block dense;
+  dense.dense_second = true;
+  auto f = fuse(block(dense));
+  EXPECT_EQ(count_op(*f.graph, "ExpandDepthwise"), 0u);
+  const PassRecord* r = record(f.report, "ExpandDepthwiseFusionPass");
+  EXPECT_TRUE(r == nullptr || (r->match_times == 0 && r->rejected.empty()));
+}
+
+TEST(ExpandDepthwiseFusion, TheSwitchFileTurnsItOff) {
+  Forced forced;
+  FusionSwitches sw = switched_off("ExpandDepthwiseFusionPass");
+  auto f = fuse(block(Block{}), &sw);
+  EXPECT_EQ(count_op(*f.graph, "ExpandDepthwise"), 0u);
+  EXPECT_EQ(count_op(*f.graph, "FusedConv"), 2u);
+}
+
+}  // namespace
+}  // namespace nnfuse
