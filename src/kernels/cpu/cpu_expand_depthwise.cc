@@ -2,9 +2,9 @@
 // expansion and its depthwise k x k convolution (k 3 or 5, stride 1 or 2, padding k / 2) in one
 // pass over the image, channels-last in and out.
 //
-// The expanded channels are split over the threads in whole vectors of 16, so no thread
-// computes what another does (a split by rows would compute the rows at the seams twice). Each
-// thread walks the output rows; for each it expands the input rows the depthwise window needs
+// The threads split the output rows (each computing the rows at a seam that both need) or, where
+// that costs more, the expanded channels in whole vectors of 16. Each thread walks its output
+// rows; for each it expands the input rows the depthwise window needs
 // and has not expanded yet into a ring of k rows, then runs the depthwise convolution over the
 // ring. The ring (k rows of its channels, at most a few hundred KiB) stays in the core's cache:
 // the expanded tensor is never written to memory.
@@ -53,14 +53,17 @@ NNFUSE_INLINE Vec clamp(Vec x, Vec lo, Vec hi) {
   return x > hi ? hi : x;
 }
 
-// The clamp an activation is in registers, or the identity's for the others (applied after).
+// An activation as the kernels apply it in registers: a clamp (ReLU, Clip; none: unbounded),
+// then HardSwish's x * clamp(x / 6 + 1 / 2, 0, 1) where `swish`. Other activations are applied
+// after, over the rows written (activation_row), and are the identity here.
 struct Clamp {
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
+  bool swish = false;
 };
 bool in_registers(const ref::Activation& a) {
   return a.kind == ActivationKind::kNone || a.kind == ActivationKind::kRelu ||
-         a.kind == ActivationKind::kClip;
+         a.kind == ActivationKind::kClip || a.kind == ActivationKind::kHardSwish;
 }
 Clamp clamp_of(const ref::Activation& a) {
   Clamp c;
@@ -69,16 +72,29 @@ Clamp clamp_of(const ref::Activation& a) {
     c.lo = a.alpha;
     c.hi = a.beta;
   }
+  c.swish = a.kind == ActivationKind::kHardSwish;
   return c;
+}
+
+// Clamp in vectors.
+struct Epilogue {
+  Vec lo, hi;
+  bool swish;
+  explicit Epilogue(const Clamp& c) : lo(splat(c.lo)), hi(splat(c.hi)), swish(c.swish) {}
+};
+NNFUSE_INLINE Vec finish(const Epilogue& e, Vec x) {
+  x = clamp(x, e.lo, e.hi);
+  if (e.swish) x = x * clamp(x * (1.0f / 6.0f) + 0.5f, splat(0.0f), splat(1.0f));
+  return x;
 }
 
 // y[r * 16 + v * vstride + j] = clamp(b[v * 16 + j] + sum_c x[r * cin + c] * w[(c * NV + v) *
 // 16 + j]) for R pixels r and NV vectors v.
 template <int R, int NV>
-NNFUSE_INLINE void expand_block(const float* x, int64_t cin, const float* w, const float* b, Vec lo,
-                                Vec hi, float* y, int64_t vstride) {
+NNFUSE_INLINE void expand_block(const float* x, int64_t cin, const float* w, const float* b,
+                                const Epilogue& ep, float* y, int64_t vstride) {
   Vec acc[R][NV];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[r][v] = load(b + v * kLanes);
@@ -87,56 +103,56 @@ NNFUSE_INLINE void expand_block(const float* x, int64_t cin, const float* w, con
     Vec wv[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) wv[v] = load(w + (c * NV + v) * kLanes);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const Vec xb = splat(x[r * cin + c]);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[r][v] += xb * wv[v];
     }
   }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) store(y + r * kLanes + v * vstride, clamp(acc[r][v], lo, hi));
+    for (int v = 0; v < NV; ++v) store(y + r * kLanes + v * vstride, finish(ep, acc[r][v]));
   }
 }
 
 // Pixels [r, width) of a row in blocks of R, then of R / 2, ... down to 1.
 template <int NV, int R>
 NNFUSE_INLINE void expand_tail(const float* x, int64_t r, int64_t width, int64_t cin,
-                               const float* w, const float* b, Vec lo, Vec hi, float* y,
+                               const float* w, const float* b, const Epilogue& ep, float* y,
                                int64_t vstride) {
   for (; r + R <= width; r += R)
-    expand_block<R, NV>(x + r * cin, cin, w, b, lo, hi, y + r * kLanes, vstride);
-  if constexpr (R > 1) expand_tail<NV, R / 2>(x, r, width, cin, w, b, lo, hi, y, vstride);
+    expand_block<R, NV>(x + r * cin, cin, w, b, ep, y + r * kLanes, vstride);
+  if constexpr (R > 1) expand_tail<NV, R / 2>(x, r, width, cin, w, b, ep, y, vstride);
 }
 
 // About 24 accumulators whatever the panel's width: each broadcast input feeds NV products and
 // each weight vector R.
 template <int NV>
 NNFUSE_INLINE void expand_row_nv(const float* x, int64_t width, int64_t cin, const float* w,
-                                 const float* b, Vec lo, Vec hi, float* y, int64_t vstride) {
+                                 const float* b, const Epilogue& ep, float* y, int64_t vstride) {
   constexpr int kPixels = NV == 4 ? 6 : NV == 3 ? 8 : 12;
-  expand_tail<NV, kPixels>(x, 0, width, cin, w, b, lo, hi, y, vstride);
+  expand_tail<NV, kPixels>(x, 0, width, cin, w, b, ep, y, vstride);
 }
 
 // One row of `width` pixels (cin channels each) times a panel of nv (1 to 4) vectors.
 NNFUSE_TARGET_CLONES void expand_row(const float* x, int64_t width, int64_t cin, const float* w,
-                                     const float* b, float lo, float hi, float* y, int64_t vstride,
+                                     const float* b, const Clamp& c, float* y, int64_t vstride,
                                      int nv) {
-  const Vec vlo = splat(lo), vhi = splat(hi);
+  const Epilogue ep(c);
   switch (nv) {
     case 4:
-      expand_row_nv<4>(x, width, cin, w, b, vlo, vhi, y, vstride);
+      expand_row_nv<4>(x, width, cin, w, b, ep, y, vstride);
       break;
     case 3:
-      expand_row_nv<3>(x, width, cin, w, b, vlo, vhi, y, vstride);
+      expand_row_nv<3>(x, width, cin, w, b, ep, y, vstride);
       break;
     case 2:
-      expand_row_nv<2>(x, width, cin, w, b, vlo, vhi, y, vstride);
+      expand_row_nv<2>(x, width, cin, w, b, ep, y, vstride);
       break;
     default:
-      expand_row_nv<1>(x, width, cin, w, b, vlo, vhi, y, vstride);
+      expand_row_nv<1>(x, width, cin, w, b, ep, y, vstride);
       break;
   }
 }
@@ -145,8 +161,8 @@ NNFUSE_TARGET_CLONES void expand_row(const float* x, int64_t width, int64_t cin,
 // pixel in ring row kh, w at the vector's K * K weights (16 each). Each ring row's inputs are
 // loaded once into registers and serve every tap that reads them.
 template <int K, int S, int B>
-NNFUSE_INLINE void depthwise_block(const float* const* rows, const float* w, Vec bias, Vec lo,
-                                   Vec hi, float* y, int64_t ystride) {
+NNFUSE_INLINE void depthwise_block(const float* const* rows, const float* w, Vec bias,
+                                   const Epilogue& ep, float* y, int64_t ystride) {
   constexpr int kIn = (B - 1) * S + K;
   Vec acc[B];
 #pragma GCC unroll 8
@@ -164,41 +180,42 @@ NNFUSE_INLINE void depthwise_block(const float* const* rows, const float* w, Vec
     }
   }
 #pragma GCC unroll 8
-  for (int b = 0; b < B; ++b) store(y + b * ystride, clamp(acc[b], lo, hi));
+  for (int b = 0; b < B; ++b) store(y + b * ystride, finish(ep, acc[b]));
+}
+
+// Output pixels [o, wo) of one vector in blocks of B, then of B / 2, ... down to 1.
+template <int K, int S, int B>
+NNFUSE_INLINE void depthwise_tail(const float* const* rv, int64_t o, int64_t wo, const float* w,
+                                  Vec bias, const Epilogue& ep, float* y, int64_t ystride) {
+  const float* r[K];
+  for (; o + B <= wo; o += B) {
+    for (int kh = 0; kh < K; ++kh) r[kh] = rv[kh] + o * S * kLanes;
+    depthwise_block<K, S, B>(r, w, bias, ep, y + o * ystride, ystride);
+  }
+  if constexpr (B > 1) depthwise_tail<K, S, B / 2>(rv, o, wo, w, bias, ep, y, ystride);
 }
 
 template <int K, int S>
 NNFUSE_INLINE void depthwise_row_ks(const float* const* rows, int64_t wp, int64_t wo, int64_t nv,
-                                    const float* w, const float* b, Vec lo, Vec hi, float* y,
+                                    const float* w, const float* b, const Epilogue& ep, float* y,
                                     int64_t ystride) {
   for (int64_t v = 0; v < nv; ++v) {
     const float* rv[K];
     for (int kh = 0; kh < K; ++kh) rv[kh] = rows[kh] + v * wp * kLanes;
-    const float* wv = w + v * K * K * kLanes;
-    const Vec bias = load(b + v * kLanes);
-    float* yv = y + v * kLanes;
-    int64_t o = 0;
-    const float* r[K];
-    for (; o + 8 <= wo; o += 8) {
-      for (int kh = 0; kh < K; ++kh) r[kh] = rv[kh] + o * S * kLanes;
-      depthwise_block<K, S, 8>(r, wv, bias, lo, hi, yv + o * ystride, ystride);
-    }
-    for (; o < wo; ++o) {
-      for (int kh = 0; kh < K; ++kh) r[kh] = rv[kh] + o * S * kLanes;
-      depthwise_block<K, S, 1>(r, wv, bias, lo, hi, yv + o * ystride, ystride);
-    }
+    depthwise_tail<K, S, 8>(rv, 0, wo, w + v * K * K * kLanes, load(b + v * kLanes), ep,
+                            y + v * kLanes, ystride);
   }
 }
 
 // One output row of nv vectors: pixel o's vector v at y + o * ystride + v * 16.
 NNFUSE_TARGET_CLONES void depthwise_row(const float* const* rows, int64_t k, int64_t s, int64_t wp,
                                         int64_t wo, int64_t nv, const float* w, const float* b,
-                                        float lo, float hi, float* y, int64_t ystride) {
-  const Vec vlo = splat(lo), vhi = splat(hi);
-  if (k == 3 && s == 1) depthwise_row_ks<3, 1>(rows, wp, wo, nv, w, b, vlo, vhi, y, ystride);
-  if (k == 3 && s == 2) depthwise_row_ks<3, 2>(rows, wp, wo, nv, w, b, vlo, vhi, y, ystride);
-  if (k == 5 && s == 1) depthwise_row_ks<5, 1>(rows, wp, wo, nv, w, b, vlo, vhi, y, ystride);
-  if (k == 5 && s == 2) depthwise_row_ks<5, 2>(rows, wp, wo, nv, w, b, vlo, vhi, y, ystride);
+                                        const Clamp& c, float* y, int64_t ystride) {
+  const Epilogue ep(c);
+  if (k == 3 && s == 1) depthwise_row_ks<3, 1>(rows, wp, wo, nv, w, b, ep, y, ystride);
+  if (k == 3 && s == 2) depthwise_row_ks<3, 2>(rows, wp, wo, nv, w, b, ep, y, ystride);
+  if (k == 5 && s == 1) depthwise_row_ks<5, 1>(rows, wp, wo, nv, w, b, ep, y, ystride);
+  if (k == 5 && s == 2) depthwise_row_ks<5, 2>(rows, wp, wo, nv, w, b, ep, y, ystride);
 }
 
 class ExpandDepthwiseKernel : public Kernel {
@@ -226,17 +243,14 @@ class ExpandDepthwiseKernel : public Kernel {
     const float* b2 = info.has_input(ref::kDepthwiseWeight + 1)
                           ? info.constant(ref::kDepthwiseWeight + 1)->data<float>()
                           : nullptr;
-    pack(w1->data<float>(), b1, w2->data<float>(), b2);
-    // Output rows split over the threads, at least 2 each: a seam costs the rows of the
-    // depthwise window's overlap expanded twice.
-    threads_ = static_cast<int>(std::clamp<int64_t>(ho_ / 2, 1, std::max(1, info.num_threads)));
+    pack(w1->data<float>(), b1, w2->data<float>(), b2, std::max(1, info.num_threads));
   }
 
   // The weights and biases are copied.
   bool reads_input(size_t i) const override { return i == 0; }
 
   size_t scratch_bytes() const override {
-    return (static_cast<size_t>(threads_) * ring_floats() * sizeof(float) + 63) / 64 * 64;
+    return (parts_.size() * ring_floats() * sizeof(float) + 63) / 64 * 64;
   }
 
   void run(KernelIO& io) override {
@@ -256,49 +270,90 @@ class ExpandDepthwiseKernel : public Kernel {
       own.resize(scratch_bytes() / sizeof(float));
       scratch = own.data();
     }
-    const int nt = omp_in_parallel() ? 1 : threads_;
+    const int64_t parts = static_cast<int64_t>(parts_.size());
+    const int nt = omp_in_parallel() ? 1 : static_cast<int>(parts);
     float* py = y.data<float>();
-#pragma omp parallel num_threads(nt)
-    {
-      const int64_t t = omp_get_thread_num(), tn = omp_get_num_threads();
-      float* ring = scratch + static_cast<size_t>(t) * ring_floats();
-      for (int64_t img = 0; img < n_; ++img) {
-        run_rows(ring, x + img * h_ * w_ * c_, py + img * ho_ * wo_ * e_, ho_ * t / tn,
-                 ho_ * (t + 1) / tn);
-      }
+#pragma omp parallel for num_threads(nt) schedule(static, 1)
+    for (int64_t i = 0; i < parts; ++i) {
+      const Part& p = parts_[static_cast<size_t>(i)];
+      float* ring = scratch + static_cast<size_t>(i) * ring_floats();
+      for (int64_t img = 0; img < n_; ++img)
+        run_part(p, ring, x + img * h_ * w_ * c_, py + img * ho_ * wo_ * e_);
     }
   }
 
  private:
+  // Whole vectors [v0, v1) of the expanded channels (the last one padded with zeros) and the
+  // expansion's weights for them, in panels of up to 4 vectors.
+  struct Slice {
+    int64_t v0 = 0, v1 = 0;
+    std::vector<int> panels;  // vectors per panel, as even as they come (9 -> 3 + 3 + 3)
+    std::vector<float> w1;    // per panel: [C][nv * 16]
+    int64_t vectors() const { return v1 - v0; }
+  };
+  // One thread's work: output rows [oh0, oh1) of one slice.
+  struct Part {
+    int64_t oh0 = 0, oh1 = 0;
+    size_t slice = 0;
+  };
+
   int64_t padded_width() const { return w_ + 2 * pad_; }
-  // Floats per pixel of the ring: the expanded channels padded to whole vectors.
-  int64_t ring_channels() const { return vectors_ * kLanes; }
-  // One thread's k ring rows, a row of zeros (the padding rows) and one output row.
+  int64_t widest() const {
+    int64_t v = 0;
+    for (const Slice& sl : slices_) v = std::max(v, sl.vectors());
+    return v;
+  }
+  // One part's k ring rows and one output row, for the widest slice.
   size_t ring_floats() const {
-    return static_cast<size_t>(((k_ + 1) * padded_width() + wo_) * ring_channels());
+    return static_cast<size_t>((k_ * padded_width() + wo_) * widest() * kLanes);
   }
 
-  void pack(const float* w1, const float* b1, const float* w2, const float* b2) {
-    vectors_ = (e_ + kLanes - 1) / kLanes;
-    // Panels of up to 4 vectors, as even as they come (9 -> 3 + 3 + 3, 5 -> 3 + 2).
-    const int64_t count = (vectors_ + 3) / 4;
-    for (int64_t i = 0, left = vectors_; i < count; ++i) {
-      const int nv = static_cast<int>((left + (count - i) - 1) / (count - i));
-      panels_.push_back(nv);
-      left -= nv;
+  // Splits the work over `threads`: by output rows (every thread all channels, the rows of the
+  // depthwise window's overlap at each seam expanded twice) or by channel vectors (every thread
+  // all rows, no work twice, but the threads' shares uneven when the vectors do not divide),
+  // whichever leaves the busiest thread the fewest expanded row-vectors.
+  void split(int threads) {
+    const int64_t vectors = (e_ + kLanes - 1) / kLanes;
+    const int64_t by_rows = std::min<int64_t>(threads, std::max<int64_t>(1, ho_ / 2));
+    const int64_t by_channels = std::min<int64_t>(threads, vectors);
+    const int64_t rows_per = (ho_ + by_rows - 1) / by_rows;
+    const int64_t row_cost = std::min(h_, rows_per * s_ + k_ - s_) * vectors;
+    const int64_t channel_cost = h_ * ((vectors + by_channels - 1) / by_channels);
+    if (by_rows > 1 && (row_cost < channel_cost || by_channels == 1)) {
+      slices_.push_back({0, vectors, {}, {}});
+      for (int64_t t = 0; t < by_rows; ++t)
+        parts_.push_back({ho_ * t / by_rows, ho_ * (t + 1) / by_rows, 0});
+      return;
     }
-    int64_t v = 0;
-    for (int nv : panels_) {
-      const int64_t cols = nv * kLanes;
-      for (int64_t ci = 0; ci < c_; ++ci) {
-        for (int64_t j = 0; j < cols; ++j) {
-          const int64_t o = v * kLanes + j;
-          w1_.push_back(o < e_ ? w1[o * c_ + ci] : 0.0f);
-        }
+    for (int64_t t = 0; t < by_channels; ++t) {
+      slices_.push_back({vectors * t / by_channels, vectors * (t + 1) / by_channels, {}, {}});
+      parts_.push_back({0, ho_, static_cast<size_t>(t)});
+    }
+  }
+
+  void pack(const float* w1, const float* b1, const float* w2, const float* b2, int threads) {
+    split(threads);
+    for (Slice& sl : slices_) {
+      const int64_t count = (sl.vectors() + 3) / 4;
+      for (int64_t i = 0, left = sl.vectors(); i < count; ++i) {
+        const int nv = static_cast<int>((left + (count - i) - 1) / (count - i));
+        sl.panels.push_back(nv);
+        left -= nv;
       }
-      v += nv;
+      int64_t v = sl.v0;
+      for (int nv : sl.panels) {
+        const int64_t cols = nv * kLanes;
+        for (int64_t ci = 0; ci < c_; ++ci) {
+          for (int64_t j = 0; j < cols; ++j) {
+            const int64_t o = v * kLanes + j;
+            sl.w1.push_back(o < e_ ? w1[o * c_ + ci] : 0.0f);
+          }
+        }
+        v += nv;
+      }
     }
-    const int64_t cs = ring_channels(), kk = k_ * k_;
+    zero_.assign(static_cast<size_t>(padded_width() * widest() * kLanes), 0.0f);
+    const int64_t cs = slices_.back().v1 * kLanes, kk = k_ * k_;
     b1_.assign(static_cast<size_t>(cs), 0.0f);
     b2_.assign(static_cast<size_t>(cs), 0.0f);
     w2_.assign(static_cast<size_t>(kk * cs), 0.0f);
@@ -310,15 +365,14 @@ class ExpandDepthwiseKernel : public Kernel {
     }
   }
 
-  // Output rows [oh0, oh1) of one image (x and y at its first pixel).
-  void run_rows(float* ring, const float* x, float* y, int64_t oh0, int64_t oh1) const {
-    const int64_t cs = ring_channels(), wp = padded_width(), row = wp * cs;
-    float* zero = ring + k_ * row;
-    float* out_row = zero + row;
-    // The padding: the zero row, and the pad pixels of every ring row's vectors.
-    std::fill(zero, zero + row, 0.0f);
+  // One part of one image (x and y at its first pixel).
+  void run_part(const Part& p, float* ring, const float* x, float* y) const {
+    const Slice& sl = slices_[p.slice];
+    const int64_t cs = sl.vectors() * kLanes, wp = padded_width(), row = wp * cs;
+    float* out_row = ring + k_ * row;
+    // The pad pixels of every ring row's vectors (the padding rows read zero_).
     for (int64_t r = 0; r < k_; ++r) {
-      for (int64_t v = 0; v < vectors_; ++v) {
+      for (int64_t v = 0; v < sl.vectors(); ++v) {
         float* blk = ring + r * row + v * wp * kLanes;
         std::fill(blk, blk + pad_ * kLanes, 0.0f);
         std::fill(blk + (pad_ + w_) * kLanes, blk + wp * kLanes, 0.0f);
@@ -326,43 +380,59 @@ class ExpandDepthwiseKernel : public Kernel {
     }
     const Clamp c1 = clamp_of(act1_), c2 = clamp_of(act2_);
     const bool after1 = !in_registers(act1_), after2 = !in_registers(act2_);
-    const bool direct = e_ == cs && !after2;
+    // The vectors written straight into y: all of them, but for an activation applied after
+    // and for a last vector partly padding (past the output's channels), which go through
+    // out_row.
+    const int64_t tail = std::min(cs, e_ - sl.v0 * kLanes) % kLanes;
+    const int64_t straight = after2 ? 0 : sl.vectors() - (tail > 0);
+    const float* w2 = w2_.data() + sl.v0 * k_ * k_ * kLanes;
+    const float* b2 = b2_.data() + sl.v0 * kLanes;
+    y += sl.v0 * kLanes;
     int64_t held[5] = {-1, -1, -1, -1, -1};  // the input row in each ring slot
-    for (int64_t oh = oh0; oh < oh1; ++oh) {
+    for (int64_t oh = p.oh0; oh < p.oh1; ++oh) {
       const float* rows[5];
       for (int64_t kh = 0; kh < k_; ++kh) {
         const int64_t ih = oh * s_ - pad_ + kh;
         if (ih < 0 || ih >= h_) {
-          rows[kh] = zero;
+          rows[kh] = zero_.data();
           continue;
         }
         const int64_t slot = ih % k_;
         float* r = ring + slot * row;
         if (held[slot] != ih) {
-          expand(x + ih * w_ * c_, r, c1, after1);
+          expand(sl, x + ih * w_ * c_, r, c1, after1);
           held[slot] = ih;
         }
         rows[kh] = r;
       }
       float* yrow = y + oh * wo_ * e_;
-      depthwise_row(rows, k_, s_, wp, wo_, vectors_, w2_.data(), b2_.data(), c2.lo, c2.hi,
-                    direct ? yrow : out_row, direct ? e_ : cs);
-      if (direct) continue;
-      if (after2) activation_row(act2_, out_row, wo_ * cs);
+      depthwise_row(rows, k_, s_, wp, wo_, straight, w2, b2, c2, yrow, e_);
+      const int64_t rest = sl.vectors() - straight;
+      if (rest == 0) continue;
+      // The other vectors into out_row ([wo][rest * 16]), then their channels into y.
+      const int64_t at = straight * kLanes, width = rest * kLanes;
+      const float* rv[5];
+      for (int64_t kh = 0; kh < k_; ++kh) rv[kh] = rows[kh] + straight * wp * kLanes;
+      depthwise_row(rv, k_, s_, wp, wo_, rest, w2 + straight * k_ * k_ * kLanes,
+                    b2 + straight * kLanes, c2, out_row, width);
+      if (after2) activation_row(act2_, out_row, wo_ * width);
+      const int64_t n = (tail > 0 ? width - kLanes + tail : width);
       for (int64_t o = 0; o < wo_; ++o) {
-        std::memcpy(yrow + o * e_, out_row + o * cs, static_cast<size_t>(e_) * sizeof(float));
+        float* dst = yrow + o * e_ + at;
+        const float* src = out_row + o * width;
+        for (int64_t j = 0; j < n; ++j) dst[j] = src[j];
       }
     }
   }
 
-  // Input row x (w_ pixels of c_ channels) into ring row r, panel by panel.
-  void expand(const float* x, float* r, const Clamp& c, bool after) const {
+  // Input row x (w_ pixels of c_ channels) into ring row r, panel by panel of the slice.
+  void expand(const Slice& sl, const float* x, float* r, const Clamp& c, bool after) const {
     const int64_t wp = padded_width();
-    const float* w1 = w1_.data();
-    const float* b1 = b1_.data();
-    for (int nv : panels_) {
+    const float* w1 = sl.w1.data();
+    const float* b1 = b1_.data() + sl.v0 * kLanes;
+    for (int nv : sl.panels) {
       float* dst = r + pad_ * kLanes;
-      expand_row(x, w_, c_, w1, b1, c.lo, c.hi, dst, wp * kLanes, nv);
+      expand_row(x, w_, c_, w1, b1, c, dst, wp * kLanes, nv);
       if (after) {
         for (int64_t j = 0; j < nv; ++j) activation_row(act1_, dst + j * wp * kLanes, w_ * kLanes);
       }
@@ -374,11 +444,10 @@ class ExpandDepthwiseKernel : public Kernel {
 
   std::string who_;
   int64_t n_ = 0, c_ = 0, h_ = 0, w_ = 0, e_ = 0, k_ = 0, s_ = 1, pad_ = 0, ho_ = 0, wo_ = 0;
-  int64_t vectors_ = 0;  // of the expanded channels, the last one padded with zeros
-  int threads_ = 1;
   ref::Activation act1_, act2_;
-  std::vector<int> panels_;  // vectors per expansion panel (1 to 4)
-  std::vector<float> w1_;    // per panel: [C][nv * 16]
+  std::vector<Slice> slices_;
+  std::vector<Part> parts_;
+  std::vector<float> zero_;  // a ring row of zeros: the depthwise window's padding rows
   std::vector<float> b1_;    // [vectors * 16]
   std::vector<float> w2_;    // [vectors][k * k][16]
   std::vector<float> b2_;    // [vectors * 16]
