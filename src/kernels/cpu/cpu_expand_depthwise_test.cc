@@ -50,6 +50,7 @@ TEST(CpuExpandDepthwise, MatchesTheReference) {
     for (const Case& c : {Case{{1, 16, 20, 20}, 96, 3, 2, "Clip", "Clip", true},
                           Case{{2, 24, 13, 11}, 72, 3, 1, "HardSwish", "HardSwish", true},
                           Case{{1, 8, 9, 17}, 40, 5, 2, "SiLU", "", false},
+                          Case{{2, 8, 9, 17}, 40, 5, 1, "", "SiLU", true},
                           Case{{1, 16, 7, 7}, 48, 5, 1, "Relu", "Relu", true},
                           Case{{1, 24, 56, 56}, 144, 3, 1, "Clip", "Clip", true},
                           Case{{1, 5, 2, 3}, 16, 3, 1, "", "Sigmoid", true},
