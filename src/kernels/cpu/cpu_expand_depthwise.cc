@@ -14,8 +14,8 @@
 // constant offsets from one pointer per row. The expansion is a register-blocked product of
 // 6 pixels by up to 4 vectors; the depthwise convolution computes 8 output pixels of one vector
 // at a time. Both are written on GCC's vector extensions and compiled for AVX-512, AVX2 and
-// baseline x86-64 (NNFUSE_TARGET_CLONES). ReLU and Clip (ReLU6) are applied in registers; other
-// activations over the rows just written (activation_row).
+// baseline x86-64 (NNFUSE_TARGET_CLONES). ReLU, Clip (ReLU6), HardSwish, SiLU and Sigmoid are
+// applied in registers; other activations over the rows just written (activation_row).
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -53,17 +53,67 @@ NNFUSE_INLINE Vec clamp(Vec x, Vec lo, Vec hi) {
   return x > hi ? hi : x;
 }
 
+typedef int32_t VecI __attribute__((vector_size(64), aligned(4)));
+
+// e^x for x <= 0, with exp_parts' reduction and polynomial (cpu_math.h) on vectors; x is
+// clamped to -87 first, where e^x is still a normal float (the sigmoid below then rounds to
+// its limits anyway). NaN passes through.
+NNFUSE_INLINE Vec exp_nonpositive(Vec x) {
+  x = x < splat(-87.0f) ? splat(-87.0f) : x;
+  constexpr float kLog2e = 1.44269504088896341f, kRound = 12582912.0f;
+  constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+  const Vec t = x * kLog2e + kRound;
+  const Vec nf = t - kRound;
+  const VecI n = (VecI)t - (VecI)splat(kRound);
+  const Vec r = (x - nf * kLn2Hi) - nf * kLn2Lo;
+  Vec p = splat(1.98577633e-4f);
+  p = p * r + 1.39335974e-3f;
+  p = p * r + 8.33336078e-3f;
+  p = p * r + 4.16664667e-2f;
+  p = p * r + 1.66666672e-1f;
+  p = p * r + 0.5f;
+  const Vec q = r + r * r * p;
+  return (1.0f + q) * (Vec)((n + 127) << 23);
+}
+
+// sigmoid(x) = 1 / (1 + e) for x >= 0, e / (1 + e) below, e = e^-|x| in (0, 1]: the reciprocal
+// of d = 1 + e in (1, 2] by Newton's iteration from 24/17 - 8/17 d (relative error under 1/17,
+// squared by each step: under 1e-9 after three), without a division.
+NNFUSE_INLINE Vec sigmoid(Vec x) {
+  const VecI sign = VecI{} + static_cast<int32_t>(0x80000000u);
+  const Vec e = exp_nonpositive((Vec)((VecI)x | sign));  // e^-|x|
+  const Vec d = 1.0f + e;
+  Vec y = (24.0f / 17.0f) - (8.0f / 17.0f) * d;
+  y = y * (2.0f - d * y);
+  y = y * (2.0f - d * y);
+  y = y * (2.0f - d * y);
+  return x >= 0.0f ? y : e * y;
+}
+
 // An activation as the kernels apply it in registers: a clamp (ReLU, Clip; none: unbounded),
-// then HardSwish's x * clamp(x / 6 + 1 / 2, 0, 1) where `swish`. Other activations are applied
-// after, over the rows written (activation_row), and are the identity here.
+// then HardSwish's x * clamp(x / 6 + 1 / 2, 0, 1), Swish's x * sigmoid(alpha x) (SiLU: alpha 1)
+// or the sigmoid. The others are applied after, over the rows written (activation_row), and
+// are the identity here.
 struct Clamp {
+  enum Then { kNothing, kHardSwish, kSwish, kSigmoid };
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
-  bool swish = false;
+  Then then = kNothing;
+  float alpha = 1.0f;
 };
 bool in_registers(const ref::Activation& a) {
-  return a.kind == ActivationKind::kNone || a.kind == ActivationKind::kRelu ||
-         a.kind == ActivationKind::kClip || a.kind == ActivationKind::kHardSwish;
+  switch (a.kind) {
+    case ActivationKind::kNone:
+    case ActivationKind::kRelu:
+    case ActivationKind::kClip:
+    case ActivationKind::kHardSwish:
+    case ActivationKind::kSiLU:
+    case ActivationKind::kSwish:
+    case ActivationKind::kSigmoid:
+      return true;
+    default:
+      return false;
+  }
 }
 Clamp clamp_of(const ref::Activation& a) {
   Clamp c;
@@ -72,20 +122,33 @@ Clamp clamp_of(const ref::Activation& a) {
     c.lo = a.alpha;
     c.hi = a.beta;
   }
-  c.swish = a.kind == ActivationKind::kHardSwish;
+  if (a.kind == ActivationKind::kHardSwish) c.then = Clamp::kHardSwish;
+  if (a.kind == ActivationKind::kSiLU || a.kind == ActivationKind::kSwish) c.then = Clamp::kSwish;
+  if (a.kind == ActivationKind::kSwish) c.alpha = a.alpha;
+  if (a.kind == ActivationKind::kSigmoid) c.then = Clamp::kSigmoid;
   return c;
 }
 
 // Clamp in vectors.
 struct Epilogue {
   Vec lo, hi;
-  bool swish;
-  explicit Epilogue(const Clamp& c) : lo(splat(c.lo)), hi(splat(c.hi)), swish(c.swish) {}
+  Clamp::Then then;
+  float alpha;
+  explicit Epilogue(const Clamp& c)
+      : lo(splat(c.lo)), hi(splat(c.hi)), then(c.then), alpha(c.alpha) {}
 };
 NNFUSE_INLINE Vec finish(const Epilogue& e, Vec x) {
   x = clamp(x, e.lo, e.hi);
-  if (e.swish) x = x * clamp(x * (1.0f / 6.0f) + 0.5f, splat(0.0f), splat(1.0f));
-  return x;
+  switch (e.then) {
+    case Clamp::kHardSwish:
+      return x * clamp(x * (1.0f / 6.0f) + 0.5f, splat(0.0f), splat(1.0f));
+    case Clamp::kSwish:
+      return x * sigmoid(e.alpha * x);
+    case Clamp::kSigmoid:
+      return sigmoid(x);
+    default:
+      return x;
+  }
 }
 
 // y[r * 16 + v * vstride + j] = clamp(b[v * 16 + j] + sum_c x[r * cin + c] * w[(c * NV + v) *

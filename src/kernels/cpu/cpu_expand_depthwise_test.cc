@@ -72,6 +72,24 @@ TEST(CpuExpandDepthwise, MatchesTheReference) {
   }
 }
 
+TEST(CpuExpandDepthwise, RegisterActivationsHoldOverTheirWholeRange) {
+  // Inputs up to +-60 and weights up to +-3: the expanded values reach the hundreds, where the
+  // sigmoid rounds to 0 or 1 and the exponential under it is clamped. The outputs reach the
+  // thousands, so float sums differ from the reference's by up to about 1e-4 absolute.
+  uint32_t seed = 40;
+  for (const char* act : {"SiLU", "Sigmoid", "HardSwish"}) {
+    SCOPED_TRACE(act);
+    std::vector<testing::FastInput> in = {
+        {random_tensor({1, 8, 11, 13}, seed++, -60.0f, 60.0f), false, Layout::kNHWC},
+        {random_tensor({48, 8, 1, 1}, seed++, -3.0f, 3.0f), true},
+        {random_tensor({48}, seed++), true},
+        {random_tensor({48, 1, 3, 3}, seed++, -3.0f, 3.0f), true},
+        {random_tensor({48}, seed++), true}};
+    expect_matches_ref("cpu.expand_depthwise", "ExpandDepthwise", in, ed_attrs(48, 3, 1, act, act),
+                       1, 1e-3f, 1e-5f);
+  }
+}
+
 TEST(CpuExpandDepthwise, WritesChannelsLast) {
   const Tensor x = random_tensor({1, 8, 6, 6}, 1);
   BuiltKernel k("cpu.expand_depthwise", "ExpandDepthwise",
