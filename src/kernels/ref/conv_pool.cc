@@ -26,6 +26,29 @@ std::map<std::string, Attribute> part_attrs(const Node& fused, const std::string
   return attrs;
 }
 
+std::vector<Value*> conv_part_inputs(Graph& g, Value* x, const Node& fused, size_t first) {
+  g.add_input(x);
+  std::vector<Value*> ins = {x};
+  for (size_t i = first; i < first + 2; ++i) {
+    const Value* v = i < fused.num_inputs() ? fused.input(i) : nullptr;
+    Value* part = v ? g.add_value(v->name(), v->dtype(), v->shape()) : nullptr;
+    if (part) g.add_input(part);
+    ins.push_back(part);
+  }
+  while (!ins.empty() && !ins.back()) ins.pop_back();
+  return ins;
+}
+
+Tensor run_conv_part(const KernelContext& ctx, const Node& part, const Tensor& x, size_t first) {
+  const RefKernelEntry* conv = find_ref_kernel("FusedConv");
+  NNFUSE_CHECK(conv, ctx.node.op_type(), " needs the FusedConv reference kernel");
+  std::vector<const Tensor*> ins = {&x, &ctx.in(first),
+                                    ctx.has_input(first + 1) ? ctx.inputs[first + 1] : nullptr};
+  KernelContext c{part, ctx.opset, std::move(ins), std::vector<Tensor>(1)};
+  conv->run(c);
+  return std::move(c.outputs[0]);
+}
+
 namespace {
 
 void run_fused_conv_pool(KernelContext& ctx) {

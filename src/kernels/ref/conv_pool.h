@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "kernels/ref/ref_kernels.h"
 
 namespace nnfuse::ref {
 
@@ -16,6 +17,16 @@ inline constexpr char kPoolAttrPrefix[] = "pool_";
 // The attributes of `fused` named `prefix`..., without the prefix: those of a part of a fused
 // node (the pool of FusedConvPool, the skip convolution of FusedConv, conv_skip.h).
 std::map<std::string, Attribute> part_attrs(const Node& fused, const std::string& prefix);
+
+// The inputs of a convolution part graph (a one-node FusedConv of a fused node's part): `x`,
+// then values named, typed and shaped as the fused node's inputs `first` and `first` + 1 (the
+// part's weight and bias; omitted ones as nullptr, trailing ones dropped), added to `g` as its
+// inputs. Constants are not copied.
+std::vector<Value*> conv_part_inputs(Graph& g, Value* x, const Node& fused, size_t first);
+
+// Runs the FusedConv reference kernel of `part` (made with conv_part_inputs) on `x` and the
+// fused kernel's inputs `first` and `first` + 1.
+Tensor run_conv_part(const KernelContext& ctx, const Node& part, const Tensor& x, size_t first);
 
 // A one-node graph holding the MaxPool part of `fused` (its pool_ attributes without the
 // prefix), reading a value of `conv_shape` and writing one of unknown shape: what the pool

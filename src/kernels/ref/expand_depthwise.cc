@@ -39,20 +39,8 @@ ExpandDepthwisePart expand_depthwise_part(const Node& fused, bool depthwise) {
   Value* in = depthwise ? p.graph->add_value(fused.name() + "/expanded", dtype, expanded)
                         : p.graph->add_value(x ? x->name() : fused.name() + "/x", dtype,
                                              x ? x->shape() : Shape{});
-  p.graph->add_input(in);
-  std::vector<Value*> ins = {in};
-  const size_t first = depthwise ? kDepthwiseWeight : kExpandWeight;
-  for (size_t i = first; i < first + 2; ++i) {
-    const Value* v = input_or_null(fused, i);
-    if (!v) {
-      ins.push_back(nullptr);
-      continue;
-    }
-    Value* part = p.graph->add_value(v->name(), v->dtype(), v->shape());
-    p.graph->add_input(part);
-    ins.push_back(part);
-  }
-  while (!ins.empty() && !ins.back()) ins.pop_back();
+  std::vector<Value*> ins =
+      conv_part_inputs(*p.graph, in, fused, depthwise ? kDepthwiseWeight : kExpandWeight);
   const Value* out = fused.num_outputs() > 0 ? fused.output(0) : nullptr;
   Value* y = depthwise ? p.graph->add_value(out ? out->name() : fused.name() + "/y", dtype,
                                             out ? out->shape() : Shape{})
@@ -127,25 +115,10 @@ std::string expand_depthwise_reason(const Node& fused) {
 namespace {
 
 void run_expand_depthwise(KernelContext& ctx) {
-  const RefKernelEntry* conv = find_ref_kernel("FusedConv");
-  NNFUSE_CHECK(conv, "ExpandDepthwise needs the FusedConv reference kernel");
-  const ExpandDepthwisePart parts[2] = {expand_depthwise_part(ctx.node, false),
-                                        expand_depthwise_part(ctx.node, true)};
-  std::vector<Tensor> expanded(1);
-  const Tensor* cur = &ctx.in(0);
-  for (int i = 0; i < 2; ++i) {
-    const size_t first = i == 0 ? kExpandWeight : kDepthwiseWeight;
-    std::vector<const Tensor*> ins = {cur, &ctx.in(first),
-                                      ctx.has_input(first + 1) ? ctx.inputs[first + 1] : nullptr};
-    KernelContext c{*parts[i].node, ctx.opset, std::move(ins), std::vector<Tensor>(1)};
-    conv->run(c);
-    if (i == 0) {
-      expanded = std::move(c.outputs);
-      cur = &expanded[0];
-    } else {
-      ctx.outputs[0] = std::move(c.outputs[0]);
-    }
-  }
+  const Tensor expanded =
+      run_conv_part(ctx, *expand_depthwise_part(ctx.node, false).node, ctx.in(0), kExpandWeight);
+  ctx.outputs[0] =
+      run_conv_part(ctx, *expand_depthwise_part(ctx.node, true).node, expanded, kDepthwiseWeight);
 }
 
 std::string support_expand_depthwise(const Node& node, int64_t /*opset*/) {

@@ -40,19 +40,7 @@ SqueezeExcitePart squeeze_excite_part(const Node& fused, bool excite) {
   }
   Value* in = p.graph->add_value(fused.name() + (excite ? "/squeezed" : "/pooled"),
                                  x ? x->dtype() : DType::kFloat32, in_shape);
-  p.graph->add_input(in);
-  std::vector<Value*> ins = {in};
-  for (size_t i = first; i < first + 2; ++i) {
-    const Value* v = i < fused.num_inputs() ? fused.input(i) : nullptr;
-    if (!v) {
-      ins.push_back(nullptr);
-      continue;
-    }
-    Value* part = p.graph->add_value(v->name(), v->dtype(), v->shape());
-    p.graph->add_input(part);
-    ins.push_back(part);
-  }
-  while (!ins.empty() && !ins.back()) ins.pop_back();
+  std::vector<Value*> ins = conv_part_inputs(*p.graph, in, fused, first);
   Shape out_shape = in_shape;
   if (out_shape.has_rank) {
     out_shape.dims[1] =
@@ -112,25 +100,13 @@ namespace {
 
 void run_squeeze_excite(KernelContext& ctx) {
   const RefKernelEntry* pool = find_ref_kernel("GlobalAveragePool");
-  const RefKernelEntry* conv = find_ref_kernel("FusedConv");
-  NNFUSE_CHECK(pool && conv,
-               "SqueezeExcite needs the GlobalAveragePool and FusedConv reference kernels");
+  NNFUSE_CHECK(pool, "SqueezeExcite needs the GlobalAveragePool reference kernel");
   KernelContext pooled{ctx.node, ctx.opset, {&ctx.in(0)}, std::vector<Tensor>(1)};
   pool->run(pooled);
-  const Tensor* cur = &pooled.outputs[0];
-  KernelContext parts[2] = {{ctx.node, 0, {}, {}}, {ctx.node, 0, {}, {}}};
-  SqueezeExcitePart nodes[2] = {squeeze_excite_part(ctx.node, false),
-                                squeeze_excite_part(ctx.node, true)};
-  for (int i = 0; i < 2; ++i) {
-    const size_t first = i == 0 ? kSqueezeWeight : kExciteWeight;
-    std::vector<const Tensor*> ins = {cur, &ctx.in(first),
-                                      ctx.has_input(first + 1) ? ctx.inputs[first + 1] : nullptr};
-    KernelContext c{*nodes[i].node, ctx.opset, std::move(ins), std::vector<Tensor>(1)};
-    conv->run(c);
-    parts[i].outputs = std::move(c.outputs);
-    cur = &parts[i].outputs[0];
-  }
-  ctx.outputs[0] = std::move(parts[1].outputs[0]);
+  const Tensor squeezed = run_conv_part(ctx, *squeeze_excite_part(ctx.node, false).node,
+                                        pooled.outputs[0], kSqueezeWeight);
+  ctx.outputs[0] =
+      run_conv_part(ctx, *squeeze_excite_part(ctx.node, true).node, squeezed, kExciteWeight);
 }
 
 std::string support_squeeze_excite(const Node& node, int64_t /*opset*/) {
