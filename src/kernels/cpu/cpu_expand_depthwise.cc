@@ -34,6 +34,9 @@ namespace {
 using ref::ActivationKind;
 
 constexpr int64_t kLanes = 16;
+// The expansion weights of one panel that should fit the L1 data cache with the pixels and
+// the ring row they meet (32 KiB on current x86 cores).
+constexpr int64_t kPanelBytes = 24 * 1024;
 // 16 floats; 4-byte alignment, so loads and stores at any float address are allowed. Values of
 // this type only pass between force-inlined functions, never across a call, so GCC's note that
 // their ABI differs with and without AVX-512 does not apply.
@@ -397,7 +400,10 @@ class ExpandDepthwiseKernel : public Kernel {
   void pack(const float* w1, const float* b1, const float* w2, const float* b2, int threads) {
     split(threads);
     for (Slice& sl : slices_) {
-      const int64_t count = (sl.vectors() + 3) / 4;
+      // A panel's weights (C x nv vectors) stay in the core's L1 cache while every pixel block
+      // of a row passes over them: up to 4 vectors for C <= 96, fewer for wider inputs.
+      const int64_t most = std::clamp<int64_t>(kPanelBytes / (c_ * kLanes * 4), 1, 4);
+      const int64_t count = (sl.vectors() + most - 1) / most;
       for (int64_t i = 0, left = sl.vectors(); i < count; ++i) {
         const int nv = static_cast<int>((left + (count - i) - 1) / (count - i));
         sl.panels.push_back(nv);

@@ -31,6 +31,11 @@ namespace {
 // 14x14 ones (0.3 MiB) 0.84 to 1.13, 7x7 ones (0.2 MiB) 1.1 to 1.3; MobileNetV3-small's, 0.9 MiB
 // and less, 1.04 to 1.9.
 constexpr int64_t kMinExpandedBytes = int64_t{1} << 20;
+// Expansions of more input channels are products where oneDNN's GEMM, blocked for the cache
+// along the inputs, beats the fused kernel's, and the traffic saved no longer pays for it:
+// EfficientNetV2-S at 384 (15 blocks of 128 and 160 inputs, 1.1 to 2.2 MiB expanded) ran 1.03
+// and 1.04x the unfused graph's time with them fused (bench/compare_switches.py, 7 x 5, twice).
+constexpr int64_t kMaxExpansionInputs = 64;
 
 // NNFUSE_EXPAND_DEPTHWISE=force fuses every block whatever its size (to measure where it pays,
 // and in tests on small shapes).
@@ -101,15 +106,24 @@ std::string expansion_reason(const Node& ex) {
 
 // "" when fusing pays for an expanded tensor of this size (or NNFUSE_EXPAND_DEPTHWISE=force),
 // else why not.
-std::string pays(const Value& expanded) {
+std::string pays(const Value& expanded, int64_t inputs) {
   if (!expanded.shape().fully_known() || expanded.shape().dims.size() != 4) {
     return "the expanded tensor has no static 4-D shape";
   }
+  if (forced()) return "";
   const int64_t bytes = cost::value_bytes(expanded);
-  if (bytes >= kMinExpandedBytes || forced()) return "";
-  return "does not pay: the expanded tensor (" + std::to_string(bytes / 1024) +
-         " KiB) stays in the cache between the two convolutions (fused from " +
-         std::to_string(kMinExpandedBytes / 1024) + " KiB)";
+  if (bytes < kMinExpandedBytes) {
+    return "does not pay: the expanded tensor (" + std::to_string(bytes / 1024) +
+           " KiB) stays in the cache between the two convolutions (fused from " +
+           std::to_string(kMinExpandedBytes / 1024) + " KiB)";
+  }
+  if (inputs > kMaxExpansionInputs) {
+    return "does not pay: the expansion reads " + std::to_string(inputs) +
+           " channels, so its product, not the expanded tensor's traffic, takes the time, and "
+           "oneDNN's is the faster (fused up to " +
+           std::to_string(kMaxExpansionInputs) + ")";
+  }
+  return "";
 }
 
 // Both convolutions' attributes, each with its part's prefix.
@@ -137,9 +151,9 @@ Rule expand_depthwise() {
       .rewrite = [](const RuleMatch& m) -> std::string {
         const Node* ex = m.node("expand");
         const Node* dw = m.node("depthwise");
-        for (std::string why :
-             {expansion_reason(*ex), plain_conv(*dw, "the depthwise convolution"),
-              depthwise_geometry(*dw, *pattern::constant_value(m["w2"])), pays(*ex->output(0))}) {
+        for (std::string why : {expansion_reason(*ex), plain_conv(*dw, "the depthwise convolution"),
+                                depthwise_geometry(*dw, *pattern::constant_value(m["w2"])),
+                                pays(*ex->output(0), pattern::constant_value(m["w1"])->dim(1))}) {
           if (!why.empty()) return why;
         }
         auto bias = [](const Node* c) { return c->num_inputs() > 2 ? c->input(2) : nullptr; };

@@ -1,6 +1,7 @@
 // ExpandDepthwiseFusionPass: a 1x1 expansion (with its BatchNorm and activation) and the
 // depthwise conv that alone reads it become one ExpandDepthwise where the expanded tensor is
-// large; a small one is declined as not paying (NNFUSE_EXPAND_DEPTHWISE=force fuses it anyway);
+// large; a small one, or one expanding many input channels, is declined as not paying
+// (NNFUSE_EXPAND_DEPTHWISE=force fuses it anyway);
 // an expansion read elsewhere, a dilated or unevenly padded depthwise conv keep the nodes, with
 // the reason; other chains of two convs are not matches; fused == unfused; the switch file
 // turns it off.
@@ -93,6 +94,21 @@ TEST(ExpandDepthwiseFusion, ASmallExpansionDoesNotPay) {
   ASSERT_EQ(r->rejected.size(), 1u);
   EXPECT_NE(r->rejected[0].reason.find("does not pay: the expanded tensor (18 KiB)"),
             std::string::npos)
+      << r->rejected[0].reason;
+}
+
+TEST(ExpandDepthwiseFusion, AWideInputExpansionDoesNotPay) {
+  // 1.5 MiB expanded, but from 96 input channels: a product oneDNN computes faster.
+  Block k;
+  k.c = 96;
+  k.e = 96;
+  k.hw = 64;
+  auto f = fuse(block(k));
+  EXPECT_EQ(count_op(*f.graph, "ExpandDepthwise"), 0u);
+  const PassRecord* r = record(f.report, "ExpandDepthwiseFusionPass");
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->rejected.size(), 1u);
+  EXPECT_NE(r->rejected[0].reason.find("the expansion reads 96 channels"), std::string::npos)
       << r->rejected[0].reason;
 }
 
