@@ -4,18 +4,19 @@
 //
 // The threads split the output rows (each computing the rows at a seam that both need) or, where
 // that costs more, the expanded channels in whole vectors of 16. Each thread walks its output
-// rows; for each it expands the input rows the depthwise window needs
-// and has not expanded yet into a ring of k rows, then runs the depthwise convolution over the
-// ring. The ring (k rows of its channels, at most a few hundred KiB) stays in the core's cache:
-// the expanded tensor is never written to memory.
+// rows; for each it expands the input rows the depthwise window needs and has not expanded yet
+// into a ring of k rows, then runs the depthwise convolution over the ring. The ring (k rows of
+// its channels, at most a few hundred KiB) stays in the core's cache: the expanded tensor is
+// never written to memory.
 //
 // The ring holds each row blocked by 16 channels (vector v of pixel p at (v * Wp + p) * 16,
 // Wp = W + 2 * pad, the pad pixels zero), so the depthwise taps of a channel vector lie at
 // constant offsets from one pointer per row. The expansion is a register-blocked product of
-// 6 pixels by up to 4 vectors; the depthwise convolution computes 8 output pixels of one vector
-// at a time. Both are written on GCC's vector extensions and compiled for AVX-512, AVX2 and
-// baseline x86-64 (NNFUSE_TARGET_CLONES). ReLU, Clip (ReLU6), HardSwish, SiLU and Sigmoid are
-// applied in registers; other activations over the rows just written (activation_row).
+// about 24 sums (6 pixels by 4 vectors, 8 by 3 or 12 by 2); the depthwise convolution computes
+// 8 output pixels of one vector at a time. Both are written on GCC's vector extensions and compiled
+// for AVX-512, AVX2 and baseline x86-64 (NNFUSE_TARGET_CLONES). ReLU, Clip (ReLU6), HardSwish, SiLU
+// and Sigmoid are applied in registers; other activations over the rows just written
+// (activation_row).
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -531,6 +532,7 @@ std::string expand_depthwise_declines(const NodeInfo& info) {
     return input_label(info, 0) + " arrives in layout " + layout_name(l);
   }
   if (std::string why = ref::expand_depthwise_reason(info.node); !why.empty()) return why;
+  if (std::find(x.begin(), x.end(), 0) != x.end()) return input_label(info, 0) + " is empty";
   const Tensor* w1 = info.constant(ref::kExpandWeight);
   const Tensor* w2 = info.constant(ref::kDepthwiseWeight);
   if (!w1 || w1->dtype() != DType::kFloat32 || w1->rank() != 4 || w1->dim(1) != x[1] ||
@@ -539,6 +541,7 @@ std::string expand_depthwise_declines(const NodeInfo& info) {
            std::to_string(x[1]) + ", 1, 1]";
   }
   const int64_t e = w1->dim(0);
+  if (e == 0) return "the expansion has no output channels";
   if (!w2 || w2->dtype() != DType::kFloat32 || w2->rank() != 4 || w2->dim(0) != e ||
       w2->dim(1) != 1) {
     return input_label(info, ref::kDepthwiseWeight) + " is not a float32 constant [" +

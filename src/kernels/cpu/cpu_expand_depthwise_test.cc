@@ -133,6 +133,14 @@ TEST(CpuExpandDepthwise, DeclinesWhatItDoesNotRun) {
   EXPECT_FALSE(build(w1, w2, true, with("depthwise_group", attr_int(16))).accepted);
   EXPECT_FALSE(build(w1, w2, true, with("expand_strides", attr_ints({2, 2}))).accepted);
   EXPECT_FALSE(build(w1, w2, true, with("expand_activation", attr_string("Cube"))).accepted);
+  // Empty: no expanded channels, or an image of no rows (the reference kernel runs those).
+  EXPECT_FALSE(build(random_tensor({0, 8, 1, 1}, 8), random_tensor({0, 1, 3, 3}, 9), true,
+                     ed_attrs(0, 3, 1, "Relu", "Relu"))
+                   .accepted);
+  BuiltKernel no_rows(
+      "cpu.expand_depthwise", "ExpandDepthwise",
+      {{random_tensor({1, 8, 0, 6}, 10), false}, {w1, true}, {Tensor(), true}, {w2, true}}, ok);
+  EXPECT_FALSE(no_rows.accepted);
 }
 
 }  // namespace
