@@ -555,19 +555,7 @@ std::string expand_depthwise_declines(const NodeInfo& info) {
              " values";
     }
   }
-  const int64_t k = w2->dim(2);
-  if (w2->dim(3) != k || (k != 3 && k != 5)) return "the depthwise kernel is not 3x3 or 5x5";
-  const ref::ExpandDepthwisePart dw = ref::expand_depthwise_part(info.node, true);
-  const std::vector<int64_t> s = dw.node->attr_ints("strides", {1, 1});
-  if (s.size() != 2 || s[0] != s[1] || (s[0] != 1 && s[0] != 2)) {
-    return "the depthwise strides are not 1 or 2 on both axes";
-  }
-  const std::vector<int64_t> pads = dw.node->attr_ints("pads", {0, 0, 0, 0});
-  if (pads.size() != 4 ||
-      std::any_of(pads.begin(), pads.end(), [&](int64_t v) { return v != k / 2; })) {
-    return "the depthwise convolution is not padded by k / 2 on every side";
-  }
-  return "";
+  return ref::fast_depthwise_reason(*ref::expand_depthwise_part(info.node, true).node, w2->shape());
 }
 
 }  // namespace

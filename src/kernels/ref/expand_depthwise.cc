@@ -1,6 +1,8 @@
 // Reference ExpandDepthwise: the FusedConv reference kernel for each part on its own attributes.
 #include "kernels/ref/expand_depthwise.h"
 
+#include <algorithm>
+
 #include "kernels/ref/conv_pool.h"
 #include "kernels/ref/fused.h"
 #include "kernels/ref/nn_internal.h"
@@ -108,6 +110,27 @@ std::string expand_depthwise_reason(const Node& fused) {
     } else if (expanded >= 0 && p.node->attr_int("group", 1) != expanded) {
       return part + " is not grouped by its " + std::to_string(expanded) + " channels";
     }
+  }
+  return "";
+}
+
+std::string fast_depthwise_reason(const Node& dw, const Dims& w) {
+  const int64_t k = w.size() == 4 ? w[2] : -1;
+  if (w.size() != 4 || w[3] != k || (k != 3 && k != 5)) {
+    return "the depthwise kernel is not 3x3 or 5x5";
+  }
+  const std::vector<int64_t> s = dw.attr_ints("strides", {1, 1});
+  if (s.size() != 2 || s[0] != s[1] || (s[0] != 1 && s[0] != 2)) {
+    return "the depthwise strides are not 1 or 2 on both axes";
+  }
+  for (int64_t v : dw.attr_ints("dilations", {})) {
+    if (v != 1) return "the depthwise conv is dilated";
+  }
+  if (dw.attr_string("auto_pad", "NOTSET") != "NOTSET") return "the depthwise conv uses auto_pad";
+  const std::vector<int64_t> pads = dw.attr_ints("pads", {});
+  if (pads.size() != 4 ||
+      std::any_of(pads.begin(), pads.end(), [&](int64_t v) { return v != k / 2; })) {
+    return "the depthwise convolution is not padded by " + std::to_string(k / 2) + " on every side";
   }
   return "";
 }

@@ -39,4 +39,11 @@ ExpandDepthwisePart expand_depthwise_part(const Node& fused, bool depthwise);
 // known activations; else why not.
 std::string expand_depthwise_reason(const Node& fused);
 
+// "" when a depthwise convolution (`dw`: a Conv, FusedConv or the depthwise part's node, with
+// a weight of dims `w`, [E, 1, kh, kw]) has the geometry cpu.expand_depthwise computes: 3x3 or
+// 5x5, both strides 1 or both 2, padding k / 2 on every side, undilated, not auto-padded; else
+// why not. The fusion pass fuses only blocks of this geometry, so none falls to the reference
+// kernel.
+std::string fast_depthwise_reason(const Node& dw, const Dims& w);
+
 }  // namespace nnfuse::ref

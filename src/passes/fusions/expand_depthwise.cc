@@ -7,16 +7,17 @@
 // convolution and read back from the cache, instead of being written to memory whole and read
 // back by a second kernel.
 //
-// Where it pays: the decision is made per block, on the size of the expanded tensor. Where it
-// is small (the late 14x14 and 7x7 blocks), it stays in the cache between the two convolutions
-// anyway, and oneDNN's separate kernels are faster than the fused one; the match is declined
-// with that reason, so fusion_result.json names the decision for every block.
+// Where it pays: the decision is made per block, on the size of the expanded tensor and the
+// expansion's input channels. Where the tensor is small (the late 14x14 and 7x7 blocks), it
+// stays in the cache between the two convolutions anyway, and oneDNN's separate kernels are as
+// fast or faster than the fused one; where the expansion reads many channels, its product
+// dominates and oneDNN's GEMM is the faster. The match is then declined with that reason, so
+// fusion_result.json names the decision for every block.
 #include "kernels/ref/expand_depthwise.h"
 
 #include <cstdlib>
 
 #include "cost/cost.h"
-#include "kernels/ref/conv_skip.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 
@@ -25,11 +26,12 @@ namespace nnfuse {
 namespace {
 
 // Expanded tensors from this size on are fused. Measured per block with `nnfuse profile` (the
-// fused kernel against the two it replaces, runs alternated) on a 2-core Zen 4: MobileNetV2's
-// 112x112x96 block (4.6 MiB) took 0.61 to 0.70 of the time, its 56x56x144 ones (1.7 MiB) 0.49
-// to 0.89, the more the busier the machine's memory; its 28x28x192 ones (0.6 MiB) 0.80 to 1.00,
-// 14x14 ones (0.3 MiB) 0.84 to 1.13, 7x7 ones (0.2 MiB) 1.1 to 1.3; MobileNetV3-small's, 0.9 MiB
-// and less, 1.04 to 1.9.
+// fused kernel against the two it replaces, runs alternated) on a 2-core Zen 4 whose memory is
+// shared, quiet at times and busy at others: MobileNetV2's 112x112x96 block (4.6 MiB) took 0.58
+// to 0.61 of the time, its 56x56x144 ones (1.7 MiB) 0.49 to 0.85; its 28x28x192 ones (0.6 MiB)
+// 0.87 to 1.05, 14x14 ones (0.3 to 0.4 MiB) 1.0 to 1.08 when quiet and 0.77 to 0.94 when busy,
+// 7x7 ones (0.2 MiB) 1.03 to 1.04. MobileNetV3-small with all its blocks (0.9 MiB and less)
+// fused ran 1.00 of the unfused time end to end (bench/compare_switches.py).
 constexpr int64_t kMinExpandedBytes = int64_t{1} << 20;
 // Expansions of more input channels are products where oneDNN's GEMM, blocked for the cache
 // along the inputs, beats the fused kernel's, and the traffic saved no longer pays for it:
@@ -44,41 +46,11 @@ bool forced() {
   return v && std::string(v) == "force";
 }
 
-// "" when `conv` (a Conv or FusedConv) has no residual and a constant bias (or none), else why.
-std::string plain_conv(const Node& conv, const std::string& who) {
-  if (conv.op_type() == "FusedConv" &&
-      ((conv.num_inputs() > 3 && conv.input(3)) || ref::has_skip_conv(conv))) {
-    return who + " adds a residual";
-  }
-  if (conv.num_inputs() > 2 && conv.input(2) && !pattern::constant_value(conv.input(2))) {
-    return who + "'s bias is not a constant";
-  }
-  return "";
-}
-
 bool all_equal(const std::vector<int64_t>& v, int64_t x) {
   for (int64_t e : v) {
     if (e != x) return false;
   }
   return true;
-}
-
-// "" when the depthwise part is one the fused kernel computes: k x k with k 3 or 5, both
-// strides 1 or both 2, padding k / 2 on every side, undilated, not auto-padded.
-std::string depthwise_geometry(const Node& dw, const Tensor& w) {
-  const int64_t k = w.dim(2);
-  if (w.dim(3) != k || (k != 3 && k != 5)) return "the depthwise kernel is not 3x3 or 5x5";
-  const std::vector<int64_t> s = dw.attr_ints("strides", {1, 1});
-  if (s.size() != 2 || s[0] != s[1] || (s[0] != 1 && s[0] != 2)) {
-    return "the depthwise strides are not 1 or 2 on both axes";
-  }
-  if (!all_equal(dw.attr_ints("dilations", {1, 1}), 1)) return "the depthwise conv is dilated";
-  if (dw.attr_string("auto_pad", "NOTSET") != "NOTSET") return "the depthwise conv uses auto_pad";
-  if (!all_equal(dw.attr_ints("pads", {0, 0, 0, 0}), k / 2) ||
-      dw.attr_ints("pads", {}).size() != 4) {
-    return "the depthwise convolution is not padded by " + std::to_string(k / 2) + " on every side";
-  }
-  return "";
 }
 
 // A 1x1 convolution's output read by a depthwise one over all its channels: the rule's matches
@@ -101,7 +73,7 @@ std::string expansion_reason(const Node& ex) {
       ex.attr_string("auto_pad", "NOTSET") != "NOTSET") {
     return "the expansion is padded, strided or dilated";
   }
-  return plain_conv(ex, "the expansion");
+  return conv_part_reason(ex, "the expansion");
 }
 
 // "" when fusing pays for an expanded tensor of this size (or NNFUSE_EXPAND_DEPTHWISE=force),
@@ -140,27 +112,27 @@ Rule expand_depthwise() {
     return any_of({op_in(kFusedDomain, "FusedConv", {in, constant(w)}, false).named(name),
                    op("Conv", {in, constant(w)}, false).named(name)});
   };
-  return {
-      .name = "ExpandDepthwiseFusionPass",
-      .description =
-          "Fuses a 1x1 expansion conv and the depthwise conv after it into one kernel "
-          "that keeps the expanded tensor in the cache, where that tensor is large",
-      .ops = {"Conv", "Conv"},
-      .patterns = {{"", conv(conv(any("x"), "w1", "expand"), "w2", "depthwise")}},
-      .guards = {guard::float32({"x", "w1", "w2"})},
-      .rewrite = [](const RuleMatch& m) -> std::string {
-        const Node* ex = m.node("expand");
-        const Node* dw = m.node("depthwise");
-        for (std::string why : {expansion_reason(*ex), plain_conv(*dw, "the depthwise convolution"),
-                                depthwise_geometry(*dw, *pattern::constant_value(m["w2"])),
-                                pays(*ex->output(0), pattern::constant_value(m["w1"])->dim(1))}) {
-          if (!why.empty()) return why;
-        }
-        auto bias = [](const Node* c) { return c->num_inputs() > 2 ? c->input(2) : nullptr; };
-        return m.fuse("ExpandDepthwise", {m["x"], m["w1"], bias(ex), m["w2"], bias(dw)},
-                      part_attrs(*ex, *dw));
-      },
-      .applies = expansion_then_depthwise};
+  return {.name = "ExpandDepthwiseFusionPass",
+          .description =
+              "Fuses a 1x1 expansion conv and the depthwise conv after it into one kernel "
+              "that keeps the expanded tensor in the cache, where that tensor is large",
+          .ops = {"Conv", "Conv"},
+          .patterns = {{"", conv(conv(any("x"), "w1", "expand"), "w2", "depthwise")}},
+          .guards = {guard::float32({"x", "w1", "w2"})},
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            const Node* ex = m.node("expand");
+            const Node* dw = m.node("depthwise");
+            for (std::string why :
+                 {expansion_reason(*ex), conv_part_reason(*dw, "the depthwise convolution"),
+                  ref::fast_depthwise_reason(*dw, pattern::constant_value(m["w2"])->shape()),
+                  pays(*ex->output(0), pattern::constant_value(m["w1"])->dim(1))}) {
+              if (!why.empty()) return why;
+            }
+            auto bias = [](const Node* c) { return c->num_inputs() > 2 ? c->input(2) : nullptr; };
+            return m.fuse("ExpandDepthwise", {m["x"], m["w1"], bias(ex), m["w2"], bias(dw)},
+                          part_attrs(*ex, *dw));
+          },
+          .applies = expansion_then_depthwise};
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "cost/cost.h"
 #include "ir/error.h"
+#include "kernels/ref/conv_skip.h"
 #include "pattern/rewriter.h"
 
 namespace nnfuse {
@@ -18,6 +19,17 @@ using pattern::Pat;
 bool is_layer_norm(const Node& n) {
   return n.op_type() == "LayerNormalization" &&
          (is_default_domain(n.domain()) || n.domain() == kFusedDomain);
+}
+
+std::string conv_part_reason(const Node& conv, const std::string& who) {
+  if (conv.op_type() == "FusedConv" &&
+      ((conv.num_inputs() > 3 && conv.input(3)) || ref::has_skip_conv(conv))) {
+    return who + " adds a residual";
+  }
+  if (conv.num_inputs() > 2 && conv.input(2) && !pattern::constant_value(conv.input(2))) {
+    return who + "'s bias is not a constant";
+  }
+  return "";
 }
 
 std::vector<std::string> original_names(const std::vector<Node*>& nodes) {

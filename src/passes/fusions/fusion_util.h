@@ -28,6 +28,11 @@ std::string apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
 // A LayerNormalization node: the ONNX op (opset 17+) or nnfuse's (kFusedDomain, earlier opsets).
 bool is_layer_norm(const Node& n);
 
+// "" when `conv` (a Conv or FusedConv about to become part of a larger fused node) adds no
+// residual (FusedConv's Sum or skip convolution) and its bias, if any, is a constant; else why
+// not, naming the conv as `who`.
+std::string conv_part_reason(const Node& conv, const std::string& who);
+
 // Original node names behind `nodes` (expanding fused nodes' provenance).
 std::vector<std::string> original_names(const std::vector<Node*>& nodes);
 

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 
-#include "kernels/ref/conv_skip.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 
@@ -22,13 +21,7 @@ namespace {
 // product with constant weights and bias, else why not.
 std::string plain_product(const Node& conv, const char* part) {
   const std::string who = std::string("the ") + part + " convolution";
-  if (conv.op_type() == "FusedConv" &&
-      ((conv.num_inputs() > 3 && conv.input(3)) || ref::has_skip_conv(conv))) {
-    return who + " adds a residual";
-  }
-  if (conv.num_inputs() > 2 && conv.input(2) && !pattern::constant_value(conv.input(2))) {
-    return who + "'s bias is not a constant";
-  }
+  if (std::string why = conv_part_reason(conv, who); !why.empty()) return why;
   const Tensor* w = pattern::constant_value(conv.input(1));
   if (!w || w->rank() != 4 || w->dim(2) != 1 || w->dim(3) != 1) {
     return who + " is not 1x1";
