@@ -7,7 +7,8 @@ embedding, in the convs' channels-last layout; the embedding's Linear and Add go
 GroupNorm after them; a projected skip's 1x1 Conv into the last conv's kernel: at most 4
 kernels a ResBlock); an inception block, whose three 1x1 branch openings become one product
 (FusedConvSplit), squeeze-and-excitation blocks, whose scale becomes one SqueezeExcite, and
-inverted residuals, whose expansion and depthwise conv become one ExpandDepthwise.
+inverted residuals, whose expansion and depthwise conv become one ExpandDepthwise; and convs of
+other ranks (R3D's 3-D residual block, Conformer's 1-D convolution module).
 For each model: `nnfuse compile` must apply the expected pass and write
 the GroupNorm node into a checker-valid model with the expected groups and activation; the
 fused model must give PyTorch's outputs; `nnfuse verify` must pass; and the ONNX Runtime export
@@ -157,6 +158,34 @@ class InvertedResidual(nn.Module):
         return x + y if s.residual else y
 
 
+class BasicBlock3d(nn.Module):
+    """R3D-18's residual block of 3x3x3 convs (video), strided with a projected skip."""
+
+    def __init__(s, cin=16, cout=32):
+        super().__init__()
+        s.c1 = nn.Sequential(nn.Conv3d(cin, cout, 3, 2, 1, bias=False), nn.BatchNorm3d(cout),
+                             nn.ReLU())
+        s.c2 = nn.Sequential(nn.Conv3d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm3d(cout))
+        s.skip = nn.Sequential(nn.Conv3d(cin, cout, 1, 2, bias=False), nn.BatchNorm3d(cout))
+
+    def forward(s, x):
+        return torch.relu(s.c2(s.c1(x)) + s.skip(x))
+
+
+class ConformerConv(nn.Module):
+    """Conformer's convolution module (speech): pointwise conv to 2C, GLU, depthwise conv of
+    kernel 31, BatchNorm, SiLU, pointwise conv, the input added; channels-first [N, C, T]."""
+
+    def __init__(s, c=32, k=31):
+        super().__init__()
+        s.pw1, s.dw = nn.Conv1d(c, 2 * c, 1), nn.Conv1d(c, c, k, padding=k // 2, groups=c)
+        s.bn, s.pw2 = nn.BatchNorm1d(c), nn.Conv1d(c, c, 1)
+
+    def forward(s, x):
+        y = nn.functional.glu(s.pw1(x), dim=1)
+        return x + s.pw2(nn.functional.silu(s.bn(s.dw(y))))
+
+
 X8 = {"x": (1, 8, 12, 10)}
 X16 = {"x": (1, 16, 9, 11)}
 # name, module, inputs, {pass: min effect_times}, [(num_groups, activation) of each GroupNorm]
@@ -198,6 +227,11 @@ CASES = [
      {"x": (1, 16, 112, 112)}, {"ExpandDepthwiseFusionPass": 1}, []),
     ("inverted_residual_efficientnet", InvertedResidual(nn.SiLU, 24, 144, 5, 1),
      {"x": (1, 24, 56, 56)}, {"ExpandDepthwiseFusionPass": 1}, []),
+    # Convs of other ranks: 3-D on a blocked layout, 1-D as 2-D of height 1.
+    ("resnet3d_block", BasicBlock3d(), {"x": (1, 16, 4, 14, 14)},
+     {"ConvAddFusionPass": 1, "ConvSkipConvFusionPass": 1}, []),
+    ("conformer_conv_module", ConformerConv(), {"x": (1, 32, 100)},
+     {"ConvAddFusionPass": 1}, []),
 ]
 
 # Per case: ops of ai.nnfuse the fused graph must hold, with their counts.
@@ -205,7 +239,9 @@ FUSED_OPS = {"inception_block": {"FusedConvSplit": 1},
              "squeeze_excite_mobilenet": {"SqueezeExcite": 1},
              "squeeze_excite_efficientnet": {"SqueezeExcite": 1},
              "inverted_residual_mobilenet": {"ExpandDepthwise": 1},
-             "inverted_residual_efficientnet": {"ExpandDepthwise": 1}}
+             "inverted_residual_efficientnet": {"ExpandDepthwise": 1},
+             "resnet3d_block": {"FusedConv": 2},
+             "conformer_conv_module": {"FusedConv": 2}}
 
 
 def check(nnfuse, tmp, name, module, shapes, passes, norms):

@@ -154,6 +154,21 @@ TEST(OnednnConv, OneAndThreeDimensional) {
   check_conv({{2, 4, 4, 5, 6}, 6, {2, 3, 2}, 2, {}, {1, 1, 2}, {}, {}, false}, seed++);
 }
 
+// 1-D convs run as 2-D convs of height 1 and 3-D convs on a blocked layout of oneDNN's
+// choosing, each reordered into and out of: Conformer's depthwise conv (kernel 31), grouped,
+// strided and dilated 1-D convs, and R3D's 3x3x3 convs, plain and depthwise.
+TEST(OnednnConv, OneAndThreeDimensionalOnBlockedLayouts) {
+  uint32_t seed = 450;
+  check_conv({{1, 48, 150}, 48, {31}, 48, {}, {}, {15, 15}, {}, true}, seed++);
+  check_conv({{2, 32, 41}, 64, {3}, 1, {2}, {}, {1, 1}, {}, true}, seed++);
+  check_conv({{1, 32, 40}, 32, {3}, 4, {1}, {4}, {4, 4}, {}, false}, seed++);
+  check_conv({{1, 20, 33}, 24, {7}, 1, {3}, {}, {}, "SAME_LOWER", true}, seed++);
+  check_conv({{1, 16, 4, 9, 10}, 32, {3, 3, 3}, 1, {1, 2, 2}, {}, {1, 1, 1, 1, 1, 1}, {}, true},
+             seed++);
+  check_conv({{1, 32, 5, 8, 8}, 32, {3, 3, 3}, 32, {}, {}, {1, 1, 1, 1, 1, 1}, {}, false}, seed++);
+  check_conv({{2, 16, 3, 7, 6}, 48, {1, 1, 1}, 1, {1, 2, 2}, {}, {}, {}, true}, seed++);
+}
+
 TEST(OnednnConv, OutputIsNhwcFor2dAndPlainOtherwise) {
   ConvCase c{{1, 3, 7, 9}, 5, {3, 3}};
   BuiltKernel k("onednn.conv", "Conv", conv_inputs(c, 1), conv_attrs(c));
@@ -314,6 +329,38 @@ TEST(OnednnConvTranspose, Sweep) {
   }
 }
 
+// A vocoder's upsampling (HiFi-GAN: kernel 16, stride 8), grouped, padded and output_shape
+// forms of 1-D transposed convs.
+TEST(OnednnConvTranspose, OneDimensional) {
+  uint32_t seed = 600;
+  for (bool bias : {true, false}) {
+    check_deconv({{1, 32, 20},
+                  16,
+                  {16},
+                  1,
+                  {{"strides", attr_ints({8})}, {"pads", attr_ints({4, 4})}},
+                  bias},
+                 seed++);
+    check_deconv(
+        {{2, 8, 9}, 12, {4}, 4, {{"strides", attr_ints({2})}, {"pads", attr_ints({1, 1})}}, bias},
+        seed++);
+    check_deconv({{1, 6, 7},
+                  5,
+                  {3},
+                  1,
+                  {{"strides", attr_ints({3})}, {"output_padding", attr_ints({2})}},
+                  bias},
+                 seed++);
+    check_deconv({{1, 4, 6},
+                  4,
+                  {5},
+                  1,
+                  {{"strides", attr_ints({2})}, {"output_shape", attr_ints({14})}},
+                  bias},
+                 seed++);
+  }
+}
+
 TEST(OnednnConvTranspose, OutputIsNhwcAndDeclines) {
   DeconvCase c{{1, 3, 4, 5}, 4, {3, 3}};
   BuiltKernel k("onednn.conv_transpose", "ConvTranspose", deconv_inputs(c, 1), {});
@@ -322,9 +369,14 @@ TEST(OnednnConvTranspose, OutputIsNhwcAndDeclines) {
   std::vector<FastInput> dyn_w = deconv_inputs(c, 1);
   dyn_w[1].constant = false;
   EXPECT_EQ(run_kernel("ConvTranspose", dyn_w, {}).kernel, "ref");
-  // 1-D transposed convs are left to the reference kernel.
+  // 1-D transposed convs run as 2-D ones of height 1, plain in and out; 3-D ones are left to
+  // the reference kernel.
   DeconvCase c1{{1, 3, 5}, 4, {3}};
-  EXPECT_EQ(run_kernel("ConvTranspose", deconv_inputs(c1, 1), {}).kernel, "ref");
+  BuiltKernel k1("onednn.conv_transpose", "ConvTranspose", deconv_inputs(c1, 1), {});
+  ASSERT_TRUE(k1.accepted);
+  EXPECT_EQ(k1.output_layout(), Layout::kPlain);
+  DeconvCase c3{{1, 3, 4, 4, 4}, 4, {3, 3, 3}};
+  EXPECT_EQ(run_kernel("ConvTranspose", deconv_inputs(c3, 1), {}).kernel, "ref");
   // output_padding not below the stride.
   BuiltKernel k2("onednn.conv_transpose", "ConvTranspose", deconv_inputs(c, 1),
                  {{"output_padding", attr_ints({1, 1})}});

@@ -170,6 +170,8 @@ TEST(OnednnFusedConv, OneAndThreeDimensional) {
   const std::vector<ConvCase> cases = {
       {{2, 4, 17}, 6, {3}, 2, {{"pads", attr_ints({1, 1})}}},
       {{1, 3, 5, 6, 7}, 4, {3, 3, 3}, 1, {{"strides", attr_ints({1, 2, 1})}}},
+      {{1, 32, 60}, 32, {15}, 32, {{"pads", attr_ints({7, 7})}}},
+      {{1, 16, 4, 6, 6}, 16, {3, 3, 3}, 1, {{"pads", attr_ints({1, 1, 1, 1, 1, 1})}}},
   };
   for (const ConvCase& c : cases) {
     for (const Act& act : {Act{"Relu"}, Act{"Gelu"}, Act{"HardSigmoid"}}) {
