@@ -1,14 +1,19 @@
 // oneDNN MaxPool / AveragePool (1-D to 3-D spatial, with dilations, ceil_mode, pads, auto_pad)
 // and GlobalAveragePool / GlobalMaxPool. Pools keep the layout they are given (plain, or NHWC
 // for 4-D); the global pools write [N, C, 1, 1] plain, which is the same bytes as NHWC.
+// Where oneDNN has only its plain-layout kernel (simple_nchw: a plain 5-D or 3-D input, S3D's
+// 1x3x3 max pools over 8 frames of 112x112 at 55 ms), the pool runs channels-last on copies of
+// X and Y reordered into and out of the run's scratch (3 ms).
 // ceil_mode becomes extra end padding (that padding never counts toward an average that
 // excludes padding; an average that includes padding and overhangs it is left to the
 // reference kernel, which counts only the declared pads).
 #include "kernels/cpu/onednn_pool.h"
 
 #include <algorithm>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 
 #include "kernels/cpu/onednn_common.h"
 #include "kernels/cpu/onednn_kernels.h"
@@ -138,6 +143,12 @@ class PoolKernel : public Kernel {
     ThreadScope threads(info.num_threads);
     guarded(what_, [&] {
       dnnl::pooling_v2_forward::primitive_desc pd = make_pd(s_);
+      if (s_.in_layout == Layout::kPlain && !fast(pd)) {
+        if (std::optional<dnnl::pooling_v2_forward::primitive_desc> cl = channels_last_pd()) {
+          init_reordered(*cl);
+          return;
+        }
+      }
       prim_ = dnnl::pooling_v2_forward(pd);
       src_ = memory(pd.src_desc(), engine(), DNNL_MEMORY_NONE);
       dst_ = memory(pd.dst_desc(), engine(), DNNL_MEMORY_NONE);
@@ -146,11 +157,28 @@ class PoolKernel : public Kernel {
     });
   }
 
+  size_t scratch_bytes() const override { return scratch_bytes_; }
+
   void run(KernelIO& io) override {
     check_input(io.in(0), s_.x_shape, s_.in_layout, what_, 0);
     Tensor& y = io.output(0, DType::kFloat32, s_.y_shape, s_.out_layout);
     std::lock_guard<std::mutex> lock(mu_);
     guarded(what_, [&] {
+      if (to_src_) {
+        std::byte* scratch = io.scratch;
+        if (!scratch) {
+          if (!own_scratch_) own_scratch_ = aligned_bytes(scratch_bytes_, 64);
+          scratch = own_scratch_.get();
+        }
+        src_.set_data_handle(scratch);
+        dst_.set_data_handle(scratch + dst_offset_);
+        user_src_.set_data_handle(handle(io.in(0)));
+        user_dst_.set_data_handle(y.raw());
+        execute(to_src_, {{DNNL_ARG_FROM, user_src_}, {DNNL_ARG_TO, src_}});
+        execute(prim_, args_);
+        execute(from_dst_, {{DNNL_ARG_FROM, dst_}, {DNNL_ARG_TO, user_dst_}});
+        return;
+      }
       src_.set_data_handle(handle(io.in(0)));
       dst_.set_data_handle(y.raw());
       execute(prim_, args_);
@@ -158,10 +186,53 @@ class PoolKernel : public Kernel {
   }
 
  private:
+  static bool fast(const dnnl::primitive_desc& pd) {
+    const std::string impl = pd.impl_info_str();
+    return impl.rfind("ref", 0) != 0 && impl.rfind("simple", 0) != 0;
+  }
+
+  // The pool on a channels-last X (nwc, nhwc, ndhwc) into Y in a format of oneDNN's choosing,
+  // where that runs a fast kernel.
+  std::optional<dnnl::pooling_v2_forward::primitive_desc> channels_last_pd() const {
+    static constexpr Tag kTags[] = {Tag::nwc, Tag::nhwc, Tag::ndhwc};
+    const Tag tag = kTags[s_.x_shape.size() - 3];
+    dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, s_.alg,
+                                     f32_desc(s_.x_shape, tag), f32_desc(s_.y_shape, Tag::any),
+                                     to_dims(s_.strides), to_dims(s_.kernel), to_dims(s_.dilations),
+                                     to_dims(s_.pad_l), to_dims(s_.pad_r));
+    try {
+      dnnl::pooling_v2_forward::primitive_desc pd(d, user_scratchpad_attr(), engine());
+      if (fast(pd)) return pd;
+    } catch (const dnnl::error&) {
+    }
+    return std::nullopt;
+  }
+
+  // Buffers in the run's scratch for the reordered X and the pool's Y, and the reorders.
+  void init_reordered(const dnnl::pooling_v2_forward::primitive_desc& pd) {
+    prim_ = dnnl::pooling_v2_forward(pd);
+    src_ = memory(pd.src_desc(), engine(), DNNL_MEMORY_NONE);
+    dst_ = memory(pd.dst_desc(), engine(), DNNL_MEMORY_NONE);
+    user_src_ = memory(f32_desc(s_.x_shape, Layout::kPlain), engine(), DNNL_MEMORY_NONE);
+    user_dst_ = memory(f32_desc(s_.y_shape, Layout::kPlain), engine(), DNNL_MEMORY_NONE);
+    to_src_ = make_reorder(user_src_, src_);
+    from_dst_ = make_reorder(dst_, user_dst_);
+    dst_offset_ = align_up(pd.src_desc().get_size(), 64);
+    scratch_bytes_ = dst_offset_ + align_up(pd.dst_desc().get_size(), 64);
+    args_[DNNL_ARG_SRC] = src_;
+    args_[DNNL_ARG_DST] = dst_;
+  }
+
   std::string what_;
   PoolSpec s_;
   dnnl::primitive prim_;
   memory src_, dst_;
+  // A plain X pooled channels-last (init_reordered): X and Y as the graph has them, the
+  // reorders, and where dst_ lies in the scratch.
+  memory user_src_, user_dst_;
+  dnnl::primitive to_src_, from_dst_;
+  size_t dst_offset_ = 0, scratch_bytes_ = 0;
+  std::shared_ptr<std::byte[]> own_scratch_;
   std::unordered_map<int, memory> args_;
   std::mutex mu_;  // the memory objects are rebound on every run
 };

@@ -100,6 +100,52 @@ TEST(OnednnPool, ResNetAndOneAndThreeDimensional) {
              Layout::kPlain, 304);
 }
 
+// Plain inputs oneDNN pools only on its plain kernel (5-D and 3-D ones) run channels-last on
+// copies in the scratch: S3D's 1x3x3 and 3x3x3 pools, 1-D pools of 64 channels, with and
+// without a scratch given.
+TEST(OnednnPool, PlainVideoAndAudioPoolsRunChannelsLast) {
+  const Attrs frame = {{"kernel_shape", attr_ints({1, 3, 3})},
+                       {"strides", attr_ints({1, 2, 2})},
+                       {"pads", attr_ints({0, 1, 1, 0, 1, 1})}};
+  const Attrs cube = {{"kernel_shape", attr_ints({3, 3, 3})},
+                      {"strides", attr_ints({2, 2, 2})},
+                      {"pads", attr_ints({1, 1, 1, 1, 1, 1})}};
+  const Attrs line = {
+      {"kernel_shape", attr_ints({3})}, {"strides", attr_ints({2})}, {"pads", attr_ints({1, 1})}};
+  uint32_t seed = 350;
+  for (const std::string op : {"MaxPool", "AveragePool"}) {
+    for (const auto& [x, a] :
+         {std::pair{Dims{1, 16, 8, 56, 56}, frame}, std::pair{Dims{1, 64, 4, 20, 20}, frame},
+          std::pair{Dims{2, 24, 5, 9, 9}, cube}, std::pair{Dims{1, 64, 301}, line}}) {
+      check_pool(op, x, a, Layout::kPlain, seed);
+      BuiltKernel k("onednn.pool", op, {{random_tensor(x, seed), false, Layout::kPlain}}, a);
+      ASSERT_TRUE(k.accepted);
+      // Which plain 5-D geometries oneDNN has a fast kernel for varies with the CPU; for plain
+      // 1-D inputs it has none.
+      if (x.size() == 3) {
+        EXPECT_GT(k.kernel->scratch_bytes(), 0u) << op << dims_str(x);
+      }
+      const Tensor in = random_tensor(x, seed + 1);
+      std::vector<std::byte> scratch(k.kernel->scratch_bytes() + 64, std::byte{0x7f});
+      KernelIO io;
+      io.inputs = {&in};
+      io.outputs.resize(1);
+      io.scratch = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) /
+                                                64 * 64);
+      k.kernel->run(io);
+      const Tensor want = testing::run_ref(op, {in}, a, 1, 17)[0];
+      testing::expect_close(io.outputs[0], want, kTol, kTol);
+      ++seed;
+    }
+  }
+  // The 2-D pools of the NHWC graph read and write in place of the graph's tensors.
+  BuiltKernel nhwc("onednn.pool", "MaxPool",
+                   {{random_tensor({1, 64, 20, 20}, 1), false, Layout::kNHWC}},
+                   {{"kernel_shape", attr_ints({3, 3})}, {"strides", attr_ints({2, 2})}});
+  ASSERT_TRUE(nhwc.accepted);
+  EXPECT_EQ(nhwc.kernel->scratch_bytes(), 0u);
+}
+
 TEST(OnednnPool, KeepsTheInputLayout) {
   Attrs a = {{"kernel_shape", attr_ints({2, 2})}};
   for (Layout layout : {Layout::kPlain, Layout::kNHWC}) {
