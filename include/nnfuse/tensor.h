@@ -16,8 +16,9 @@ namespace nnfuse {
 
 using Dims = std::vector<int64_t>;
 
-// Physical order of a tensor's elements. shape() is always the logical (ONNX) shape; a 4-D
-// tensor in kNHWC stores N, H, W, C order (channels last) for its logical [N, C, H, W].
+// Physical order of a tensor's elements. shape() is always the logical (ONNX) shape; a tensor
+// in kNHWC stores its channels last: N, H, W, C order for a logical [N, C, H, W], and likewise
+// N, W, C for [N, C, W] and N, D, H, W, C for [N, C, D, H, W] (ranks 3 to 5).
 enum class Layout : uint8_t { kPlain, kNHWC };
 const char* layout_name(Layout l);
 

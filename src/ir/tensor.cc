@@ -108,8 +108,8 @@ Tensor Tensor::reshaped(Dims shape) const {
 Tensor Tensor::relaid(Dims shape, Layout layout) const {
   int64_t n = checked_numel(shape);
   NNFUSE_CHECK(n == numel_, "cannot view ", numel_, " elements as shape ", dims_str(shape));
-  NNFUSE_CHECK(layout != Layout::kNHWC || shape.size() == 4, "an NHWC view needs rank 4, not ",
-               dims_str(shape));
+  NNFUSE_CHECK(layout != Layout::kNHWC || channels_last_rank(shape.size()),
+               "a channels-last view needs rank 3 to 5, not ", dims_str(shape));
   Tensor t = *this;
   t.shape_ = std::move(shape);
   t.layout_ = layout;

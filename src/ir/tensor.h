@@ -14,6 +14,9 @@ constexpr size_t align_up(size_t n, size_t alignment) {
   return (n + alignment - 1) / alignment * alignment;
 }
 
+// Whether a tensor of this rank can be stored channels-last (Layout::kNHWC): 3 to 5.
+constexpr bool channels_last_rank(size_t rank) { return rank >= 3 && rank <= 5; }
+
 // `bytes` uninitialised bytes starting at a multiple of `alignment` (a power of two), freed
 // with their last owner: arenas and scratch buffers.
 std::shared_ptr<std::byte[]> aligned_bytes(size_t bytes, size_t alignment);

@@ -158,8 +158,8 @@ int ExecutionPlan::add_value(const Value* v, Layout layout) {
     pv.static_shape = true;
     pv.shape = v->constant().shape();
   }
-  // Only 4-D tensors have a channels-last form.
-  pv.layout = (pv.static_shape && pv.shape.size() == 4) ? layout : Layout::kPlain;
+  // Only tensors of rank 3 to 5 have a channels-last form.
+  pv.layout = (pv.static_shape && channels_last_rank(pv.shape.size())) ? layout : Layout::kPlain;
   if (layout != Layout::kPlain && pv.layout == Layout::kPlain && !pv.static_shape) {
     pv.layout = layout;  // rank unknown statically: trust the kernel's choice
   }

@@ -3,7 +3,8 @@
 //
 // Inputs are walked by a BroadcastLoop (cpu_broadcast.h): one inner loop per stride pattern
 // (both vectors, vector and repeated scalar, ...). Channels-last inputs work in storage order
-// when every other input is either channels-last of rank 4 or a per-channel / scalar tensor.
+// when every other input is either channels-last of the output's rank (3 to 5) or a
+// per-channel / scalar tensor.
 // Pow by a constant 1, 2, 3 or 0.5 runs as a unary loop.
 #include <cmath>
 #include <map>
@@ -265,14 +266,16 @@ class BroadcastKernel : public Kernel {
         storage.push_back(t.shape());
         continue;
       }
-      const bool ok = t.layout() == Layout::kNHWC ? t.rank() == 4 : plain_matches_nhwc(t.shape());
-      if (!ok || out.size() != 4) {
+      const size_t r = out.size();
+      const bool ok =
+          t.layout() == Layout::kNHWC ? t.shape().size() == r : plain_matches_nhwc(t.shape(), r);
+      if (!ok || !channels_last_rank(r)) {
         fail(ErrorKind::kRuntime, who_, ": input ", i, " of shape ", dims_str(t.shape()),
              " cannot broadcast in channels-last order");
       }
-      Dims s4(4 - t.shape().size(), 1);
-      s4.insert(s4.end(), t.shape().begin(), t.shape().end());
-      storage.push_back(storage_dims(s4, Layout::kNHWC));
+      Dims aligned(r - t.shape().size(), 1);
+      aligned.insert(aligned.end(), t.shape().begin(), t.shape().end());
+      storage.push_back(storage_dims(aligned, Layout::kNHWC));
     }
     const DType out_type = desc_.family == Family::kCompare ? DType::kBool : DType::kFloat32;
     Tensor& y = io.output(0, out_type, out, layout_);

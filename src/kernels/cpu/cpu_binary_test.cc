@@ -123,6 +123,33 @@ TEST(CpuBinary, ChannelsLast) {
   }
 }
 
+// Channels-last of rank 3 (a 1-D conv's NWC) and 5 (a 3-D conv's NDHWC): a residual, a
+// per-channel vector.
+TEST(CpuBinary, ChannelsLastOfRanksThreeAndFive) {
+  uint32_t seed = 60;
+  for (const Dims& x : {Dims{2, 6, 9}, Dims{1, 4, 3, 5, 6}}) {
+    Dims per_channel(x.size() - 1, 1);
+    per_channel[0] = x[1];
+    const std::vector<std::pair<FastInput, FastInput>> cases = {
+        {{random_tensor(x, seed++), false, Layout::kNHWC},
+         {random_tensor(x, seed++), false, Layout::kNHWC}},
+        {{random_tensor(x, seed++), false, Layout::kNHWC},
+         {random_tensor(per_channel, seed++), true}},
+    };
+    for (const auto& [a, b] : cases) {
+      SCOPED_TRACE(dims_str(a.value.shape()) + " " + dims_str(b.value.shape()));
+      expect_matches_ref("cpu.binary", "Add", {a, b});
+      testing::OneNode one("Add", {a, b}, {});
+      EXPECT_EQ(testing::find_factory("Add", "cpu.binary")->output_layout(one.info(), 0),
+                Layout::kNHWC);
+    }
+    // Broadcast along the last dim is not channels-last storage order.
+    EXPECT_FALSE(fast_accepts(
+        "cpu.binary", "Add",
+        {{random_tensor(x, seed++), false, Layout::kNHWC}, {random_tensor({x.back()}, seed++)}}));
+  }
+}
+
 TEST(CpuBinary, ChannelsLastDeclinesOtherBroadcasts) {
   FastInput x{random_tensor({2, 3, 4, 5}, 30), false, Layout::kNHWC};
   // [5] broadcasts along W: not the storage order of NHWC; plain inputs are needed.

@@ -49,10 +49,10 @@ BroadcastLoop make_broadcast_loop(const Dims& out, const std::vector<Dims>& ins)
   return loop;
 }
 
-bool plain_matches_nhwc(const Dims& s) {
-  if (s.size() > 4) return false;
-  const size_t pad = 4 - s.size();
-  for (size_t i = 2; i < 4; ++i) {
+bool plain_matches_nhwc(const Dims& s, size_t rank) {
+  if (s.size() > rank) return false;
+  const size_t pad = rank - s.size();
+  for (size_t i = 2; i < rank; ++i) {
     if (i >= pad && s[i - pad] != 1) return false;
   }
   return true;
@@ -64,15 +64,19 @@ std::optional<Layout> elementwise_layout(const std::vector<std::optional<Dims>>&
   for (Layout l : layouts) any_nhwc |= l == Layout::kNHWC;
   if (!any_nhwc) return Layout::kPlain;
   Dims out;
-  for (size_t k = 0; k < shapes.size(); ++k) {
-    if (!shapes[k]) return std::nullopt;
-    const Dims& s = *shapes[k];
-    if (layouts[k] == Layout::kNHWC ? s.size() != 4 : !plain_matches_nhwc(s)) return std::nullopt;
-    std::optional<Dims> b = broadcast_dims(out, s);
+  for (const std::optional<Dims>& s : shapes) {
+    if (!s) return std::nullopt;
+    std::optional<Dims> b = broadcast_dims(out, *s);
     if (!b) return std::nullopt;
     out = *b;
   }
-  if (out.size() != 4) return std::nullopt;
+  if (!channels_last_rank(out.size())) return std::nullopt;
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    const Dims& s = *shapes[k];
+    if (layouts[k] == Layout::kNHWC ? s.size() != out.size() : !plain_matches_nhwc(s, out.size())) {
+      return std::nullopt;
+    }
+  }
   return Layout::kNHWC;
 }
 

@@ -30,14 +30,15 @@ struct BroadcastLoop {
 // right-aligned, each broadcastable to `out`).
 BroadcastLoop make_broadcast_loop(const Dims& out, const std::vector<Dims>& ins);
 
-// True when a plain tensor of shape `s` is stored in the same order as it would be in NHWC
-// once right-aligned to rank 4: [.., C, 1, 1] shapes (per-channel vectors, scalars), so it can
-// broadcast against channels-last tensors directly.
-bool plain_matches_nhwc(const Dims& s);
+// True when a plain tensor of shape `s` is stored in the same order as it would be
+// channels-last once right-aligned to rank `rank`: [.., C, 1, 1] shapes (per-channel vectors,
+// scalars), so it can broadcast against channels-last tensors of that rank directly.
+bool plain_matches_nhwc(const Dims& s, size_t rank);
 
 // The layout an elementwise kernel outputs for inputs with these shapes and layouts, or nullopt
 // when it cannot work on them directly: kPlain when every input is plain; kNHWC when some input
-// is NHWC, the output has rank 4 and every plain input satisfies plain_matches_nhwc. `shapes`
+// is channels-last, the output has rank 3 to 5, every channels-last input has the output's
+// rank and every plain input satisfies plain_matches_nhwc. `shapes`
 // may be nullopt for unknown static shapes (then only all-plain inputs are accepted).
 std::optional<Layout> elementwise_layout(const std::vector<std::optional<Dims>>& shapes,
                                          const std::vector<Layout>& layouts);

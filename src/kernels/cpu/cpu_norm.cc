@@ -146,8 +146,8 @@ class BatchNormKernel : public Kernel {
       fail(ErrorKind::kRuntime, who_, ": input of shape ", dims_str(x.shape()), " does not have ",
            c, " channels in dim 1");
     }
-    if (x.layout() == Layout::kNHWC && x.rank() != 4) {
-      fail(ErrorKind::kRuntime, who_, ": channels-last input must have rank 4");
+    if (x.layout() == Layout::kNHWC && !channels_last_rank(x.rank())) {
+      fail(ErrorKind::kRuntime, who_, ": channels-last input must have rank 3 to 5");
     }
     Tensor& y = io.output(0, DType::kFloat32, x.shape(), x.layout());
     const float* px = x.data<float>();

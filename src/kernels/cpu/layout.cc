@@ -32,8 +32,16 @@ bool onednn_convert(const Tensor& src, Tensor& dst) {
     default:
       return false;
   }
-  auto tag = [](Layout l) {
-    return l == Layout::kNHWC ? memory::format_tag::nhwc : memory::format_tag::nchw;
+  const int64_t r = src.rank();
+  auto tag = [r](Layout l) {
+    if (l == Layout::kNHWC) {
+      return r == 3   ? memory::format_tag::nwc
+             : r == 4 ? memory::format_tag::nhwc
+                      : memory::format_tag::ndhwc;
+    }
+    return r == 3   ? memory::format_tag::ncw
+           : r == 4 ? memory::format_tag::nchw
+                    : memory::format_tag::ncdhw;
   };
   try {
     const memory::dims dims = onednn::to_dims(src.shape());
@@ -83,9 +91,10 @@ void convert_layout(const Tensor& src, Tensor& dst) {
     std::memcpy(dst.raw(), src.raw(), src.nbytes());
     return;
   }
-  NNFUSE_CHECK(src.rank() == 4, "only 4-D tensors have an NHWC layout");
+  NNFUSE_CHECK(channels_last_rank(src.rank()), "only tensors of rank 3 to 5 are channels-last");
   if (src.numel() > 0 && onednn_convert(src, dst)) return;
-  int64_t n = src.dim(0), c = src.dim(1), hw = src.dim(2) * src.dim(3);
+  int64_t n = src.dim(0), c = src.dim(1), hw = 1;
+  for (int64_t i = 2; i < src.rank(); ++i) hw *= src.dim(i);
   size_t es = dtype_size(src.dtype());
   // plain -> NHWC transposes each image's [C, HW] to [HW, C]; NHWC -> plain the reverse.
   bool to_nhwc = dst.layout() == Layout::kNHWC;
@@ -113,13 +122,18 @@ Tensor to_layout(const Tensor& t, Layout l) {
 }
 
 Dims storage_dims(const Dims& logical, Layout layout) {
-  if (layout != Layout::kNHWC || logical.size() != 4) return logical;
-  return {logical[0], logical[2], logical[3], logical[1]};
+  if (layout != Layout::kNHWC || !channels_last_rank(logical.size())) return logical;
+  Dims d = {logical[0]};
+  d.insert(d.end(), logical.begin() + 2, logical.end());
+  d.push_back(logical[1]);
+  return d;
 }
 
 size_t storage_axis(size_t axis, size_t rank, Layout layout) {
-  static constexpr size_t kNhwc[4] = {0, 3, 1, 2};
-  return layout == Layout::kNHWC && rank == 4 && axis < 4 ? kNhwc[axis] : axis;
+  if (layout != Layout::kNHWC || !channels_last_rank(rank) || axis >= rank || axis == 0) {
+    return axis;
+  }
+  return axis == 1 ? rank - 1 : axis - 1;
 }
 
 }  // namespace nnfuse

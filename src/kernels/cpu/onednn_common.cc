@@ -40,9 +40,10 @@ Tag plain_tag(size_t rank) {
 }
 
 dnnl::memory::desc f32_desc(const Dims& shape, Layout layout) {
-  NNFUSE_CHECK(layout == Layout::kPlain || shape.size() == 4,
-               "only 4-D tensors can be stored NHWC");
-  return f32_desc(shape, layout == Layout::kNHWC ? Tag::nhwc : plain_tag(shape.size()));
+  NNFUSE_CHECK(layout == Layout::kPlain || channels_last_rank(shape.size()),
+               "only tensors of rank 3 to 5 can be stored channels-last");
+  if (layout == Layout::kPlain) return f32_desc(shape, plain_tag(shape.size()));
+  return f32_desc(shape, shape.size() == 3 ? Tag::nwc : shape.size() == 4 ? Tag::nhwc : Tag::ndhwc);
 }
 
 dnnl::memory::desc f32_desc(const Dims& shape, Tag tag) {

@@ -73,11 +73,11 @@ struct ConvSpec {
   // the activation runs as eltwise primitives over the kernel's own blocked buffer after the
   // conv, before the reorder out (set by make_pd).
   bool act_after = false;
-  // Convs of other ranks than 2-D (Conv1d, Conv3d) run the direct algorithm on a blocked
-  // layout of oneDNN's choosing, reordered into and out of as for Winograd: on the plain
-  // layout (NCW, NCDHW) oneDNN runs them as an im2col GEMM (gemm:jit), which made R3D-18
-  // (3x3x3 convs, 16 frames of 112x112) 1.37x ONNX Runtime's time. Set by make_pd where a
-  // non-reference, non-GEMM implementation exists.
+  // A 1-D transposed conv runs the direct algorithm on a blocked layout of oneDNN's choosing,
+  // reordered into and out of as for Winograd, where oneDNN has a kernel for it (set by
+  // make_pd); on channels-last it may have only an im2col GEMM. (Convs run channels-last at
+  // every rank: NWC, NHWC, NDHWC, where oneDNN has its direct kernels; on the plain NCDHW
+  // layout it ran R3D-18's 3x3x3 convs as an im2col GEMM, 1.37x ONNX Runtime's time.)
   bool blocked = false;
   // A 1-D conv (Conv1d) runs as the 2-D conv of height 1 it is (the same bytes in the plain
   // layout): oneDNN has blocked 2-D kernels for every group count, where for 1-D it runs a
@@ -349,10 +349,10 @@ std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op, std::string* 
     if (s.x_shape[j] < 1 || s.w_shape[j] < 1) return decline(why, "an empty input or weight");
   }
   s.in_layout = input_layout(info, 0);
-  if (s.in_layout != Layout::kPlain && !(s.in_layout == Layout::kNHWC && rank == 4)) {
+  if (s.in_layout != Layout::kPlain && s.in_layout != Layout::kNHWC) {
     return decline(why, "input in layout ", layout_name(s.in_layout));
   }
-  s.out_layout = rank == 4 ? Layout::kNHWC : Layout::kPlain;
+  s.out_layout = Layout::kNHWC;
   try {
     s.group = node.attr_int("group", 1);
     const int64_t c = s.x_shape[1];
@@ -471,10 +471,9 @@ memory::desc user_weights_desc(const ConvSpec& s, bool any) {
   return f32_desc(dims, any ? Tag::any : tag);
 }
 
-// The activation format the primitive runs on, unless blocked: NHWC for 2-D, plain otherwise.
-Tag act_tag(const ConvSpec& s) {
-  return s.x_shape.size() == 4 ? Tag::nhwc : plain_tag(prim(s, s.x_shape).size());
-}
+// The activation format the primitive runs on, unless blocked: channels-last (NHWC, NDHWC; a
+// 1-D conv's NWC as NHWC of height 1).
+Tag act_tag(const ConvSpec& s) { return prim(s, s.x_shape).size() == 4 ? Tag::nhwc : Tag::ndhwc; }
 
 // Whether the primitive runs neither oneDNN's reference kernel nor an im2col GEMM.
 bool fast_impl(const dnnl::primitive_desc& pd) {
@@ -566,19 +565,6 @@ dnnl::primitive_desc make_pd(ConvSpec& s) {
     // No implementation on this CPU (it needs AVX-512), or one whose scratchpad spills.
     s.winograd = false;
   }
-  if (s.x_shape.size() != 4 && !s.subsample && !s.pool && s.split.empty()) {
-    dnnl::convolution_forward::desc d(prop, dnnl::algorithm::convolution_direct,
-                                      f32_desc(src_dims, Tag::any), wei, bias,
-                                      f32_desc(y_dims, Tag::any), st, dil, pl, pr);
-    try {
-      dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
-      if (fast_impl(pd)) {
-        s.blocked = true;
-        return pd;
-      }
-    } catch (const dnnl::error&) {
-    }
-  }
   dnnl::convolution_forward::desc d(prop, dnnl::algorithm::convolution_direct, src, wei, bias, dst,
                                     st, dil, pl, pr);
   return dnnl::convolution_forward::primitive_desc(d, attr, engine());
@@ -617,12 +603,12 @@ class ConvKernel : public Kernel {
       dst_ = s_.split.empty() ? memory(pd.dst_desc(0), engine(), DNNL_MEMORY_NONE)
                               : scratch_memory(pd.dst_desc(0));
       args_[DNNL_ARG_DST] = dst_;
-      // NCHW input, or a subsampled one: reorder into an NHWC buffer of our own. An NCHW
-      // input of 1x1 pixels ([N, C, 1, 1]: a squeeze-and-excitation's pooled vector) is stored
-      // as its NHWC form already, and is read as it is.
-      const bool plain_4d = s_.in_layout == Layout::kPlain && s_.x_shape.size() == 4;
-      const bool one_pixel = plain_4d && s_.x_shape[2] * s_.x_shape[3] == 1;
-      bind_src(pd, (plain_4d && !one_pixel && !s_.nchw_in) || s_.subsample);
+      // A plain input the primitive reads channels-last, or a subsampled one: reorder into a
+      // buffer of our own. A plain input of one pixel ([N, C, 1, 1]: a squeeze-and-excitation's
+      // pooled vector) is stored as its channels-last form already, and is read as it is.
+      const bool plain_in = s_.in_layout == Layout::kPlain;
+      const bool one_pixel = plain_in && checked_numel(s_.x_shape) == s_.x_shape[0] * s_.x_shape[1];
+      bind_src(pd, (plain_in && !one_pixel && !s_.nchw_in) || s_.subsample);
       if (s_.sum && s_.sum_layout != s_.out_layout) bind_sum();
     });
   }
@@ -923,9 +909,10 @@ bool accepts(const NodeInfo& info) {
   return declines<kOp>(info).empty();
 }
 
+// Channels-last (ConvSpec::out_layout) at every rank a conv runs.
 Layout output_layout(const NodeInfo& info, size_t /*k*/) {
   std::optional<Dims> x = known_shape(info, 0);
-  return x && x->size() == 4 ? Layout::kNHWC : Layout::kPlain;
+  return x && channels_last_rank(x->size()) ? Layout::kNHWC : Layout::kPlain;
 }
 
 Layout conv_pool_output_layout(const NodeInfo& info, size_t /*k*/) {

@@ -154,22 +154,26 @@ TEST(OnednnConv, OneAndThreeDimensional) {
   check_conv({{2, 4, 4, 5, 6}, 6, {2, 3, 2}, 2, {}, {1, 1, 2}, {}, {}, false}, seed++);
 }
 
-// 1-D convs run as 2-D convs of height 1 and 3-D convs on a blocked layout of oneDNN's
-// choosing, each reordered into and out of: Conformer's depthwise conv (kernel 31), grouped,
-// strided and dilated 1-D convs, and R3D's 3x3x3 convs, plain and depthwise.
-TEST(OnednnConv, OneAndThreeDimensionalOnBlockedLayouts) {
+// 1-D convs run as 2-D convs of height 1 and 3-D convs channels-last (NWC, NDHWC), from plain
+// or channels-last inputs: Conformer's depthwise conv (kernel 31), grouped, strided and dilated
+// 1-D convs, and R3D's 3x3x3 convs, plain and depthwise.
+TEST(OnednnConv, OneAndThreeDimensionalChannelsLast) {
   uint32_t seed = 450;
-  check_conv({{1, 48, 150}, 48, {31}, 48, {}, {}, {15, 15}, {}, true}, seed++);
-  check_conv({{2, 32, 41}, 64, {3}, 1, {2}, {}, {1, 1}, {}, true}, seed++);
-  check_conv({{1, 32, 40}, 32, {3}, 4, {1}, {4}, {4, 4}, {}, false}, seed++);
-  check_conv({{1, 20, 33}, 24, {7}, 1, {3}, {}, {}, "SAME_LOWER", true}, seed++);
-  check_conv({{1, 16, 4, 9, 10}, 32, {3, 3, 3}, 1, {1, 2, 2}, {}, {1, 1, 1, 1, 1, 1}, {}, true},
-             seed++);
-  check_conv({{1, 32, 5, 8, 8}, 32, {3, 3, 3}, 32, {}, {}, {1, 1, 1, 1, 1, 1}, {}, false}, seed++);
-  check_conv({{2, 16, 3, 7, 6}, 48, {1, 1, 1}, 1, {1, 2, 2}, {}, {}, {}, true}, seed++);
+  for (Layout l : {Layout::kPlain, Layout::kNHWC}) {
+    check_conv({{1, 48, 150}, 48, {31}, 48, {}, {}, {15, 15}, {}, true, l}, seed++);
+    check_conv({{2, 32, 41}, 64, {3}, 1, {2}, {}, {1, 1}, {}, true, l}, seed++);
+    check_conv({{1, 32, 40}, 32, {3}, 4, {1}, {4}, {4, 4}, {}, false, l}, seed++);
+    check_conv({{1, 20, 33}, 24, {7}, 1, {3}, {}, {}, "SAME_LOWER", true, l}, seed++);
+    check_conv(
+        {{1, 16, 4, 9, 10}, 32, {3, 3, 3}, 1, {1, 2, 2}, {}, {1, 1, 1, 1, 1, 1}, {}, true, l},
+        seed++);
+    check_conv({{1, 32, 5, 8, 8}, 32, {3, 3, 3}, 32, {}, {}, {1, 1, 1, 1, 1, 1}, {}, false, l},
+               seed++);
+    check_conv({{2, 16, 3, 7, 6}, 48, {1, 1, 1}, 1, {1, 2, 2}, {}, {}, {}, true, l}, seed++);
+  }
 }
 
-TEST(OnednnConv, OutputIsNhwcFor2dAndPlainOtherwise) {
+TEST(OnednnConv, OutputIsChannelsLastAtEveryRank) {
   ConvCase c{{1, 3, 7, 9}, 5, {3, 3}};
   BuiltKernel k("onednn.conv", "Conv", conv_inputs(c, 1), conv_attrs(c));
   ASSERT_TRUE(k.accepted);
@@ -179,10 +183,21 @@ TEST(OnednnConv, OutputIsNhwcFor2dAndPlainOtherwise) {
   EXPECT_EQ(y.layout(), Layout::kNHWC);
   EXPECT_EQ(y.shape(), (Dims{1, 5, 5, 7}));
 
-  ConvCase c1{{1, 3, 9}, 5, {3}};
-  BuiltKernel k1("onednn.conv", "Conv", conv_inputs(c1, 1), conv_attrs(c1));
-  ASSERT_TRUE(k1.accepted);
-  EXPECT_EQ(k1.output_layout(), Layout::kPlain);
+  // 1-D and 3-D: NWC and NDHWC, from plain or channels-last inputs.
+  for (const ConvCase& c : {ConvCase{{1, 3, 9}, 5, {3}}, ConvCase{{1, 3, 4, 5, 6}, 5, {3, 3, 3}}}) {
+    for (Layout l : {Layout::kPlain, Layout::kNHWC}) {
+      std::vector<FastInput> nd = conv_inputs(c, 2);
+      nd[0].layout = l;
+      BuiltKernel kn("onednn.conv", "Conv", nd, conv_attrs(c));
+      ASSERT_TRUE(kn.accepted);
+      EXPECT_EQ(kn.output_layout(), Layout::kNHWC);
+      Tensor yn = kn.run({to_layout(nd[0].value, l), nd[1].value, nd[2].value});
+      EXPECT_EQ(yn.layout(), Layout::kNHWC);
+      const Tensor want =
+          testing::run_ref("Conv", {nd[0].value, nd[1].value, nd[2].value}, conv_attrs(c))[0];
+      testing::expect_close(to_layout(yn, Layout::kPlain), want, kTol, kTol);
+    }
+  }
 }
 
 TEST(OnednnConv, RunRejectsInputsItWasNotPlannedFor) {
@@ -358,6 +373,8 @@ TEST(OnednnConvTranspose, OneDimensional) {
                   {{"strides", attr_ints({2})}, {"output_shape", attr_ints({14})}},
                   bias},
                  seed++);
+    check_deconv({{1, 16, 10}, 8, {4}, 1, {{"strides", attr_ints({2})}}, bias, Layout::kNHWC},
+                 seed++);
   }
 }
 
@@ -369,12 +386,12 @@ TEST(OnednnConvTranspose, OutputIsNhwcAndDeclines) {
   std::vector<FastInput> dyn_w = deconv_inputs(c, 1);
   dyn_w[1].constant = false;
   EXPECT_EQ(run_kernel("ConvTranspose", dyn_w, {}).kernel, "ref");
-  // 1-D transposed convs run as 2-D ones of height 1, plain in and out; 3-D ones are left to
+  // 1-D transposed convs run as 2-D ones of height 1, channels-last out; 3-D ones are left to
   // the reference kernel.
   DeconvCase c1{{1, 3, 5}, 4, {3}};
   BuiltKernel k1("onednn.conv_transpose", "ConvTranspose", deconv_inputs(c1, 1), {});
   ASSERT_TRUE(k1.accepted);
-  EXPECT_EQ(k1.output_layout(), Layout::kPlain);
+  EXPECT_EQ(k1.output_layout(), Layout::kNHWC);
   DeconvCase c3{{1, 3, 4, 4, 4}, 4, {3, 3, 3}};
   EXPECT_EQ(run_kernel("ConvTranspose", deconv_inputs(c3, 1), {}).kernel, "ref");
   // output_padding not below the stride.

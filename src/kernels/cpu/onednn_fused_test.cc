@@ -179,6 +179,10 @@ TEST(OnednnFusedConv, OneAndThreeDimensional) {
         check_conv(c, act, true, sum, Layout::kPlain, Layout::kPlain, seed += 4);
       }
     }
+    // Channels-last in, and a residual either channels-last or plain.
+    for (Layout sum_layout : {Layout::kNHWC, Layout::kPlain}) {
+      check_conv(c, {"Relu"}, true, true, Layout::kNHWC, sum_layout, seed += 4);
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 // oneDNN MaxPool / AveragePool (1-D to 3-D spatial, with dilations, ceil_mode, pads, auto_pad)
-// and GlobalAveragePool / GlobalMaxPool. Pools keep the layout they are given (plain, or NHWC
-// for 4-D); the global pools write [N, C, 1, 1] plain, which is the same bytes as NHWC.
+// and GlobalAveragePool / GlobalMaxPool. Pools keep the layout they are given (plain, or
+// channels-last); the global pools write [N, C, 1, 1] plain, which is the same bytes as
+// channels-last.
 // Where oneDNN has only its plain-layout kernel (simple_nchw: a plain 5-D or 3-D input, S3D's
 // 1x3x3 max pools over 8 frames of 112x112 at 55 ms), the pool runs channels-last on copies of
 // X and Y reordered into and out of the run's scratch (3 ms).
@@ -48,7 +49,7 @@ bool pool_input(const NodeInfo& info, PoolSpec& s, std::string* why) {
     }
   }
   s.in_layout = input_layout(info, 0);
-  if (s.in_layout == Layout::kPlain || (s.in_layout == Layout::kNHWC && rank == 4)) return true;
+  if (s.in_layout == Layout::kPlain || s.in_layout == Layout::kNHWC) return true;
   return no("input in layout ", layout_name(s.in_layout));
 }
 
