@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Sweep nnfuse over every torchvision 0.14 classification family (and the project's BERTs).
+"""Sweep nnfuse over every torchvision 0.14 classification family, its segmentation and video
+models (and the project's BERTs).
 
 For each model: export it from PyTorch (random weights, BN statistics and affine parameters
 randomized, eval mode, batch 1) into a cache folder with PyTorch's own output as the oracle,
@@ -88,7 +89,20 @@ TV = {
     "vgg11_bn": (224, [13, 14, 17], vgg_ok),
     "vit_b_16": (224, [13, 14, 17], multiple_ok(16, "16x16 patches")),
     "wide_resnet50_2": (224, [13, 14, 17], None),
+    "mobilenet_v3_large": (224, [14, 17], None),
+    "maxvit_t": (224, [13, 14, 17], lambda n: (n == 224, "its 7x7 windows need 224")),
+    # Dense prediction: the segmentation map ("out"), backbones without their ImageNet weights.
+    "deeplabv3_mobilenet_v3_large": (224, [14, 17], None),
+    "lraspp_mobilenet_v3_large": (224, [14, 17], None),
+    "fcn_resnet50": (224, [13, 14, 17], None),
+    # Video: 16 frames of N x N (3-D convs and pools).
+    "r3d_18": (112, [13, 14, 17], None),
+    "mc3_18": (112, [13, 14, 17], None),
+    "r2plus1d_18": (112, [13, 14, 17], None),
+    "s3d": (224, [13, 14, 17], at_least(224)),
 }
+SEGMENTATION = {"deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large", "fcn_resnet50"}
+VIDEO = {"r3d_18", "mc3_18", "r2plus1d_18", "s3d"}
 # The project's transformers, exported by tests/models/export_models.py (its shapes).
 PROJECT = ["bert_tiny", "bert_base"]
 DEFAULT_MODELS = list(TV) + PROJECT
@@ -169,10 +183,29 @@ def export_one(name, res, zoo, stem, threads):
         kw["image_size"] = res
     if name in ("googlenet", "inception_v3"):
         kw["init_weights"] = True   # the default without weights, stated to avoid the warning
-    m = getattr(tv, name)(weights=None, **kw)
-    m = export_models.wake_dead_params(export_models.randomize_bn(m)).eval()
-    has_bn = any(isinstance(x, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)) for x in m.modules())
     x = torch.randn(1, 3, res, res)
+    if name in SEGMENTATION:
+        m = getattr(tv.segmentation, name)(weights=None, weights_backbone=None)
+    elif name in VIDEO:
+        m = getattr(tv.video, name)(weights=None)
+        x = torch.randn(1, 3, 16, res, res)
+    else:
+        m = getattr(tv, name)(weights=None, **kw)
+    m = export_models.wake_dead_params(export_models.randomize_bn(m)).eval()
+    has_bn = any(isinstance(x, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d))
+                 for x in m.modules())
+    if name in SEGMENTATION:
+        class Out(torch.nn.Module):
+            """The segmentation map alone (the models return a dict)."""
+
+            def __init__(s, inner):
+                super().__init__()
+                s.inner = inner
+
+            def forward(s, x):
+                return s.inner(x)["out"]
+
+        m = Out(m).eval()
     with torch.no_grad():
         y = m(x)
     d = os.path.join(zoo, stem + "_io")

@@ -26,7 +26,7 @@ def wake_dead_params(m):
 
 def randomize_bn(m):
     for mod in m.modules():
-        if isinstance(mod, (nn.BatchNorm2d, nn.BatchNorm1d)):
+        if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
             with torch.no_grad():
                 mod.running_mean.uniform_(-0.5, 0.5)
                 mod.running_var.uniform_(0.5, 2.0)
