@@ -96,7 +96,9 @@ class SliceKernel : public Kernel {
   void run(KernelIO& io) override {
     const Tensor& x = io.in(0);
     const bool nhwc = x.layout() == Layout::kNHWC;
-    if (nhwc && x.rank() != 4) fail(ErrorKind::kRuntime, who_, ": channels-last input of rank 4");
+    if (nhwc && !channels_last_rank(x.rank())) {
+      fail(ErrorKind::kRuntime, who_, ": channels-last input of rank ", x.rank());
+    }
     if (!nhwc) require_plain(x, who_);
     const std::vector<int64_t> starts = io.in(1).to_int64_vector();
     const std::vector<int64_t> ends = io.in(2).to_int64_vector();
@@ -123,8 +125,8 @@ class SliceKernel : public Kernel {
       start[ax] = sa.start;
       step[ax] = sa.step;
     }
-    // Channels-last: the same slice over the stored dims [N, H, W, C]. Each logical axis's
-    // stride is its stored position's.
+    // Channels-last: the same slice over the stored dims [N, spatial..., C]. Each logical
+    // axis's stride is its stored position's.
     const Dims stored_strides = contiguous_strides(storage_dims(x.shape(), x.layout()));
     Dims strides(out.size());
     int64_t base = 0;
@@ -153,9 +155,9 @@ bool slice_accepts(const NodeInfo& info) {
     return false;
   }
   if (input_layout(info, 0) == Layout::kNHWC) {
-    // Channels-last 4-D data (a conv's output sliced along channels): the stored dims.
+    // Channels-last data (a conv's output sliced along channels or in time): the stored dims.
     std::optional<Dims> x = info.input_shape(0);
-    if (!x || x->size() != 4) return false;
+    if (!x || !channels_last_rank(x->size())) return false;
     NodeInfo plain = info;
     plain.input_layouts[0] = Layout::kPlain;
     return movable(plain, 1, 4);

@@ -233,6 +233,27 @@ TEST(CpuSlice, ChannelsLast) {
   }
 }
 
+// Channels-last of rank 3 (a 1-D conv's output trimmed in time, wav2vec2's positional conv)
+// and 5 (a video feature map sliced along channels and frames).
+TEST(CpuSlice, ChannelsLastOfRanksThreeAndFive) {
+  uint32_t seed = 950;
+  for (const auto& [x, axes] : {std::pair{Dims{2, 6, 9}, std::vector<int64_t>{2}},
+                                std::pair{Dims{2, 6, 9}, std::vector<int64_t>{1}},
+                                std::pair{Dims{1, 8, 4, 3, 5}, std::vector<int64_t>{1, 2}},
+                                std::pair{Dims{1, 8, 4, 3, 5}, std::vector<int64_t>{-1}}}) {
+    SCOPED_TRACE(dims_str(x) + " axes " + dims_str(axes));
+    std::vector<int64_t> starts(axes.size(), 1), ends(axes.size(), -1);
+    std::vector<FastInput> in = {{random_tensor(x, seed++), false, Layout::kNHWC},
+                                 {i64(starts), true},
+                                 {i64(ends), true},
+                                 {i64(axes), true}};
+    expect_same_as_ref("cpu.slice", "Slice", in);
+    testing::OneNode one("Slice", in, {});
+    EXPECT_EQ(testing::find_factory("Slice", "cpu.slice")->output_layout(one.info(), 0),
+              Layout::kNHWC);
+  }
+}
+
 TEST(CpuGather, ChannelsLastChannelPermutation) {
   // ShuffleNet's channel shuffle as a Gather of the channels, on a conv's NHWC output; and the
   // other axes with 1-D indices.
@@ -329,6 +350,19 @@ TEST(CpuConcat, ChannelsLastAlongEachAxis) {
       testing::OneNode one("Concat", in, {{"axis", attr_int(axis)}});
       EXPECT_EQ(testing::find_factory("Concat", "cpu.concat")->output_layout(one.info(), 0),
                 Layout::kNHWC);
+    }
+  }
+  // Ranks 3 and 5: a 1-D and a 3-D UNet's skip concatenations, along channels and along time.
+  for (const Dims& shape : {Dims{2, 5, 7}, Dims{1, 5, 3, 4, 2}}) {
+    for (int64_t axis : {1, 2}) {
+      SCOPED_TRACE(dims_str(shape) + " axis " + std::to_string(axis));
+      std::vector<FastInput> in;
+      for (int64_t len : {3, 16}) {
+        Dims s = shape;
+        s[static_cast<size_t>(axis)] = len;
+        in.push_back({random_tensor(s, seed++), false, Layout::kNHWC});
+      }
+      expect_same_as_ref("cpu.concat", "Concat", in, {{"axis", attr_int(axis)}});
     }
   }
   // Mixed layouts are left to the planner, which makes them plain.

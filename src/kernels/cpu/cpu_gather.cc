@@ -149,8 +149,8 @@ class ConcatKernel : public Kernel {
     const size_t nin = io.inputs.size();
     const Tensor& first = io.in(0);
     const Layout layout = first.layout();
-    if (layout == Layout::kNHWC && first.rank() != 4) {
-      fail(ErrorKind::kRuntime, who_, ": channels-last input 0 must have rank 4");
+    if (layout == Layout::kNHWC && !channels_last_rank(first.rank())) {
+      fail(ErrorKind::kRuntime, who_, ": channels-last input 0 must have rank 3 to 5");
     }
     const size_t axis = static_cast<size_t>(checked_axis(axis_, first.rank(), who_));
     Dims out = first.shape();
@@ -171,7 +171,7 @@ class ConcatKernel : public Kernel {
     }
     Tensor& y = io.output(0, first.dtype(), out, layout);
     if (y.numel() == 0) return;
-    // Channels-last storage is the plain storage of [N, H, W, C]: concatenate those dims.
+    // Channels-last storage is the plain storage of [N, spatial..., C]: concatenate those dims.
     const Dims stored = storage_dims(out, layout);
     const size_t saxis = storage_axis(axis, out.size(), layout);
     const size_t es = dtype_size(first.dtype());
@@ -234,7 +234,7 @@ bool concat_accepts(const NodeInfo& info) {
   if (!info.all_inputs_in(Layout::kNHWC)) return false;
   for (size_t i = 0; i < n.num_inputs(); ++i) {
     std::optional<Dims> s = info.input_shape(i);
-    if (!s || s->size() != 4) return false;
+    if (!s || !channels_last_rank(s->size())) return false;
   }
   return true;
 }

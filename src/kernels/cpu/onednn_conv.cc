@@ -73,9 +73,9 @@ struct ConvSpec {
   // the activation runs as eltwise primitives over the kernel's own blocked buffer after the
   // conv, before the reorder out (set by make_pd).
   bool act_after = false;
-  // A 1-D transposed conv runs the direct algorithm on a blocked layout of oneDNN's choosing,
-  // reordered into and out of as for Winograd, where oneDNN has a kernel for it (set by
-  // make_pd); on channels-last it may have only an im2col GEMM. (Convs run channels-last at
+  // A 1-D or 3-D transposed conv runs the direct algorithm on a blocked layout of oneDNN's
+  // choosing, reordered into and out of as for Winograd, where oneDNN has a kernel for it and
+  // on channels-last only an im2col GEMM (set by make_pd). (Convs run channels-last at
   // every rank: NWC, NHWC, NDHWC, where oneDNN has its direct kernels; on the plain NCDHW
   // layout it ran R3D-18's 3x3x3 convs as an im2col GEMM, 1.37x ONNX Runtime's time.)
   bool blocked = false;
@@ -341,9 +341,9 @@ std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op, std::string* 
   s.x_shape = *known_shape(info, 0);
   s.w_shape = w->shape();
   const size_t rank = s.x_shape.size();
-  if (rank < 3 || rank > 5 || s.w_shape.size() != rank || (transpose && rank == 5)) {
-    return decline(why, "input of rank ", rank, " (runs ", transpose ? "3-D and 4-D" : "3-D to 5-D",
-                   " inputs with weights of the same rank)");
+  if (rank < 3 || rank > 5 || s.w_shape.size() != rank) {
+    return decline(why, "input of rank ", rank,
+                   " (runs 3-D to 5-D inputs with weights of the same rank)");
   }
   for (size_t j = 0; j < rank; ++j) {
     if (s.x_shape[j] < 1 || s.w_shape[j] < 1) return decline(why, "an empty input or weight");
@@ -467,7 +467,10 @@ memory::desc user_weights_desc(const ConvSpec& s, bool any) {
   Dims dims = g == 1 ? Dims{m, c} : Dims{g, m / g, c / g};
   dims.insert(dims.end(), k.begin(), k.end());
   Tag tag = plain_tag(dims.size());
-  if (s.transpose) tag = g == 1 ? Tag::iohw : Tag::giohw;
+  if (s.transpose) {
+    const bool volume = k.size() == 3;
+    tag = g == 1 ? (volume ? Tag::iodhw : Tag::iohw) : (volume ? Tag::giodhw : Tag::giohw);
+  }
   return f32_desc(dims, any ? Tag::any : tag);
 }
 
@@ -518,23 +521,24 @@ dnnl::primitive_desc make_pd(ConvSpec& s) {
   }
   s.blocked = false;
   if (s.transpose) {
-    if (s.lift) {
-      // As the N-d convs below: oneDNN's blocked layouts, where it has a kernel for them.
-      dnnl::deconvolution_forward::desc d(prop, dnnl::algorithm::deconvolution_direct,
-                                          f32_desc(src_dims, Tag::any), wei, bias,
-                                          f32_desc(y_dims, Tag::any), st, dil, pl, pr);
-      try {
-        dnnl::deconvolution_forward::primitive_desc pd(d, user_scratchpad_attr(), engine());
-        if (fast_impl(pd)) {
-          s.blocked = true;
-          return pd;
-        }
-      } catch (const dnnl::error&) {
-      }
-    }
     dnnl::deconvolution_forward::desc d(prop, dnnl::algorithm::deconvolution_direct, src, wei, bias,
                                         dst, st, dil, pl, pr);
-    return dnnl::deconvolution_forward::primitive_desc(d, user_scratchpad_attr(), engine());
+    dnnl::deconvolution_forward::primitive_desc pd(d, user_scratchpad_attr(), engine());
+    if (s.x_shape.size() == 4 || fast_impl(pd)) return pd;
+    // 1-D and 3-D: oneDNN's blocked layouts where it has a kernel for them and none for
+    // channels-last.
+    dnnl::deconvolution_forward::desc any(prop, dnnl::algorithm::deconvolution_direct,
+                                          f32_desc(src_dims, Tag::any), wei, bias,
+                                          f32_desc(y_dims, Tag::any), st, dil, pl, pr);
+    try {
+      dnnl::deconvolution_forward::primitive_desc blocked(any, user_scratchpad_attr(), engine());
+      if (fast_impl(blocked)) {
+        s.blocked = true;
+        return blocked;
+      }
+    } catch (const dnnl::error&) {
+    }
+    return pd;
   }
   if (s.winograd) {
     // Winograd runs on a blocked layout of its choosing; the kernel reorders around it.

@@ -344,6 +344,23 @@ TEST(OnednnConvTranspose, Sweep) {
   }
 }
 
+// A 3-D UNet's 2x upsampling, grouped, padded and strided 3-D transposed convs.
+TEST(OnednnConvTranspose, ThreeDimensional) {
+  uint32_t seed = 650;
+  for (Layout l : {Layout::kPlain, Layout::kNHWC}) {
+    check_deconv({{1, 32, 3, 4, 5}, 16, {2, 2, 2}, 1, {{"strides", attr_ints({2, 2, 2})}}, true, l},
+                 seed++);
+    check_deconv({{1, 8, 3, 3, 4},
+                  12,
+                  {3, 3, 3},
+                  4,
+                  {{"strides", attr_ints({2, 1, 2})}, {"pads", attr_ints({1, 0, 1, 1, 0, 1})}},
+                  false,
+                  l},
+                 seed++);
+  }
+}
+
 // A vocoder's upsampling (HiFi-GAN: kernel 16, stride 8), grouped, padded and output_shape
 // forms of 1-D transposed convs.
 TEST(OnednnConvTranspose, OneDimensional) {
@@ -386,14 +403,13 @@ TEST(OnednnConvTranspose, OutputIsNhwcAndDeclines) {
   std::vector<FastInput> dyn_w = deconv_inputs(c, 1);
   dyn_w[1].constant = false;
   EXPECT_EQ(run_kernel("ConvTranspose", dyn_w, {}).kernel, "ref");
-  // 1-D transposed convs run as 2-D ones of height 1, channels-last out; 3-D ones are left to
-  // the reference kernel.
-  DeconvCase c1{{1, 3, 5}, 4, {3}};
-  BuiltKernel k1("onednn.conv_transpose", "ConvTranspose", deconv_inputs(c1, 1), {});
-  ASSERT_TRUE(k1.accepted);
-  EXPECT_EQ(k1.output_layout(), Layout::kNHWC);
-  DeconvCase c3{{1, 3, 4, 4, 4}, 4, {3, 3, 3}};
-  EXPECT_EQ(run_kernel("ConvTranspose", deconv_inputs(c3, 1), {}).kernel, "ref");
+  // 1-D and 3-D transposed convs run too, channels-last out.
+  for (const DeconvCase& cn :
+       {DeconvCase{{1, 3, 5}, 4, {3}}, DeconvCase{{1, 3, 4, 4, 4}, 4, {3, 3, 3}}}) {
+    BuiltKernel kn("onednn.conv_transpose", "ConvTranspose", deconv_inputs(cn, 1), {});
+    ASSERT_TRUE(kn.accepted);
+    EXPECT_EQ(kn.output_layout(), Layout::kNHWC);
+  }
   // output_padding not below the stride.
   BuiltKernel k2("onednn.conv_transpose", "ConvTranspose", deconv_inputs(c, 1),
                  {{"output_padding", attr_ints({1, 1})}});
