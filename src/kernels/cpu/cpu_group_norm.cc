@@ -81,7 +81,7 @@ std::string group_norm_declines(const NodeInfo& info) {
   const Dims x = *info.input_shape(0);
   const Layout l = input_layout(info, 0);
   if (x.size() < 3) return input_label(info, 0) + " has rank " + std::to_string(x.size());
-  if (l != Layout::kPlain && !(l == Layout::kNHWC && x.size() == 4)) {
+  if (l != Layout::kPlain && !(l == Layout::kNHWC && channels_last_rank(x.size()))) {
     return input_label(info, 0) + " arrives in layout " + layout_name(l);
   }
   int64_t groups = 0;
@@ -190,7 +190,7 @@ class GroupNormKernel : public Kernel {
   // Rows of C channels per image: per-channel sums over row blocks (each thread its own
   // accumulators), then per group; then the squared deviations the same way; then the rows.
   void run_nhwc(const float* px, float* py, const std::vector<double>& add) const {
-    const int64_t c = shape_[1], cpg = c / groups_, rows = shape_[2] * shape_[3];
+    const int64_t c = shape_[1], cpg = c / groups_, rows = numel_of(shape_, 2, shape_.size());
     const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
     const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), blocks));
     std::vector<double> acc(static_cast<size_t>(threads * c));

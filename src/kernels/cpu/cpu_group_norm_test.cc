@@ -49,13 +49,17 @@ TEST(CpuGroupNorm, PlainAndChannelsLastMatchTheReference) {
                          gn_attrs(k.groups, k.act));
     }
   }
-  // Rank 3 (GroupNorm over a sequence) and 5, plain.
-  expect_matches_ref("cpu.group_norm", "GroupNorm",
-                     gn_inputs(random_tensor({2, 8, 50}, 3, -2, 2), Layout::kPlain, 30),
-                     gn_attrs(4, "SiLU"));
-  expect_matches_ref("cpu.group_norm", "GroupNorm",
-                     gn_inputs(random_tensor({1, 8, 3, 4, 5}, 4, -2, 2), Layout::kPlain, 40),
-                     gn_attrs(2));
+  // Rank 3 (GroupNorm over a sequence, wav2vec2's feature extractor) and 5 (a 3-D UNet's
+  // InstanceNorm3d), plain and channels-last.
+  for (Layout l : {Layout::kPlain, Layout::kNHWC}) {
+    expect_matches_ref("cpu.group_norm", "GroupNorm",
+                       gn_inputs(random_tensor({2, 8, 50}, 3, -2, 2), l, 30), gn_attrs(4, "SiLU"));
+    expect_matches_ref("cpu.group_norm", "GroupNorm",
+                       gn_inputs(random_tensor({1, 8, 3, 4, 5}, 4, -2, 2), l, 40), gn_attrs(2));
+    expect_matches_ref("cpu.group_norm", "GroupNorm",
+                       gn_inputs(random_tensor({1, 16, 4, 6, 6}, 5, 3, 7), l, 50),
+                       gn_attrs(16, "LeakyRelu"));
+  }
 }
 
 // The addend: T per (image, channel) at run time, or the dense layer T x TW + TB.
