@@ -230,10 +230,12 @@ bool ExecutionPlan::try_view(const Node& n, const std::vector<int>& in_ids) {
   return true;
 }
 
-// A Transpose between the two storage orders of a 4-D tensor moves no bytes: [0, 2, 3, 1] of an
-// NHWC [N, C, H, W] is the plain [N, H, W, C] it is stored as, and [0, 3, 1, 2] of a plain
-// [N, H, W, C] is an NHWC [N, C, H, W] (ConvNeXt's permutes around its channels-last
-// LayerNorm and MLP). Such a Transpose is a view in the other layout.
+// A Transpose between the two storage orders of a tensor of rank 3 to 5 moves no bytes:
+// [0, 2, 3, 1] of an NHWC [N, C, H, W] is the plain [N, H, W, C] it is stored as, and
+// [0, 3, 1, 2] of a plain [N, H, W, C] is an NHWC [N, C, H, W] (ConvNeXt's permutes around its
+// channels-last LayerNorm and MLP); likewise [0, 2, 1] between a 1-D conv's NWC output and the
+// [N, T, C] sequence a transformer reads (wav2vec2, Conformer), and the 3-D forms. Such a
+// Transpose is a view in the other layout.
 bool ExecutionPlan::try_layout_view(const Node& n, const std::vector<int>& in_ids) {
   if (n.op_type() != "Transpose" || !n.domain().empty() || n.num_outputs() != 1 ||
       in_ids.size() != 1 || in_ids[0] < 0 || !n.output(0)) {
@@ -242,7 +244,8 @@ bool ExecutionPlan::try_layout_view(const Node& n, const std::vector<int>& in_id
   const int src = in_ids[0];
   const PlanValue& in = values_[src];
   const Value* out = n.output(0);
-  if (!in.static_shape || in.shape.size() != 4 || !out->shape().fully_known() ||
+  const size_t r = in.shape.size();
+  if (!in.static_shape || !channels_last_rank(r) || !out->shape().fully_known() ||
       in.dtype != out->dtype() || in.constant) {
     return false;
   }
@@ -252,17 +255,21 @@ bool ExecutionPlan::try_layout_view(const Node& n, const std::vector<int>& in_id
   } catch (const Error&) {
     return false;
   }
+  // Channels last ([0, 2, .., r - 1, 1]) and channels back to second ([0, r - 1, 1, .., r - 2]).
+  std::vector<int64_t> to_last = {0}, to_second = {0, static_cast<int64_t>(r) - 1};
+  for (size_t i = 2; i < r; ++i) to_last.push_back(static_cast<int64_t>(i));
+  to_last.push_back(1);
+  for (size_t i = 1; i + 1 < r; ++i) to_second.push_back(static_cast<int64_t>(i));
   Layout layout;
-  if (in.layout == Layout::kNHWC && perm == std::vector<int64_t>{0, 2, 3, 1}) {
+  if (in.layout == Layout::kNHWC && perm == to_last) {
     layout = Layout::kPlain;
-  } else if (in.layout == Layout::kPlain && perm == std::vector<int64_t>{0, 3, 1, 2}) {
+  } else if (in.layout == Layout::kPlain && perm == to_second) {
     layout = Layout::kNHWC;
   } else {
     return false;
   }
-  const Dims& d = in.shape;
-  const Dims want = {d[static_cast<size_t>(perm[0])], d[static_cast<size_t>(perm[1])],
-                     d[static_cast<size_t>(perm[2])], d[static_cast<size_t>(perm[3])]};
+  Dims want;
+  for (int64_t p : perm) want.push_back(in.shape[static_cast<size_t>(p)]);
   if (out->shape().static_dims() != want) return false;
   add_view(n, in_ids, out, layout);
   return true;

@@ -102,11 +102,23 @@ TEST(Plan, ViewsAreFreeAndArenaIsReused) {
   EXPECT_EQ(out[0].data<float>()[2], -3.0f);
 }
 
-// x -> Conv (NHWC out) -> Transpose [0, 2, 3, 1] -> Relu -> Transpose [0, 3, 1, 2] -> Conv.
-std::unique_ptr<Graph> storage_order_transposes() {
+// x -> Conv (NHWC out) -> Transpose [0, 2, 3, 1] -> Relu -> Transpose [0, 3, 1, 2] -> Conv, for
+// 2-D `spatial` dims (and the 1-D and 3-D forms: [0, 2, 1], [0, 2, 3, 4, 1] and back).
+std::unique_ptr<Graph> storage_order_transposes(const Dims& spatial = {5, 6}) {
   auto g = std::make_unique<Graph>();
   g->opsets[""] = 17;
-  Value* x = g->add_value("x", DType::kFloat32, Shape::of({1, 3, 5, 6}));
+  auto dims = [&](int64_t n, int64_t c) {
+    Dims d = {n, c};
+    d.insert(d.end(), spatial.begin(), spatial.end());
+    return d;
+  };
+  auto last = [&](int64_t c) {
+    Dims d = {1};
+    d.insert(d.end(), spatial.begin(), spatial.end());
+    d.push_back(c);
+    return d;
+  };
+  Value* x = g->add_value("x", DType::kFloat32, Shape::of(dims(1, 3)));
   g->add_input(x);
   auto constant = [&](const std::string& name, const Dims& d, float v) {
     Value* c = g->add_value(name);
@@ -115,18 +127,25 @@ std::unique_ptr<Graph> storage_order_transposes() {
     c->set_constant(std::move(t));
     return c;
   };
-  Value* w1 = constant("w1", {4, 3, 1, 1}, 0.25f);
-  Value* w2 = constant("w2", {2, 4, 1, 1}, 0.5f);
-  Value* c = g->add_value("c", DType::kFloat32, Shape::of({1, 4, 5, 6}));
-  Value* t = g->add_value("t", DType::kFloat32, Shape::of({1, 5, 6, 4}));
-  Value* r = g->add_value("r", DType::kFloat32, Shape::of({1, 5, 6, 4}));
-  Value* b = g->add_value("b", DType::kFloat32, Shape::of({1, 4, 5, 6}));
-  Value* y = g->add_value("y", DType::kFloat32, Shape::of({1, 2, 5, 6}));
+  Dims k1 = dims(4, 3), k2 = dims(2, 4);
+  std::fill(k1.begin() + 2, k1.end(), 1);
+  std::fill(k2.begin() + 2, k2.end(), 1);
+  Value* w1 = constant("w1", k1, 0.25f);
+  Value* w2 = constant("w2", k2, 0.5f);
+  Value* c = g->add_value("c", DType::kFloat32, Shape::of(dims(1, 4)));
+  Value* t = g->add_value("t", DType::kFloat32, Shape::of(last(4)));
+  Value* r = g->add_value("r", DType::kFloat32, Shape::of(last(4)));
+  Value* b = g->add_value("b", DType::kFloat32, Shape::of(dims(1, 4)));
+  Value* y = g->add_value("y", DType::kFloat32, Shape::of(dims(1, 2)));
   g->add_node("Conv", "conv1", {x, w1}, {c});
   Attribute to_last, to_first;
   to_last.kind = to_first.kind = Attribute::Kind::kInts;
-  to_last.ints = {0, 2, 3, 1};
-  to_first.ints = {0, 3, 1, 2};
+  const int64_t rank = static_cast<int64_t>(spatial.size()) + 2;
+  to_last.ints = {0};
+  to_first.ints = {0, rank - 1};
+  for (int64_t i = 2; i < rank; ++i) to_last.ints.push_back(i);
+  to_last.ints.push_back(1);
+  for (int64_t i = 1; i + 1 < rank; ++i) to_first.ints.push_back(i);
   g->add_node("Transpose", "to_last", {c}, {t})->set_attr("perm", to_last);
   g->add_node("Relu", "relu", {t}, {r});
   g->add_node("Transpose", "to_first", {r}, {b})->set_attr("perm", to_first);
@@ -135,23 +154,29 @@ std::unique_ptr<Graph> storage_order_transposes() {
   return g;
 }
 
-// Both Transposes move between the two storage orders of the conv's NHWC output: views, with
-// no reorder but the graph output's.
+// Both Transposes move between the two storage orders of the conv's channels-last output:
+// views, with no reorder but the graph output's; for 1-D, 2-D and 3-D convs.
 TEST(Plan, TransposesBetweenStorageOrdersAreViews) {
-  Tensor in(DType::kFloat32, {1, 3, 5, 6});
-  for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] = static_cast<float>(i % 11) - 5;
-  PlanOptions ref_opts;
-  ref_opts.reference_only = true;
-  const Tensor want = PlanSession(storage_order_transposes(), ref_opts).run({{"x", in}})[0];
-  PlanSession run(storage_order_transposes());
-  const ExecutionPlan& plan = run.plan();
-  EXPECT_EQ(plan.kernel_histogram().at("view"), 2);
-  EXPECT_EQ(plan.num_reorders(), 1u);
-  expect_no_live_overlap(plan);
-  const Tensor got = run.run({{"x", in}})[0];
-  ASSERT_EQ(got.shape(), want.shape());
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4) << "at " << i;
+  for (const Dims& spatial : {Dims{7}, Dims{5, 6}, Dims{2, 3, 4}}) {
+    SCOPED_TRACE(dims_str(spatial));
+    Dims x = {1, 3};
+    x.insert(x.end(), spatial.begin(), spatial.end());
+    Tensor in(DType::kFloat32, x);
+    for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] = static_cast<float>(i % 11) - 5;
+    PlanOptions ref_opts;
+    ref_opts.reference_only = true;
+    const Tensor want =
+        PlanSession(storage_order_transposes(spatial), ref_opts).run({{"x", in}})[0];
+    PlanSession run(storage_order_transposes(spatial));
+    const ExecutionPlan& plan = run.plan();
+    EXPECT_EQ(plan.kernel_histogram().at("view"), 2);
+    EXPECT_EQ(plan.num_reorders(), 1u);
+    expect_no_live_overlap(plan);
+    const Tensor got = run.run({{"x", in}})[0];
+    ASSERT_EQ(got.shape(), want.shape());
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4) << "at " << i;
+    }
   }
 }
 
