@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Sweep nnfuse over every torchvision 0.14 classification family, its segmentation and video
-models (and the project's BERTs).
+models (and the project's BERTs and audio models).
 
 For each model: export it from PyTorch (random weights, BN statistics and affine parameters
 randomized, eval mode, batch 1) into a cache folder with PyTorch's own output as the oracle,
@@ -103,8 +103,11 @@ TV = {
 }
 SEGMENTATION = {"deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large", "fcn_resnet50"}
 VIDEO = {"r3d_18", "mc3_18", "r2plus1d_18", "s3d"}
-# The project's transformers, exported by tests/models/export_models.py (its shapes).
-PROJECT = ["bert_tiny", "bert_base"]
+# The project's transformers and audio models, exported by tests/models/export_models.py (its
+# shapes): wav2vec2_small (1-D conv feature extractor, grouped positional conv, encoder layers
+# on 1 s of 16 kHz audio) and hifigan_small (a mel spectrogram of 64 frames upsampled 256x by
+# transposed and dilated 1-D convs).
+PROJECT = ["bert_tiny", "bert_base", "wav2vec2_small", "hifigan_small"]
 DEFAULT_MODELS = list(TV) + PROJECT
 
 

@@ -306,6 +306,63 @@ def bert_inputs(b=1, t=128, vocab=30522):
     return (ids, mask, torch.zeros(b, t, dtype=torch.long)), ["input_ids", "attention_mask", "token_type_ids"]
 
 
+# ---------- Audio: 1-D conv networks (channels-last NWC through the convs) ----------
+class Wav2Vec2(nn.Module):
+    """wav2vec 2.0's op structure, smaller: the conv feature extractor (7 Conv1d, the first
+    with a per-channel GroupNorm, GELU after each; 320x downsampling of 16 kHz audio), the
+    feature projection (LayerNorm, Linear), the grouped positional conv (kernel 128, 16 groups,
+    one frame trimmed) added back, then post-norm transformer encoder layers."""
+
+    def __init__(s, c=256, d=256, heads=4, ff=1024, layers=2):
+        super().__init__()
+        ks, st = (10, 3, 3, 3, 3, 2, 2), (5, 2, 2, 2, 2, 2, 2)
+        s.convs = nn.ModuleList(nn.Conv1d(1 if i == 0 else c, c, k, t, bias=False)
+                                for i, (k, t) in enumerate(zip(ks, st)))
+        s.gn = nn.GroupNorm(c, c)
+        s.ln, s.proj = nn.LayerNorm(c), nn.Linear(c, d)
+        s.pos = nn.Conv1d(d, d, 128, padding=64, groups=16)
+        s.enc_ln = nn.LayerNorm(d)
+        s.layers = nn.ModuleList(nn.TransformerEncoderLayer(d, heads, ff, 0.0, "gelu",
+                                                            batch_first=True)
+                                 for _ in range(layers))
+
+    def forward(s, wav):
+        x = wav
+        for i, conv in enumerate(s.convs):
+            x = conv(x)
+            x = nn.functional.gelu(s.gn(x) if i == 0 else x)
+        h = s.proj(s.ln(x.transpose(1, 2)))
+        p = nn.functional.gelu(s.pos(h.transpose(1, 2))[:, :, :-1])
+        h = s.enc_ln(h + p.transpose(1, 2))
+        for layer in s.layers:
+            h = layer(h)
+        return h
+
+
+class HiFiGAN(nn.Module):
+    """A HiFi-GAN-style vocoder: a mel spectrogram [1, 80, T] to a waveform, through
+    ConvTranspose1d upsampling (8x, 8x, 2x, 2x) each followed by a residual block of dilated
+    Conv1d (dilations 1, 3, 5) with LeakyReLU, and tanh."""
+
+    def __init__(s, mel=80, c=128):
+        super().__init__()
+        s.pre = nn.Conv1d(mel, c, 7, padding=3)
+        s.ups, s.res = nn.ModuleList(), nn.ModuleList()
+        for u in (8, 8, 2, 2):
+            s.ups.append(nn.ConvTranspose1d(c, c // 2, 2 * u, u, padding=u // 2))
+            c //= 2
+            s.res.append(nn.ModuleList(nn.Conv1d(c, c, 3, padding=d, dilation=d) for d in (1, 3, 5)))
+        s.post = nn.Conv1d(c, 1, 7, padding=3)
+
+    def forward(s, m):
+        x = s.pre(m)
+        for up, res in zip(s.ups, s.res):
+            x = up(nn.functional.leaky_relu(x, 0.1))
+            for conv in res:
+                x = x + conv(nn.functional.leaky_relu(x, 0.1))
+        return torch.tanh(s.post(nn.functional.leaky_relu(x, 0.1)))
+
+
 TV = torchvision.models
 ZOO = {
     # name: (builder, inputs, opset, keep_bn)
@@ -329,6 +386,9 @@ ZOO = {
                                                  ["x", "temb"]), 14, False),
     "llama_decode_256": (lambda: LlamaDecode(), lambda: decode_inputs(256), 14, False),
     "llama_decode_1024": (lambda: LlamaDecode(), lambda: decode_inputs(1024), 14, False),
+    "wav2vec2_small": (lambda: Wav2Vec2(), lambda: ((torch.randn(1, 1, 16000),), ["wav"]), 14,
+                       False),
+    "hifigan_small": (lambda: HiFiGAN(), lambda: ((torch.randn(1, 80, 64),), ["mel"]), 14, False),
     # Batch and sequence as symbolic dims, for benchmarks at other shapes (bench --shape).
     "bert_base_dyn": (lambda: Bert(), bert_inputs, 13, False),
     "bert_tiny_dyn": (lambda: Bert(layers=2, h=128, nh=2, inter=512), lambda: bert_inputs(1, 32),
