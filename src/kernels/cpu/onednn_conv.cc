@@ -73,9 +73,9 @@ struct ConvSpec {
   // the activation runs as eltwise primitives over the kernel's own blocked buffer after the
   // conv, before the reorder out (set by make_pd).
   bool act_after = false;
-  // A 1-D or 3-D transposed conv runs the direct algorithm on a blocked layout of oneDNN's
-  // choosing, reordered into and out of as for Winograd, where oneDNN has a kernel for it and
-  // on channels-last only an im2col GEMM (set by make_pd). (Convs run channels-last at
+  // A 1-D or 3-D conv or transposed conv runs the direct algorithm on a blocked layout of
+  // oneDNN's choosing, reordered into and out of as for Winograd, where oneDNN has a kernel for
+  // it and on channels-last only an im2col GEMM (set by make_pd). (Convs run channels-last at
   // every rank: NWC, NHWC, NDHWC, where oneDNN has its direct kernels; on the plain NCDHW
   // layout it ran R3D-18's 3x3x3 convs as an im2col GEMM, 1.37x ONNX Runtime's time.)
   bool blocked = false;
@@ -571,7 +571,22 @@ dnnl::primitive_desc make_pd(ConvSpec& s) {
   }
   dnnl::convolution_forward::desc d(prop, dnnl::algorithm::convolution_direct, src, wei, bias, dst,
                                     st, dil, pl, pr);
-  return dnnl::convolution_forward::primitive_desc(d, attr, engine());
+  dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+  if (s.x_shape.size() == 4 || s.pool || !s.split.empty() || fast_impl(pd)) return pd;
+  // 1-D and 3-D: a blocked layout where oneDNN has a direct kernel only for that (wav2vec2's
+  // grouped positional conv: kernel 128, 16 groups).
+  dnnl::convolution_forward::desc any(prop, dnnl::algorithm::convolution_direct,
+                                      f32_desc(src_dims, Tag::any), wei, bias,
+                                      f32_desc(y_dims, Tag::any), st, dil, pl, pr);
+  try {
+    dnnl::convolution_forward::primitive_desc blocked(any, attr, engine());
+    if (fast_impl(blocked)) {
+      s.blocked = true;
+      return blocked;
+    }
+  } catch (const dnnl::error&) {
+  }
+  return pd;
 }
 
 class ConvKernel : public Kernel {
