@@ -170,6 +170,10 @@ TEST(OnednnConv, OneAndThreeDimensionalChannelsLast) {
     check_conv({{1, 32, 5, 8, 8}, 32, {3, 3, 3}, 32, {}, {}, {1, 1, 1, 1, 1, 1}, {}, false, l},
                seed++);
     check_conv({{2, 16, 3, 7, 6}, 48, {1, 1, 1}, 1, {1, 2, 2}, {}, {}, {}, true, l}, seed++);
+    // wav2vec2's grouped positional conv (long kernel, few channels a group): as 2-D of width
+    // 1, where oneDNN has a direct kernel only for that.
+    check_conv({{1, 64, 49}, 64, {32}, 4, {}, {}, {16, 16}, {}, true, l}, seed++);
+    check_conv({{2, 32, 30}, 32, {16}, 2, {2}, {}, {8, 7}, {}, false, l}, seed++);
     // One input channel (a volume's first conv): a blocked layout where channels-last has no
     // direct kernel.
     check_conv({{1, 1, 6, 8, 8}, 16, {3, 3, 3}, 1, {}, {}, {1, 1, 1, 1, 1, 1}, {}, true, l},
