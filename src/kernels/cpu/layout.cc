@@ -32,16 +32,9 @@ bool onednn_convert(const Tensor& src, Tensor& dst) {
     default:
       return false;
   }
-  const int64_t r = src.rank();
+  const size_t r = src.shape().size();
   auto tag = [r](Layout l) {
-    if (l == Layout::kNHWC) {
-      return r == 3   ? memory::format_tag::nwc
-             : r == 4 ? memory::format_tag::nhwc
-                      : memory::format_tag::ndhwc;
-    }
-    return r == 3   ? memory::format_tag::ncw
-           : r == 4 ? memory::format_tag::nchw
-                    : memory::format_tag::ncdhw;
+    return l == Layout::kNHWC ? onednn::channels_last_tag(r) : onednn::plain_tag(r);
   };
   try {
     const memory::dims dims = onednn::to_dims(src.shape());

@@ -39,11 +39,14 @@ Tag plain_tag(size_t rank) {
   }
 }
 
+Tag channels_last_tag(size_t rank) {
+  NNFUSE_CHECK(channels_last_rank(rank), "only tensors of rank 3 to 5 can be stored channels-last");
+  return rank == 3 ? Tag::nwc : rank == 4 ? Tag::nhwc : Tag::ndhwc;
+}
+
 dnnl::memory::desc f32_desc(const Dims& shape, Layout layout) {
-  NNFUSE_CHECK(layout == Layout::kPlain || channels_last_rank(shape.size()),
-               "only tensors of rank 3 to 5 can be stored channels-last");
-  if (layout == Layout::kPlain) return f32_desc(shape, plain_tag(shape.size()));
-  return f32_desc(shape, shape.size() == 3 ? Tag::nwc : shape.size() == 4 ? Tag::nhwc : Tag::ndhwc);
+  return f32_desc(
+      shape, layout == Layout::kPlain ? plain_tag(shape.size()) : channels_last_tag(shape.size()));
 }
 
 dnnl::memory::desc f32_desc(const Dims& shape, Tag tag) {
@@ -151,6 +154,18 @@ dnnl::primitive_attr user_scratchpad_attr() {
 
 dnnl::reorder make_reorder(const dnnl::memory& from, const dnnl::memory& to) {
   return dnnl::reorder(dnnl::reorder::primitive_desc(from, to, user_scratchpad_attr()));
+}
+
+bool runs_direct_kernel(const dnnl::primitive_desc& pd) {
+  const std::string impl = pd.impl_info_str();
+  return impl.rfind("ref", 0) != 0 && impl.rfind("simple", 0) != 0 &&
+         impl.find("gemm") == std::string::npos;
+}
+
+std::byte* scratch_or_own(std::byte* given, size_t bytes, std::shared_ptr<std::byte[]>& own) {
+  if (given) return given;
+  if (!own) own = aligned_bytes(bytes, 64);
+  return own.get();
 }
 
 namespace {

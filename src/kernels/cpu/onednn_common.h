@@ -2,6 +2,8 @@
 // conversions between nnfuse and oneDNN shapes, and the checks every kernel's run() makes.
 #pragma once
 
+#include <cstddef>
+#include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <string>
@@ -25,6 +27,8 @@ dnnl::stream& stream();
 dnnl::memory::dims to_dims(const Dims& d);
 // Plain (C-order) format tag for `rank` dims (1 to 6).
 Tag plain_tag(size_t rank);
+// Channels-last format tag for `rank` dims (3 to 5: nwc, nhwc, ndhwc).
+Tag channels_last_tag(size_t rank);
 // A float32 memory descriptor for a tensor of logical shape `shape` stored in `layout`.
 dnnl::memory::desc f32_desc(const Dims& shape, Layout layout = Layout::kPlain);
 dnnl::memory::desc f32_desc(const Dims& shape, Tag tag);
@@ -86,6 +90,26 @@ void append_activation(const ref::Activation& a, dnnl::post_ops& ops);
 dnnl::primitive_attr user_scratchpad_attr();
 // A reorder primitive from `from` to `to` (user scratchpad).
 dnnl::reorder make_reorder(const dnnl::memory& from, const dnnl::memory& to);
+
+// Whether oneDNN runs the primitive on one of its direct kernels: not its reference kernels,
+// not an im2col GEMM, not the scalar `simple_*` pooling.
+bool runs_direct_kernel(const dnnl::primitive_desc& pd);
+
+// The primitive descriptor for `d` (a convolution, deconvolution or pooling desc) where oneDNN
+// has a direct kernel for it (runs_direct_kernel), else nullopt.
+template <typename PrimitiveDesc, typename Desc>
+std::optional<PrimitiveDesc> direct_pd(const Desc& d, const dnnl::primitive_attr& attr) {
+  try {
+    PrimitiveDesc pd(d, attr, engine());
+    if (runs_direct_kernel(pd)) return pd;
+  } catch (const dnnl::error&) {
+  }
+  return std::nullopt;
+}
+
+// The run's scratch, or (when the caller gives none) a buffer of `bytes` the kernel keeps in
+// `own`, made on first use.
+std::byte* scratch_or_own(std::byte* given, size_t bytes, std::shared_ptr<std::byte[]>& own);
 
 // Executes `p` with `args` (plus the calling thread's scratchpad where `p` needs one, set as
 // args[DNNL_ARG_SCRATCHPAD]) on this thread's stream and waits.

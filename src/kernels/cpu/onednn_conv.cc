@@ -481,13 +481,7 @@ memory::desc user_weights_desc(const ConvSpec& s, bool any) {
 
 // The activation format the primitive runs on, unless blocked: channels-last (NHWC, NDHWC; a
 // 1-D conv's NWC as NHWC of height 1).
-Tag act_tag(const ConvSpec& s) { return prim(s, s.x_shape).size() == 4 ? Tag::nhwc : Tag::ndhwc; }
-
-// Whether the primitive runs neither oneDNN's reference kernel nor an im2col GEMM.
-bool fast_impl(const dnnl::primitive_desc& pd) {
-  const std::string impl = pd.impl_info_str();
-  return impl.rfind("ref", 0) != 0 && impl.find("gemm") == std::string::npos;
-}
+Tag act_tag(const ConvSpec& s) { return channels_last_tag(prim(s, s.x_shape).size()); }
 
 dnnl::primitive_desc make_pd(ConvSpec& s) {
   Dims src_dims = prim(s, s.x_shape), strides = s.strides;
@@ -529,19 +523,16 @@ dnnl::primitive_desc make_pd(ConvSpec& s) {
     dnnl::deconvolution_forward::desc d(prop, dnnl::algorithm::deconvolution_direct, src, wei, bias,
                                         dst, st, dil, pl, pr);
     dnnl::deconvolution_forward::primitive_desc pd(d, user_scratchpad_attr(), engine());
-    if (s.x_shape.size() == 4 || fast_impl(pd)) return pd;
+    if (s.x_shape.size() == 4 || runs_direct_kernel(pd)) return pd;
     // 1-D and 3-D: oneDNN's blocked layouts where it has a kernel for them and none for
     // channels-last.
     dnnl::deconvolution_forward::desc any(prop, dnnl::algorithm::deconvolution_direct,
                                           f32_desc(src_dims, Tag::any), wei, bias,
                                           f32_desc(y_dims, Tag::any), st, dil, pl, pr);
-    try {
-      dnnl::deconvolution_forward::primitive_desc blocked(any, user_scratchpad_attr(), engine());
-      if (fast_impl(blocked)) {
-        s.blocked = true;
-        return blocked;
-      }
-    } catch (const dnnl::error&) {
+    if (auto blocked =
+            direct_pd<dnnl::deconvolution_forward::primitive_desc>(any, user_scratchpad_attr())) {
+      s.blocked = true;
+      return *blocked;
     }
     return pd;
   }
@@ -577,30 +568,27 @@ dnnl::primitive_desc make_pd(ConvSpec& s) {
   dnnl::convolution_forward::desc d(prop, dnnl::algorithm::convolution_direct, src, wei, bias, dst,
                                     st, dil, pl, pr);
   dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
-  if (s.x_shape.size() == 4 || s.pool || !s.split.empty() || fast_impl(pd)) return pd;
+  if (s.x_shape.size() == 4 || runs_direct_kernel(pd)) return pd;
   if (s.lift && !s.lift_h) {
     ConvSpec h = s;
     h.lift_h = true;
-    for (Dims* v : {&h.strides, &h.dilations, &h.pad_l, &h.pad_r})
+    for (Dims* v : {&h.strides, &h.dilations, &h.pad_l, &h.pad_r}) {
       std::reverse(v->begin(), v->end());
+    }
     dnnl::primitive_desc hpd = make_pd(h);
-    if (fast_impl(hpd)) {
+    if (runs_direct_kernel(hpd)) {
       s = h;
       return hpd;
     }
   }
-  // 1-D and 3-D: a blocked layout where oneDNN has a direct kernel only for that (wav2vec2's
-  // grouped positional conv: kernel 128, 16 groups).
+  // 1-D and 3-D: a blocked layout where oneDNN has a direct kernel only for that (a volume's
+  // one-channel first conv).
   dnnl::convolution_forward::desc any(prop, dnnl::algorithm::convolution_direct,
                                       f32_desc(src_dims, Tag::any), wei, bias,
                                       f32_desc(y_dims, Tag::any), st, dil, pl, pr);
-  try {
-    dnnl::convolution_forward::primitive_desc blocked(any, attr, engine());
-    if (fast_impl(blocked)) {
-      s.blocked = true;
-      return blocked;
-    }
-  } catch (const dnnl::error&) {
+  if (auto blocked = direct_pd<dnnl::convolution_forward::primitive_desc>(any, attr)) {
+    s.blocked = true;
+    return *blocked;
   }
   return pd;
 }
@@ -900,10 +888,7 @@ class ConvKernel : public Kernel {
   // caller gives none.
   void bind_scratch(std::byte* scratch) {
     if (scratch_parts_.empty()) return;
-    if (!scratch) {
-      if (!own_scratch_) own_scratch_ = aligned_bytes(scratch_bytes_, 64);
-      scratch = own_scratch_.get();
-    }
+    scratch = scratch_or_own(scratch, scratch_bytes_, own_scratch_);
     for (auto& [m, offset] : scratch_parts_) m.set_data_handle(scratch + offset);
   }
 

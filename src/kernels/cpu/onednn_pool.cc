@@ -144,7 +144,7 @@ class PoolKernel : public Kernel {
     ThreadScope threads(info.num_threads);
     guarded(what_, [&] {
       dnnl::pooling_v2_forward::primitive_desc pd = make_pd(s_);
-      if (s_.in_layout == Layout::kPlain && !fast(pd)) {
+      if (s_.in_layout == Layout::kPlain && !runs_direct_kernel(pd)) {
         if (std::optional<dnnl::pooling_v2_forward::primitive_desc> cl = channels_last_pd()) {
           init_reordered(*cl);
           return;
@@ -166,11 +166,7 @@ class PoolKernel : public Kernel {
     std::lock_guard<std::mutex> lock(mu_);
     guarded(what_, [&] {
       if (to_src_) {
-        std::byte* scratch = io.scratch;
-        if (!scratch) {
-          if (!own_scratch_) own_scratch_ = aligned_bytes(scratch_bytes_, 64);
-          scratch = own_scratch_.get();
-        }
+        std::byte* scratch = scratch_or_own(io.scratch, scratch_bytes_, own_scratch_);
         src_.set_data_handle(scratch);
         dst_.set_data_handle(scratch + dst_offset_);
         user_src_.set_data_handle(handle(io.in(0)));
@@ -187,26 +183,14 @@ class PoolKernel : public Kernel {
   }
 
  private:
-  static bool fast(const dnnl::primitive_desc& pd) {
-    const std::string impl = pd.impl_info_str();
-    return impl.rfind("ref", 0) != 0 && impl.rfind("simple", 0) != 0;
-  }
-
   // The pool on a channels-last X (nwc, nhwc, ndhwc) into Y in a format of oneDNN's choosing,
-  // where that runs a fast kernel.
+  // where that runs a direct kernel.
   std::optional<dnnl::pooling_v2_forward::primitive_desc> channels_last_pd() const {
-    static constexpr Tag kTags[] = {Tag::nwc, Tag::nhwc, Tag::ndhwc};
-    const Tag tag = kTags[s_.x_shape.size() - 3];
-    dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, s_.alg,
-                                     f32_desc(s_.x_shape, tag), f32_desc(s_.y_shape, Tag::any),
-                                     to_dims(s_.strides), to_dims(s_.kernel), to_dims(s_.dilations),
-                                     to_dims(s_.pad_l), to_dims(s_.pad_r));
-    try {
-      dnnl::pooling_v2_forward::primitive_desc pd(d, user_scratchpad_attr(), engine());
-      if (fast(pd)) return pd;
-    } catch (const dnnl::error&) {
-    }
-    return std::nullopt;
+    dnnl::pooling_v2_forward::desc d(
+        dnnl::prop_kind::forward_inference, s_.alg, f32_desc(s_.x_shape, Layout::kNHWC),
+        f32_desc(s_.y_shape, Tag::any), to_dims(s_.strides), to_dims(s_.kernel),
+        to_dims(s_.dilations), to_dims(s_.pad_l), to_dims(s_.pad_r));
+    return direct_pd<dnnl::pooling_v2_forward::primitive_desc>(d, user_scratchpad_attr());
   }
 
   // Buffers in the run's scratch for the reordered X and the pool's Y, and the reorders.
