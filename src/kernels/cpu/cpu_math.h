@@ -23,12 +23,23 @@
 // Compiles a hot loop function for AVX-512, AVX2 and baseline x86-64, picked at load time. Not
 // under ThreadSanitizer: the loader runs the clones' resolver, which TSan instruments, before
 // TSan's runtime has started.
-#if defined(__SANITIZE_THREAD__)
-#define NNFUSE_TARGET_CLONES
-#elif defined(__x86_64__)
-#define NNFUSE_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+//
+// Under GCC also without jump threading (NNFUSE_NO_THREAD_JUMPS): it splits the clamps below
+// (x > 89 ? 89 : x) into a constant path and a general one, which the vectorizer then computes
+// both of under masks, three divisions per sigmoid instead of one. Without it a SiLU-gated row
+// runs 1.9 cycles per element instead of 2.3, a GELU (erf) one 3.0 instead of 3.3 (AVX-512).
+#if defined(__GNUC__) && !defined(__clang__)
+#define NNFUSE_NO_THREAD_JUMPS __attribute__((optimize("no-thread-jumps")))
 #else
-#define NNFUSE_TARGET_CLONES
+#define NNFUSE_NO_THREAD_JUMPS
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define NNFUSE_TARGET_CLONES NNFUSE_NO_THREAD_JUMPS
+#elif defined(__x86_64__)
+#define NNFUSE_TARGET_CLONES \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) NNFUSE_NO_THREAD_JUMPS
+#else
+#define NNFUSE_TARGET_CLONES NNFUSE_NO_THREAD_JUMPS
 #endif
 
 namespace nnfuse::cpu {
