@@ -91,8 +91,9 @@ void check_input(const Tensor& t, const Dims& shape, Layout layout, const std::s
 }
 
 dnnl::memory prepack(const Tensor& src, const dnnl::memory::desc& user,
-                     const dnnl::memory::desc& want) {
-  dnnl::memory dst(want, engine());
+                     const dnnl::memory::desc& want, OwnedBuffers& owned) {
+  owned.push_back(aligned_bytes(std::max<size_t>(want.get_size(), 1), 64));
+  dnnl::memory dst(want, engine(), owned.back().get());
   if (user == want) {
     std::memcpy(dst.get_data_handle(), src.raw(), src.nbytes());
     return dst;

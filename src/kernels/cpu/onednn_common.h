@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "ir/error.h"
 #include "ir/tensor.h"
@@ -72,10 +73,15 @@ decltype(auto) guarded(const std::string& what, F&& f) {
   }
 }
 
+// Buffers a kernel owns under the memory objects it made over them (its prepacked weights).
+using OwnedBuffers = std::vector<std::shared_ptr<std::byte[]>>;
+
 // Copies a constant tensor `src` (plain, of memory descriptor `user`) into a new memory of
-// descriptor `want` (the layout a primitive chose), reordering when they differ.
+// descriptor `want` (the layout a primitive chose), reordering when they differ. The memory's
+// buffer comes from aligned_bytes (large weights on huge pages) and is appended to `owned`,
+// which must outlive the memory object.
 dnnl::memory prepack(const Tensor& src, const dnnl::memory::desc& user,
-                     const dnnl::memory::desc& want);
+                     const dnnl::memory::desc& want, OwnedBuffers& owned);
 
 // The epilogue activation of a fused node (ai.nnfuse), when its attributes read and oneDNN's
 // eltwise post-ops compute it as the reference kernel does; nullopt otherwise.

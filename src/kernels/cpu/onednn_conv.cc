@@ -600,11 +600,12 @@ class ConvKernel : public Kernel {
     guarded(what_, [&] {
       dnnl::primitive_desc pd = make_pd(s_);
       prim_ = dnnl::primitive(pd);
-      weights_ = prepack(*info.constant(1), user_weights_desc(s_, false), pd.weights_desc(0));
+      weights_ =
+          prepack(*info.constant(1), user_weights_desc(s_, false), pd.weights_desc(0), packed_);
       args_[DNNL_ARG_WEIGHTS] = weights_;
       if (s_.bias) {
-        args_[DNNL_ARG_BIAS] =
-            prepack(*info.constant(2), f32_desc({s_.y_shape[1]}, Tag::a), pd.weights_desc(1));
+        args_[DNNL_ARG_BIAS] = prepack(*info.constant(2), f32_desc({s_.y_shape[1]}, Tag::a),
+                                       pd.weights_desc(1), packed_);
       }
       if (s_.pool) {
         init_pooled(pd);
@@ -898,6 +899,7 @@ class ConvKernel : public Kernel {
   std::vector<std::pair<memory, size_t>> scratch_parts_;
   size_t scratch_bytes_ = 0;
   std::shared_ptr<std::byte[]> own_scratch_;
+  OwnedBuffers packed_;  // under the prepacked weights and bias
   dnnl::primitive prim_, to_nhwc_, sum_to_dst_, from_dst_, pool_;
   std::vector<dnnl::primitive> act_after_;
   memory src_, dst_, weights_, user_src_, user_sum_, user_dst_, pooled_;

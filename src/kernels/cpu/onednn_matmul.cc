@@ -559,7 +559,7 @@ class MatMulKernel : public Kernel {
       if (s_.runtime_wei) {
         wei_ = memory(s_.wei, engine(), DNNL_MEMORY_NONE);
       } else {
-        wei_ = prepack(scaled(*s_.const_wei, s_.alpha), s_.wei, pd.weights_desc());
+        wei_ = prepack(scaled(*s_.const_wei, s_.alpha), s_.wei, pd.weights_desc(), owned_);
       }
       args_[DNNL_ARG_WEIGHTS] = wei_;
       if (s_.c_mode == MatMulSpec::CMode::kBias) {
@@ -570,7 +570,7 @@ class MatMulKernel : public Kernel {
           Tensor row(DType::kFloat32, {1, cols});
           broadcast_c(scaled(*s_.const_c, s_.beta).data<float>(), 1, s_.c_dims[1], 1, cols,
                       row.data<float>());
-          bias_ = prepack(row, bias_desc(s_), pd.bias_desc());
+          bias_ = prepack(row, bias_desc(s_), pd.bias_desc(), owned_);
         }
         args_[DNNL_ARG_BIAS] = bias_;
       } else if (s_.c_mode == MatMulSpec::CMode::kSum && !s_.runtime_c) {
@@ -763,6 +763,7 @@ class MatMulKernel : public Kernel {
   std::string what_;
   MatMulSpec s_;
   dnnl::primitive prim_;
+  OwnedBuffers owned_;  // under the prepacked weights and bias
   memory src_, wei_, bias_, dst_;
   Tensor c_;         // constant beta * C of the sum mode
   Tensor pooled_;    // FusedGlobalPoolGemm's A

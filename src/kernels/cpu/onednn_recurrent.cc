@@ -233,7 +233,7 @@ class RecurrentKernel : public Kernel {
                       const dnnl::matmul::primitive_desc& pd) {
         // A [rows, cols] block of W or R is the [cols, rows] operand stored transposed (ba).
         return prepack(Tensor::borrow(DType::kFloat32, {rows, cols}, const_cast<float*>(p)),
-                       f32_desc({cols, rows}, Tag::ba), pd.weights_desc());
+                       f32_desc({cols, rows}, Tag::ba), pd.weights_desc(), owned_);
       };
       for (int64_t d = 0; d < s_.dirs; ++d) {
         const float* rd = r.data<float>() + d * g * h;
@@ -341,6 +341,7 @@ class RecurrentKernel : public Kernel {
   std::string what_;
   RecSpec s_;
   dnnl::matmul in_, rec_, hh_;
+  OwnedBuffers owned_;  // under the prepacked weights
   std::vector<memory> w_, r_, rh_w_, bias_;
   std::vector<std::vector<float>> rbh_;
   std::vector<float> gates_, h_, c_, work_;
