@@ -95,6 +95,64 @@ bool suppresses(const Box& a, const Box& b, double threshold) {
   return inter / uni > threshold;
 }
 
+// Greedy NMS over the candidates `order` (box indices by descending score): the indices kept.
+//
+// A box suppresses another only where their x ranges overlap (suppresses: an empty intersection
+// never does), so each kept box is tested only against the candidates whose left edge lies
+// within the widest candidate's width of its own, found by binary search in the candidates
+// sorted by left edge; a suppressed candidate is marked for when its turn comes. Same result as
+// testing each candidate against every kept box, which torchvision's batched NMS (every class
+// in one call, each class's boxes offset apart) makes quadratic in the boxes kept: SSDlite's
+// 3,000 candidates of 90 classes took 144 ms so. Boxes with a non-finite x never suppress or
+// are suppressed (their area or union is infinite or NaN) and are left out of the search.
+struct NmsPruner {
+  struct Entry {
+    Box box;
+    int64_t rank;  // position in `order`
+  };
+  std::vector<Entry> by_x;
+  std::vector<char> suppressed;
+  std::vector<int64_t> kept;
+};
+
+const std::vector<int64_t>& greedy_nms(const std::vector<Box>& bx,
+                                       const std::vector<int64_t>& order, int64_t max_out,
+                                       double iou, NmsPruner& p) {
+  using Entry = NmsPruner::Entry;
+  const int64_t n = static_cast<int64_t>(order.size());
+  p.kept.clear();
+  p.by_x.clear();
+  p.suppressed.assign(static_cast<size_t>(n), 0);
+  double widest = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    const Box& b = bx[static_cast<size_t>(order[static_cast<size_t>(r)])];
+    if (!std::isfinite(b.x1) || !std::isfinite(b.x2)) continue;
+    p.by_x.push_back({b, r});
+    widest = std::max(widest, b.x2 - b.x1);
+  }
+  std::sort(p.by_x.begin(), p.by_x.end(), [](const Entry& a, const Entry& b) {
+    return a.box.x1 < b.box.x1 || (a.box.x1 == b.box.x1 && a.rank < b.rank);
+  });
+  for (int64_t r = 0; r < n && static_cast<int64_t>(p.kept.size()) < max_out; ++r) {
+    if (p.suppressed[static_cast<size_t>(r)]) continue;
+    const int64_t i = order[static_cast<size_t>(r)];
+    p.kept.push_back(i);
+    const Box k = bx[static_cast<size_t>(i)];
+    if (!std::isfinite(k.x1) || !std::isfinite(k.x2)) continue;
+    // A candidate overlapping k in x has x2 > k.x1 and x2 - x1 <= widest (up to rounding, which
+    // the margin covers), so x1 > k.x1 - widest; and x1 < k.x2.
+    const double lo = k.x1 - widest - 1e-9 * (std::abs(k.x1) + widest) - 1e-300;
+    auto it = std::lower_bound(p.by_x.begin(), p.by_x.end(), lo,
+                               [](const Entry& e, double v) { return e.box.x1 < v; });
+    for (; it != p.by_x.end() && it->box.x1 < k.x2; ++it) {
+      if (it->box.x2 <= k.x1 || it->rank <= r) continue;  // no x overlap, or not later
+      char& gone = p.suppressed[static_cast<size_t>(it->rank)];
+      if (!gone && suppresses(k, it->box, iou)) gone = 1;
+    }
+  }
+  return p.kept;
+}
+
 std::string nms_support(const Node& n, int64_t) {
   const int64_t cpb = n.attr_int("center_point_box", 0);
   if (cpb != 0 && cpb != 1) return "center_point_box " + std::to_string(cpb) + " is not 0 or 1";
@@ -134,7 +192,7 @@ void run_nms(KernelContext& ctx) {
   const std::vector<double> bv = doubles_of(boxes), sv = doubles_of(scores);
   std::vector<int64_t> selected;  // (batch, class, box) triples
   std::vector<int64_t> order;
-  std::vector<Box> kept;
+  NmsPruner pruner;
   for (int64_t b = 0; b < nb; ++b) {
     std::vector<Box> bx(static_cast<size_t>(nbox));
     for (int64_t i = 0; i < nbox; ++i) {
@@ -149,19 +207,7 @@ void run_nms(KernelContext& ctx) {
       }
       std::stable_sort(order.begin(), order.end(),
                        [&](int64_t x, int64_t y) { return s[x] > s[y]; });
-      kept.clear();
-      for (int64_t i : order) {
-        if (static_cast<int64_t>(kept.size()) >= max_out) break;
-        const Box& cand = bx[static_cast<size_t>(i)];
-        bool drop = false;
-        for (const Box& k : kept) {
-          if (suppresses(k, cand, iou)) {
-            drop = true;
-            break;
-          }
-        }
-        if (drop) continue;
-        kept.push_back(cand);
+      for (int64_t i : greedy_nms(bx, order, max_out, iou, pruner)) {
         selected.insert(selected.end(), {b, c, i});
       }
     }
