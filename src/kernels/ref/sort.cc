@@ -67,13 +67,33 @@ void run_topk(KernelContext& ctx) {
     const T* px = x.data<T>();
     T* pv = values.data<T>();
     std::vector<int64_t> order(static_cast<size_t>(v.len));
+    std::vector<T> row(static_cast<size_t>(v.len));
     for (int64_t o = 0; o < v.outer; ++o) {
       for (int64_t in = 0; in < v.inner; ++in) {
-        auto at = [&](int64_t j) { return px[(o * v.len + j) * v.inner + in]; };
+        bool nan = false;
+        for (int64_t j = 0; j < v.len; ++j) {
+          const T e = px[(o * v.len + j) * v.inner + in];
+          row[static_cast<size_t>(j)] = e;
+          nan = nan || e != e;
+        }
+        auto at = [&](int64_t j) { return row[static_cast<size_t>(j)]; };
         std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-          return largest ? at(a) > at(b) : at(a) < at(b);
-        });
+        if (nan) {
+          std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+            return largest ? at(a) > at(b) : at(a) < at(b);
+          });
+        } else {
+          // Without NaN, value then index is a total order, and its first k are the stable
+          // sort's: selected in O(len), then sorted in O(k log k) (a detector's per-class top
+          // 300 of 3,000 anchors).
+          auto before = [&](int64_t a, int64_t b) {
+            const T p = at(a), q = at(b);
+            if (p != q) return largest ? p > q : p < q;
+            return a < b;
+          };
+          if (k < v.len) std::nth_element(order.begin(), order.begin() + k, order.end(), before);
+          std::sort(order.begin(), order.begin() + k, before);
+        }
         for (int64_t j = 0; j < k; ++j) {
           const int64_t dst = (o * k + j) * v.inner + in;
           pv[dst] = at(order[static_cast<size_t>(j)]);
