@@ -3,6 +3,7 @@
 // Every index is range-checked before use; bad indices throw a runtime error.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 #include "kernels/ref/shape_internal.h"
@@ -116,9 +117,29 @@ void run_gather_nd(KernelContext& ctx) {
   std::vector<int64_t> offs = nd_offsets(x, ind, batch, ctx.node, &slice);
   Dims out(ind.shape().begin(), ind.shape().end() - 1);
   out.insert(out.end(), x.shape().begin() + batch + ind.dim(ind.rank() - 1), x.shape().end());
-  Tensor y(x.dtype(), out);
-  for (size_t t = 0; t < offs.size(); ++t) {
-    copy_elems(y, static_cast<int64_t>(t) * slice, x, offs[t], slice);
+  Tensor y = Tensor::uninitialized(x.dtype(), out);
+  // Slices of a few bytes (a detector's per-anchor score or box) copied as one word each,
+  // not through memcpy.
+  const size_t bytes = static_cast<size_t>(slice) * dtype_size(x.dtype());
+  auto gather = [&]<typename W>(W) {
+    const W* from = static_cast<const W*>(x.raw());
+    W* to = static_cast<W*>(y.raw());
+    const int64_t words = static_cast<int64_t>(bytes / sizeof(W));
+    const int64_t per = static_cast<int64_t>(dtype_size(x.dtype()) / sizeof(W));
+    for (size_t t = 0; t < offs.size(); ++t) {
+      const W* f = from + offs[t] * per;
+      W* d = to + static_cast<int64_t>(t) * words;
+      for (int64_t w = 0; w < words; ++w) d[w] = f[w];
+    }
+  };
+  const size_t es = dtype_size(x.dtype());
+  if (bytes != 0 && bytes <= 32 && es % 4 == 0 && reinterpret_cast<uintptr_t>(x.raw()) % 4 == 0 &&
+      reinterpret_cast<uintptr_t>(y.raw()) % 4 == 0) {
+    gather(uint32_t{});
+  } else {
+    for (size_t t = 0; t < offs.size(); ++t) {
+      copy_elems(y, static_cast<int64_t>(t) * slice, x, offs[t], slice);
+    }
   }
   ctx.outputs[0] = y;
 }
@@ -369,12 +390,19 @@ void run_non_zero(KernelContext& ctx) {
   Dims shape = x.rank() == 0 ? Dims{1} : x.shape();
   Dims strides = contiguous_strides(shape);
   int64_t r = static_cast<int64_t>(shape.size()), n = static_cast<int64_t>(hits.size());
-  Tensor y(DType::kInt64, {r, n});
+  Tensor y = Tensor::uninitialized(DType::kInt64, {r, n});
   int64_t* out = y.data<int64_t>();
-  for (int64_t j = 0; j < n; ++j) {
-    for (int64_t d = 0; d < r; ++d) {
-      size_t sd = static_cast<size_t>(d);
-      out[d * n + j] = hits[static_cast<size_t>(j)] / strides[sd] % shape[sd];
+  if (r == 1) {
+    std::copy(hits.begin(), hits.end(), out);
+  } else {
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t rest = hits[static_cast<size_t>(j)];
+      for (int64_t d = 0; d < r; ++d) {
+        const size_t sd = static_cast<size_t>(d);
+        const int64_t c = strides[sd] == 1 ? rest : rest / strides[sd];
+        out[d * n + j] = c;
+        rest -= c * strides[sd];
+      }
     }
   }
   ctx.outputs[0] = y;

@@ -177,6 +177,10 @@ TEST(RefShapeNonZero, Coordinates) {
   Tensor b = run_ref1("NonZero", {Tensor::from_vector<bool>({3}, {false, true, true})});
   EXPECT_EQ(iv(b), (I{1, 2}));
   EXPECT_EQ(run_ref1("NonZero", {f32({2}, {0, 0})}).shape(), (Dims{1, 0}));
+  // Rank 3 with a unit dim: each row of the output is one coordinate.
+  Tensor r3 = run_ref1("NonZero", {f32({2, 1, 3}, {0, 2, 0, 5, 0, 7})});
+  EXPECT_EQ(r3.shape(), (Dims{3, 3}));
+  EXPECT_EQ(iv(r3), (I{0, 1, 1, 0, 0, 0, 1, 0, 2}));
 }
 
 }  // namespace
