@@ -63,11 +63,6 @@ Tensor::Tensor(DType dtype, Dims shape, bool zero) : dtype_(dtype), shape_(std::
     fail(ErrorKind::kInvalidModel, "tensor of shape ", dims_str(shape_), " (", bytes,
          " bytes) is too large to allocate");
   }
-  if (bytes >= kHugePageBytes) {
-    buf_ = aligned_bytes(bytes, alignof(std::max_align_t));
-    if (zero) std::memset(buf_.get(), 0, bytes);
-    return;
-  }
   const size_t n = bytes == 0 ? 1 : bytes;
   buf_ = std::shared_ptr<std::byte[]>(zero ? new std::byte[n]() : new std::byte[n]);
 }
