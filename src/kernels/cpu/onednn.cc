@@ -8,7 +8,9 @@ void append_onednn_kernels(std::vector<std::pair<std::string, KernelFactory>>& t
   t.emplace_back("Conv", onednn::conv_factory());
   t.emplace_back("ConvTranspose", onednn::conv_transpose_factory());
   t.emplace_back("MatMul", onednn::matmul_factory());
+  t.emplace_back("MatMul", onednn::matmul_rows_factory());
   t.emplace_back("Gemm", onednn::gemm_factory());
+  t.emplace_back("Gemm", onednn::gemm_rows_factory());
   t.emplace_back("MaxPool", onednn::pool_factory());
   t.emplace_back("AveragePool", onednn::pool_factory());
   t.emplace_back("GlobalAveragePool", onednn::global_pool_factory());
@@ -21,11 +23,13 @@ void append_onednn_kernels(std::vector<std::pair<std::string, KernelFactory>>& t
   t.emplace_back("FusedConvPool", onednn::fused_conv_pool_factory());
   t.emplace_back("FusedConvSplit", onednn::fused_conv_split_factory());
   t.emplace_back("FusedMatMul", onednn::fused_matmul_factory());
+  t.emplace_back("FusedMatMul", onednn::fused_matmul_rows_factory());
   t.emplace_back("FusedMatMulLayerNorm", onednn::fused_matmul_layer_norm_factory());
   t.emplace_back("FusedLayerNormMatMul", onednn::fused_layer_norm_matmul_factory());
   t.emplace_back("FusedGatedMatMul", onednn::fused_gated_matmul_factory());
   t.emplace_back("FusedMatMulResidual", onednn::fused_matmul_residual_factory());
   t.emplace_back("FusedGemm", onednn::fused_gemm_factory());
+  t.emplace_back("FusedGemm", onednn::fused_gemm_rows_factory());
   t.emplace_back("FusedGlobalPoolGemm", onednn::pool_gemm_factory());
 }
 

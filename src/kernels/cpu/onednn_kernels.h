@@ -30,5 +30,11 @@ int64_t gated_half_columns(int64_t n, int64_t block, int threads);
 KernelFactory fused_layer_norm_matmul_factory();  // FusedLayerNormMatMul: LayerNorm, then MatMul
 KernelFactory fused_gemm_factory();               // FusedGemm: Gemm + activation
 KernelFactory pool_gemm_factory();                // FusedGlobalPoolGemm: GlobalAveragePool + Gemm
+// The same products with a constant B where A's rows are known only at run time
+// (onednn_matmul_rows.cc): after the prepacked kernels, which need A's static shape.
+KernelFactory matmul_rows_factory();        // MatMul
+KernelFactory gemm_rows_factory();          // Gemm
+KernelFactory fused_matmul_rows_factory();  // FusedMatMul
+KernelFactory fused_gemm_rows_factory();    // FusedGemm
 
 }  // namespace nnfuse::onednn

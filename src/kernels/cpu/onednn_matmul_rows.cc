@@ -1,0 +1,176 @@
+// Dense products whose A has a number of rows known only at run time: a detector's box head
+// over the regions its NMS kept, a product after NonZero or a data-dependent Reshape. MatMul,
+// Gemm, FusedMatMul and FusedGemm with a constant B (and a constant bias) whose A has no
+// static shape, which the prepacked-primitive kernels (onednn_matmul.cc) decline: the product
+// runs through oneDNN's sgemm over the plain weights (no primitive is tied to a row count), then
+// the bias and activation row by row. A's last dim must match B at run time; MatMul's A may
+// have any leading dims (they fold into rows), Gemm's is 2-D.
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/cpu_gated.h"
+#include "kernels/cpu/cpu_util.h"
+#include "kernels/cpu/onednn_common.h"
+#include "kernels/cpu/onednn_kernels.h"
+
+namespace nnfuse::onednn {
+namespace {
+
+enum class RowsOp { kMatMul, kGemm, kFusedMatMul, kFusedGemm };
+
+struct RowsSpec {
+  int64_t k = 0, n = 0;
+  bool gemm = false;        // A is 2-D
+  Tensor wei;               // B as stored: [K, N], or [N, K] when trans_b; alpha folded in
+  bool trans_b = false;     // Gemm's transB
+  std::vector<float> bias;  // [N] (beta folded in), or empty
+  ref::Activation act;
+};
+
+// The bias of n values from constant `c` (n values, or one broadcast), times `scale`.
+bool bias_row(const Tensor* c, int64_t n, float scale, std::vector<float>& out) {
+  if (!c || c->dtype() != DType::kFloat32 || c->layout() != Layout::kPlain) return false;
+  const bool row = c->numel() == n && (c->rank() == 1 || (c->rank() == 2 && c->dim(0) == 1));
+  if (!row && c->numel() != 1) return false;
+  out.resize(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    out[static_cast<size_t>(j)] = scale * c->data<float>()[row ? j : 0];
+  }
+  return true;
+}
+
+std::optional<RowsSpec> rows_spec(const NodeInfo& info, RowsOp op, std::string* why) {
+  const Node& node = info.node;
+  RowsSpec s;
+  s.gemm = op == RowsOp::kGemm || op == RowsOp::kFusedGemm;
+  const bool fused = op == RowsOp::kFusedMatMul || op == RowsOp::kFusedGemm;
+  const size_t max_inputs = s.gemm || fused ? 3 : 2;
+  if (node.num_outputs() != 1 || node.num_inputs() < 2 || node.num_inputs() > max_inputs) {
+    return decline(why, node.num_inputs(), " inputs and ", node.num_outputs(), " outputs");
+  }
+  if (!info.has_input(0) || info.input_dtype(0) != DType::kFloat32) {
+    return decline(why, input_label(info, 0), " is not float32");
+  }
+  const Shape& a = info.input(0)->shape();
+  if (a.fully_known()) return decline(why, "A has a static shape (the prepacked kernels' case)");
+  for (size_t i = 0; i < node.num_inputs(); ++i) {
+    if (input_layout(info, i) != Layout::kPlain) {
+      return decline(why, input_label(info, i), " arrives in layout ",
+                     layout_name(input_layout(info, i)));
+    }
+  }
+  const Tensor* b = info.constant(1);
+  if (!b || b->dtype() != DType::kFloat32 || b->layout() != Layout::kPlain || b->rank() != 2 ||
+      b->numel() == 0) {
+    return decline(why, "B is not a constant non-empty float32 matrix");
+  }
+  float alpha = 1.0f, beta = 1.0f;
+  try {
+    if (s.gemm) {
+      if (node.attr_int("transA", 0) != 0) return decline(why, "transA");
+      s.trans_b = node.attr_int("transB", 0) != 0;
+      alpha = node.attr_float("alpha", 1.0f);
+      beta = node.attr_float("beta", 1.0f);
+    }
+  } catch (const Error& e) {
+    return decline(why, "attributes: ", e.what());
+  }
+  s.k = s.trans_b ? b->dim(1) : b->dim(0);
+  s.n = s.trans_b ? b->dim(0) : b->dim(1);
+  if (a.has_rank) {
+    const size_t r = a.dims.size();
+    if (r < 2 || (s.gemm && r != 2)) return decline(why, "A of rank ", r);
+    if (a.dims.back().known() && a.dims.back().value != s.k) {
+      return decline(why, "A ", a.str(), " and B ", dims_str(b->shape()), " do not multiply");
+    }
+  }
+  if (info.has_input(2) && beta != 0.0f && !bias_row(info.constant(2), s.n, beta, s.bias)) {
+    return decline(why, "C or the bias ", input_label(info, 2),
+                   " is not a constant float32 row of N values");
+  }
+  if (fused) {
+    if (std::string r = ref::activation_reason(node); !r.empty()) return decline(why, r);
+    s.act = ref::read_activation(node);
+  }
+  s.wei = b->clone();
+  if (alpha != 1.0f) {
+    float* p = s.wei.data<float>();
+    for (int64_t i = 0; i < s.wei.numel(); ++i) p[i] *= alpha;
+  }
+  return s;
+}
+
+class RowsMatMulKernel : public Kernel {
+ public:
+  RowsMatMulKernel(const NodeInfo& info, RowsSpec spec)
+      : what_(info.node.describe()), s_(std::move(spec)) {}
+
+  bool reads_input(size_t i) const override { return i == 0; }
+
+  void run(KernelIO& io) override {
+    const Tensor& a = io.in(0);
+    NNFUSE_CHECK(a.dtype() == DType::kFloat32 && a.layout() == Layout::kPlain, what_, ": A is ",
+                 dtype_name(a.dtype()), " ", layout_name(a.layout()), ", not plain float32");
+    NNFUSE_CHECK(a.rank() >= 2 && (!s_.gemm || a.rank() == 2) && a.shape().back() == s_.k, what_,
+                 ": A ", dims_str(a.shape()), " does not multiply B of ", s_.k, " rows",
+                 s_.gemm ? " (Gemm takes a 2-D A)" : "");
+    Dims ys = a.shape();
+    ys.back() = s_.n;
+    Tensor& y = io.output(0, DType::kFloat32, ys);
+    const int64_t m = a.numel() / s_.k, n = s_.n;
+    if (m == 0) return;
+    const dnnl_status_t st =
+        dnnl_sgemm('N', s_.trans_b ? 'T' : 'N', m, n, s_.k, 1.0f, a.data<float>(), s_.k,
+                   s_.wei.data<float>(), s_.trans_b ? s_.k : n, 0.0f, y.data<float>(), n);
+    NNFUSE_CHECK(st == dnnl_success, what_, ": sgemm failed (status ", static_cast<int>(st), ")");
+    if (s_.bias.empty() && s_.act.kind == ref::ActivationKind::kNone) return;
+    float* py = y.data<float>();
+    cpu::parallel_range(m, std::max<int64_t>(1, cpu::kParallelGrain / n),
+                        [&](int64_t lo, int64_t hi) {
+                          for (int64_t r = lo; r < hi; ++r) {
+                            float* row = py + r * n;
+                            if (!s_.bias.empty()) {
+                              for (int64_t j = 0; j < n; ++j)
+                                row[j] += s_.bias[static_cast<size_t>(j)];
+                            }
+                            cpu::activation_row(s_.act, row, n);
+                          }
+                        });
+  }
+
+ private:
+  std::string what_;
+  RowsSpec s_;
+};
+
+template <RowsOp kOp>
+std::string declines(const NodeInfo& info) {
+  std::string why;
+  return rows_spec(info, kOp, &why) ? "" : why;
+}
+
+template <RowsOp kOp>
+std::unique_ptr<Kernel> create(const NodeInfo& info) {
+  std::optional<RowsSpec> s = rows_spec(info, kOp, nullptr);
+  if (!s) fail(ErrorKind::kInternal, info.node.describe(), ": not accepted by the row kernel");
+  return std::make_unique<RowsMatMulKernel>(info, std::move(*s));
+}
+
+template <RowsOp kOp>
+KernelFactory factory(const char* name) {
+  return {name,         accepts_unless_declined<declines<kOp>>, nullptr, create<kOp>, nullptr,
+          declines<kOp>};
+}
+
+}  // namespace
+
+KernelFactory matmul_rows_factory() { return factory<RowsOp::kMatMul>("onednn.matmul_rows"); }
+KernelFactory gemm_rows_factory() { return factory<RowsOp::kGemm>("onednn.gemm_rows"); }
+KernelFactory fused_matmul_rows_factory() {
+  return factory<RowsOp::kFusedMatMul>("onednn.fused_matmul_rows");
+}
+KernelFactory fused_gemm_rows_factory() {
+  return factory<RowsOp::kFusedGemm>("onednn.fused_gemm_rows");
+}
+
+}  // namespace nnfuse::onednn
