@@ -94,9 +94,11 @@ TEST(ReferenceFallback, MatMulWithRuntimeWeightOfUnknownShape) {
   const ReferenceFallback& f = plan.reference_fallbacks()[0];
   EXPECT_EQ(f.node, "mm");
   EXPECT_EQ(f.shapes, "float32[2, 4], float32? -> float32?");
-  ASSERT_EQ(f.declined.size(), 1u);
+  ASSERT_EQ(f.declined.size(), 2u);
   EXPECT_EQ(f.declined[0].first, "onednn.matmul");
   EXPECT_EQ(f.declined[0].second, "input 'b' has no static shape (float32?)");
+  EXPECT_EQ(f.declined[1].first, "onednn.matmul_rows");
+  EXPECT_EQ(f.declined[1].second, "B is not a constant non-empty float32 matrix");
 }
 
 TEST(ReferenceFallback, ConvWithRuntimeWeightNamesTheWeight) {

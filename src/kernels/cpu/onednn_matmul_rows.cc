@@ -51,8 +51,6 @@ std::optional<RowsSpec> rows_spec(const NodeInfo& info, RowsOp op, std::string* 
   if (!info.has_input(0) || info.input_dtype(0) != DType::kFloat32) {
     return decline(why, input_label(info, 0), " is not float32");
   }
-  const Shape& a = info.input(0)->shape();
-  if (a.fully_known()) return decline(why, "A has a static shape (the prepacked kernels' case)");
   for (size_t i = 0; i < node.num_inputs(); ++i) {
     if (input_layout(info, i) != Layout::kPlain) {
       return decline(why, input_label(info, i), " arrives in layout ",
@@ -64,6 +62,8 @@ std::optional<RowsSpec> rows_spec(const NodeInfo& info, RowsOp op, std::string* 
       b->numel() == 0) {
     return decline(why, "B is not a constant non-empty float32 matrix");
   }
+  const Shape& a = info.input(0)->shape();
+  if (a.fully_known()) return decline(why, "A has a static shape (the prepacked kernels' case)");
   float alpha = 1.0f, beta = 1.0f;
   try {
     if (s.gemm) {

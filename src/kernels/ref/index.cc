@@ -63,14 +63,80 @@ Dims elements_strides(const Tensor& data, const Tensor& ind, int64_t axis, const
   return s;
 }
 
+// For each element of `ind` (GatherElements' and ScatterElements' indices, of data's rank) in C
+// order: f(i, offset), i its linear index and offset that of the data element it addresses (its
+// own coordinates with the one along `axis` replaced by the index, checked). `strides` are
+// elements_strides'. A row of the last dim at a time, the indices read as int64 once.
+template <typename F>
+void for_each_addressed(const Tensor& data, const Tensor& ind, int64_t axis, const Dims& strides,
+                        const Node& node, F&& f) {
+  const int64_t r = ind.rank(), total = ind.numel();
+  if (total == 0) return;
+  std::vector<int64_t> owned;
+  const int64_t* ids = nullptr;
+  if (ind.dtype() == DType::kInt64) {
+    ids = ind.data<int64_t>();
+  } else {
+    owned = ind.to_int64_vector();
+    ids = owned.data();
+  }
+  const int64_t d = data.dim(axis);
+  const int64_t axis_stride = contiguous_strides(data.shape())[static_cast<size_t>(axis)];
+  const int64_t inner = ind.dim(r - 1), inner_stride = strides[static_cast<size_t>(r - 1)];
+  Dims idx(static_cast<size_t>(r), 0);
+  int64_t base = 0;
+  for (int64_t lin = 0; lin < total; lin += inner) {
+    for (int64_t j = 0; j < inner; ++j) {
+      const int64_t v = checked_index(ids[lin + j], d, node);
+      f(lin + j, base + j * inner_stride + v * axis_stride);
+    }
+    for (int64_t k = r - 2; k >= 0; --k) {
+      const size_t sk = static_cast<size_t>(k);
+      base += strides[sk];
+      if (++idx[sk] < ind.dim(k)) break;
+      base -= strides[sk] * ind.dim(k);
+      idx[sk] = 0;
+    }
+  }
+}
+
+// Calls f(U{}) with U an unsigned integer type of the element size of `t` (1, 2, 4 or 8
+// bytes); false for other sizes.
+template <typename F>
+bool by_element_size(const Tensor& t, F&& f) {
+  switch (dtype_size(t.dtype())) {
+    case 1:
+      f(uint8_t{});
+      return true;
+    case 2:
+      f(uint16_t{});
+      return true;
+    case 4:
+      f(uint32_t{});
+      return true;
+    case 8:
+      f(uint64_t{});
+      return true;
+    default:
+      return false;
+  }
+}
+
 void run_gather_elements(KernelContext& ctx) {
   const Tensor& x = ctx.in(0);
   const Tensor& ind = ctx.in(1);
   int64_t axis = normalize_axis(ctx.node.attr_int("axis", 0), x.rank(), ctx.node);
   Dims strides = elements_strides(x, ind, axis, ctx.node);
-  int64_t d = x.dim(axis), axis_stride = contiguous_strides(x.shape())[static_cast<size_t>(axis)];
   Tensor y(x.dtype(), ind.shape());
-  for (BroadcastIter it(ind.shape(), {strides}); !it.done(); it.next()) {
+  const bool done = ind.rank() > 0 && by_element_size(x, [&](auto z) {
+                      using U = decltype(z);
+                      const U* px = static_cast<const U*>(x.raw());
+                      U* py = static_cast<U*>(y.raw());
+                      for_each_addressed(x, ind, axis, strides, ctx.node,
+                                         [&](int64_t i, int64_t off) { py[i] = px[off]; });
+                    });
+  int64_t d = x.dim(axis), axis_stride = contiguous_strides(x.shape())[static_cast<size_t>(axis)];
+  for (BroadcastIter it(ind.shape(), {strides}); !done && !it.done(); it.next()) {
     int64_t v = checked_index(ind.int_at(it.linear()), d, ctx.node);
     copy_elems(y, it.linear(), x, it.offset(0) + v * axis_stride);
   }
@@ -225,7 +291,15 @@ void run_scatter_elements(KernelContext& ctx) {
                ": updates must match the indices' shape and the data's type");
   int64_t d = x.dim(axis), axis_stride = contiguous_strides(x.shape())[static_cast<size_t>(axis)];
   Tensor y = x.clone();
-  for (BroadcastIter it(ind.shape(), {strides}); !it.done(); it.next()) {
+  // Without a reduction, element copies in index order (a later duplicate wins, as below).
+  const bool done = red == Reduction::kNone && ind.rank() > 0 && by_element_size(x, [&](auto z) {
+                      using U = decltype(z);
+                      const U* pu = static_cast<const U*>(upd.raw());
+                      U* py = static_cast<U*>(y.raw());
+                      for_each_addressed(x, ind, axis, strides, ctx.node,
+                                         [&](int64_t i, int64_t off) { py[off] = pu[i]; });
+                    });
+  for (BroadcastIter it(ind.shape(), {strides}); !done && !it.done(); it.next()) {
     int64_t v = checked_index(ind.int_at(it.linear()), d, ctx.node);
     scatter(y, it.offset(0) + v * axis_stride, upd, it.linear(), 1, red, ctx.node);
   }

@@ -85,6 +85,46 @@ TEST(RefShapeScatterND, ReplacesElements) {
   EXPECT_THROW(run_ref1("ScatterND", {data, i64({1, 1}, {0}), f32({2}, {0, 0})}), Error);
 }
 
+// GatherElements and ScatterElements (no reduction) along each axis of a 3-D tensor, with
+// int64 and int32 indices (negative ones included) smaller than the data, against loops over
+// the coordinates.
+TEST(RefShapeElements, EveryAxisAgainstCoordinateLoops) {
+  const Dims ds = {3, 4, 5}, is = {2, 3, 4};
+  F data(60);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i) * 0.5f;
+  const Tensor x = f32(ds, data);
+  for (int64_t axis = 0; axis < 3; ++axis) {
+    const int64_t d = ds[static_cast<size_t>(axis)];
+    I idx(24);
+    F upd(24);
+    for (size_t i = 0; i < idx.size(); ++i) {
+      idx[i] = static_cast<int64_t>((i * 7 + 3) % static_cast<size_t>(2 * d)) - d;  // [-d, d)
+      upd[i] = 100.0f + static_cast<float>(i);
+    }
+    for (bool int32 : {false, true}) {
+      SCOPED_TRACE("axis " + std::to_string(axis) + (int32 ? " int32" : " int64"));
+      Tensor ind = i64(is, idx);
+      if (int32) ind = run_ref1("Cast", {ind}, {{"to", attr_int(6)}});
+      const std::map<std::string, Attribute> a = {{"axis", attr_int(axis)}};
+      F want_g(24), want_s = data;
+      for (int64_t i = 0; i < 2; ++i) {
+        for (int64_t j = 0; j < 3; ++j) {
+          for (int64_t k = 0; k < 4; ++k) {
+            const size_t lin = static_cast<size_t>((i * 3 + j) * 4 + k);
+            int64_t c[3] = {i, j, k};
+            c[axis] = (idx[lin] + d) % d;
+            const size_t off = static_cast<size_t>((c[0] * 4 + c[1]) * 5 + c[2]);
+            want_g[lin] = data[off];
+            want_s[off] = upd[lin];  // later updates win
+          }
+        }
+      }
+      EXPECT_EQ(fv(run_ref1("GatherElements", {x, ind}, a)), want_g);
+      EXPECT_EQ(fv(run_ref1("ScatterElements", {x, ind, f32(is, upd)}, a)), want_s);
+    }
+  }
+}
+
 TEST(RefShapeScatterElements, NoneAddMul) {
   Tensor zeros(DType::kFloat32, {3, 3});
   Tensor idx = i64({2, 3}, {1, 0, 2, 0, 2, 1});

@@ -80,6 +80,10 @@ TEST(RefMiscConstantOfShape, DefaultAndValue) {
                       {{"value", attr_tensor(Tensor::from_vector<int64_t>({1}, {7}))}});
   EXPECT_EQ(values<int64_t>(y), (I{7, 7, 7}));
   EXPECT_EQ(run_ref1("ConstantOfShape", {i64({})}).rank(), 0);
+  // A non-zero value over an odd count (the doubling copies' last partial step).
+  Tensor h = run_ref1("ConstantOfShape", {i64({37, 3})},
+                      {{"value", attr_tensor(Tensor::from_vector<float>({1}, {-2.5f}))}});
+  EXPECT_EQ(fv(h), F(111, -2.5f));
   EXPECT_THROW(run_ref1("ConstantOfShape", {i64({-1})}), Error);
   EXPECT_THROW(run_ref1("ConstantOfShape", {i64({1 << 30, 1 << 30, 1 << 30})}), Error);
 }
