@@ -50,12 +50,15 @@ TEST(ReferenceFallback, ConvWithoutStaticShapeIsRecordedWithTheReason) {
   EXPECT_EQ(f.op_type, "Conv");
   EXPECT_TRUE(f.compute_op);
   EXPECT_EQ(f.shapes, "float32[1, 3, h, w] -> float32?");
-  ASSERT_EQ(f.declined.size(), 1u);
+  ASSERT_EQ(f.declined.size(), 2u);
   EXPECT_EQ(f.declined[0].first, "onednn.conv");
   EXPECT_EQ(f.declined[0].second, "input 'x' has no static shape (float32[1, 3, h, w])");
+  EXPECT_EQ(f.declined[1].first, "onednn.conv_batch");
+  EXPECT_EQ(f.declined[1].second, "X's batch is static, its other dims are not");
   EXPECT_EQ(f.message(),
             "Conv 'conv3' (float32[1, 3, h, w] -> float32?) runs on the reference kernel: "
-            "onednn.conv: input 'x' has no static shape (float32[1, 3, h, w])");
+            "onednn.conv: input 'x' has no static shape (float32[1, 3, h, w]); "
+            "onednn.conv_batch: X's batch is static, its other dims are not");
   // The step itself is marked, for bench and profile.
   size_t marked = 0;
   for (const PlanStep& s : plan.steps()) marked += s.reference_fallback;
@@ -202,7 +205,8 @@ TEST(ReferenceFallback, SessionWarnsOncePerNodeUnlessReferenceOnly) {
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(err,
             "nnfuse: warning: Conv 'conv3' (float32[1, 3, h, w] -> float32?) runs on the "
-            "reference kernel: onednn.conv: input 'x' has no static shape (float32[1, 3, h, w])\n");
+            "reference kernel: onednn.conv: input 'x' has no static shape (float32[1, 3, h, w]); "
+            "onednn.conv_batch: X's batch is static, its other dims are not\n");
   PlanOptions ref;
   ref.reference_only = true;
   ::testing::internal::CaptureStderr();

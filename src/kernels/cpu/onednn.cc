@@ -6,7 +6,9 @@ namespace nnfuse {
 
 void append_onednn_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {
   t.emplace_back("Conv", onednn::conv_factory());
+  t.emplace_back("Conv", onednn::conv_batch_factory());
   t.emplace_back("ConvTranspose", onednn::conv_transpose_factory());
+  t.emplace_back("ConvTranspose", onednn::conv_transpose_batch_factory());
   t.emplace_back("MatMul", onednn::matmul_factory());
   t.emplace_back("MatMul", onednn::matmul_rows_factory());
   t.emplace_back("Gemm", onednn::gemm_factory());
@@ -19,6 +21,7 @@ void append_onednn_kernels(std::vector<std::pair<std::string, KernelFactory>>& t
   t.emplace_back("GRU", onednn::gru_factory());
   t.emplace_back("RNN", onednn::rnn_factory());
   t.emplace_back("FusedConv", onednn::fused_conv_factory());
+  t.emplace_back("FusedConv", onednn::fused_conv_batch_factory());
   t.emplace_back("ScaledConv", onednn::scaled_conv_factory());
   t.emplace_back("FusedConvPool", onednn::fused_conv_pool_factory());
   t.emplace_back("FusedConvSplit", onednn::fused_conv_split_factory());

@@ -36,5 +36,10 @@ KernelFactory matmul_rows_factory();        // MatMul
 KernelFactory gemm_rows_factory();          // Gemm
 KernelFactory fused_matmul_rows_factory();  // FusedMatMul
 KernelFactory fused_gemm_rows_factory();    // FusedGemm
+// The convolutions whose batch is known only at run time, image by image
+// (onednn_conv_batch.cc): after the static-shape kernels.
+KernelFactory conv_batch_factory();            // Conv
+KernelFactory conv_transpose_batch_factory();  // ConvTranspose
+KernelFactory fused_conv_batch_factory();      // FusedConv
 
 }  // namespace nnfuse::onednn
