@@ -12,7 +12,8 @@ For each model:
     does not, and random weights give many equal scores. SSDlite's class scores tie so often
     that even two valid orders of its ties keep different boxes: only its leading scores are
     compared.
-  - no dense product or convolution on a reference kernel (`nnfuse profile`'s ref column),
+  - no dense product, convolution or RoiAlign on a reference kernel (`nnfuse profile`'s ref
+    column),
     whether its rows or batch are static or known only at run time (Faster R-CNN's box head,
     Mask R-CNN's mask head).
 
@@ -51,7 +52,7 @@ EXTRA = {"maskrcnn_resnet50_fpn": ["masks"]}
 EXTRA_TOL = {"masks": 1e-3}
 LEADING_SCORES = 8
 DENSE = {"Conv", "FusedConv", "ConvTranspose", "MatMul", "FusedMatMul", "Gemm", "FusedGemm",
-         "ScaledConv", "ExpandDepthwise", "FusedConvPool", "FusedConvSplit"}
+         "ScaledConv", "ExpandDepthwise", "FusedConvPool", "FusedConvSplit", "RoiAlign"}
 OUTPUTS = ["boxes", "scores", "labels"]
 
 

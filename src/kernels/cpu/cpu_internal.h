@@ -33,6 +33,7 @@ void append_reduce_kernels(FactoryTable& t);            // cpu_reduce.cc: Reduce
 void append_data_kernels(FactoryTable& t);          // cpu_data.cc: Transpose, Slice, Split, Expand
 void append_gather_kernels(FactoryTable& t);        // cpu_gather.cc: Gather, Concat, Cast
 void append_resize_kernels(FactoryTable& t);        // cpu_resize.cc: Resize
+void append_roi_align_kernels(FactoryTable& t);     // cpu_roi_align.cc: RoiAlign
 void append_pad_kernels(FactoryTable& t);           // cpu_pad.cc: Pad
 void append_attention_kernels(FactoryTable& t);     // cpu_attention.cc: MultiHeadAttention
 void append_norm_fused_kernels(FactoryTable& t);    // cpu_norm_fused.cc: SkipLayerNorm, RMSNorm

@@ -44,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/ref/roi_align.h"
 #include "kernels/ref/util.h"
 
 namespace nnfuse {
@@ -239,14 +240,12 @@ std::string roi_align_support(const Node& n, int64_t opset) {
   return why;
 }
 
-// One bilinear sample: up to four (flat position, weight) pairs into an H x W plane.
-struct Sample {
-  int64_t pos[4] = {0, 0, 0, 0};
-  double w[4] = {0, 0, 0, 0};
-};
+}  // namespace
 
-Sample roi_sample(double y, double x, int64_t h, int64_t w) {
-  Sample s;
+namespace ref {
+
+RoiSample roi_sample(double y, double x, int64_t h, int64_t w) {
+  RoiSample s;
   if (!(y >= -1.0 && y <= static_cast<double>(h) && x >= -1.0 && x <= static_cast<double>(w))) {
     return s;  // outside the feature map (or NaN): contributes 0
   }
@@ -278,6 +277,60 @@ Sample roi_sample(double y, double x, int64_t h, int64_t w) {
   return s;
 }
 
+RoiAlignGeometry roi_align_geometry(const Node& n, int64_t opset) {
+  const std::string what = n.describe();
+  RoiAlignGeometry g;
+  g.out_h = n.attr_int("output_height", 1);
+  g.out_w = n.attr_int("output_width", 1);
+  g.ratio = n.attr_int("sampling_ratio", 0);
+  NNFUSE_CHECK(g.out_h > 0 && g.out_w > 0, what, ": output_height ", g.out_h, " and output_width ",
+               g.out_w, " must be positive");
+  NNFUSE_CHECK(g.ratio >= 0, what, ": sampling_ratio ", g.ratio, " is negative");
+  g.scale = n.attr_float("spatial_scale", 1.0f);
+  g.half_pixel = roi_align_ctm(n, opset) == "half_pixel";
+  g.is_max = n.attr_string("mode", "avg") == "max";
+  return g;
+}
+
+double roi_bin_samples(const RoiAlignGeometry& g, const double* roi, int64_t h, int64_t w,
+                       std::vector<RoiSample>& samples, size_t* per_bin, const std::string& what,
+                       int64_t r) {
+  const double offset = g.half_pixel ? 0.5 : 0.0;
+  const double x1 = roi[0] * g.scale - offset, y1 = roi[1] * g.scale - offset;
+  const double x2 = roi[2] * g.scale - offset, y2 = roi[3] * g.scale - offset;
+  double roi_w = x2 - x1, roi_h = y2 - y1;
+  if (!g.half_pixel) {  // the legacy mode makes malformed rois 1x1
+    roi_w = std::max(roi_w, 1.0);
+    roi_h = std::max(roi_h, 1.0);
+  }
+  const double bin_h = roi_h / static_cast<double>(g.out_h);
+  const double bin_w = roi_w / static_cast<double>(g.out_w);
+  NNFUSE_CHECK(std::isfinite(bin_h) && std::isfinite(bin_w), what, ": roi ", r,
+               " has a non-finite size");
+  const int64_t gh = g.ratio > 0 ? g.ratio : static_cast<int64_t>(std::max(0.0, std::ceil(bin_h)));
+  const int64_t gw = g.ratio > 0 ? g.ratio : static_cast<int64_t>(std::max(0.0, std::ceil(bin_w)));
+  samples.clear();
+  for (int64_t ph = 0; ph < g.out_h; ++ph) {
+    for (int64_t pw = 0; pw < g.out_w; ++pw) {
+      for (int64_t iy = 0; iy < gh; ++iy) {
+        const double yy = y1 + static_cast<double>(ph) * bin_h +
+                          (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(gh);
+        for (int64_t ix = 0; ix < gw; ++ix) {
+          const double xx = x1 + static_cast<double>(pw) * bin_w +
+                            (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(gw);
+          samples.push_back(roi_sample(yy, xx, h, w));
+        }
+      }
+    }
+  }
+  *per_bin = static_cast<size_t>(gh * gw);
+  return static_cast<double>(std::max<int64_t>(gh * gw, 1));
+}
+
+}  // namespace ref
+
+namespace {
+
 void run_roi_align(KernelContext& ctx) {
   const std::string what = ctx.node.describe();
   const Tensor& x = ctx.in(0);
@@ -288,16 +341,7 @@ void run_roi_align(KernelContext& ctx) {
                dims_str(rois.shape()));
   NNFUSE_CHECK(bi.rank() == 1 && bi.dim(0) == rois.dim(0), what, ": batch_indices ",
                dims_str(bi.shape()), " must be [num_rois] for rois ", dims_str(rois.shape()));
-  const int64_t out_h = ctx.node.attr_int("output_height", 1);
-  const int64_t out_w = ctx.node.attr_int("output_width", 1);
-  const int64_t ratio = ctx.node.attr_int("sampling_ratio", 0);
-  NNFUSE_CHECK(out_h > 0 && out_w > 0, what, ": output_height ", out_h, " and output_width ", out_w,
-               " must be positive");
-  NNFUSE_CHECK(ratio >= 0, what, ": sampling_ratio ", ratio, " is negative");
-  const double scale = ctx.node.attr_float("spatial_scale", 1.0f);
-  const bool half_pixel = roi_align_ctm(ctx.node, ctx.opset) == "half_pixel";
-  const bool is_max = ctx.node.attr_string("mode", "avg") == "max";
-
+  const ref::RoiAlignGeometry g = ref::roi_align_geometry(ctx.node, ctx.opset);
   const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3), nr = rois.dim(0);
   NNFUSE_CHECK(nr == 0 || (h > 0 && w > 0), what, ": X ", dims_str(x.shape()),
                " has an empty spatial extent");
@@ -305,53 +349,25 @@ void run_roi_align(KernelContext& ctx) {
   ref::dispatch_float(x.dtype(), what, [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
-    Tensor y(x.dtype(), {nr, c, out_h, out_w});
+    Tensor y(x.dtype(), {nr, c, g.out_h, g.out_w});
     T* py = y.data<T>();
-    std::vector<Sample> samples;
+    std::vector<ref::RoiSample> samples;
     for (int64_t r = 0; r < nr; ++r) {
       const int64_t b = bi.int_at(r);
       NNFUSE_CHECK(b >= 0 && b < n, what, ": batch index ", b, " of roi ", r, " is outside [0, ", n,
                    ")");
-      const double offset = half_pixel ? 0.5 : 0.0;
-      const double* roi = &rv[static_cast<size_t>(r * 4)];
-      const double x1 = roi[0] * scale - offset, y1 = roi[1] * scale - offset;
-      const double x2 = roi[2] * scale - offset, y2 = roi[3] * scale - offset;
-      double roi_w = x2 - x1, roi_h = y2 - y1;
-      if (!half_pixel) {  // the legacy mode makes malformed rois 1x1
-        roi_w = std::max(roi_w, 1.0);
-        roi_h = std::max(roi_h, 1.0);
-      }
-      const double bin_h = roi_h / static_cast<double>(out_h);
-      const double bin_w = roi_w / static_cast<double>(out_w);
-      NNFUSE_CHECK(std::isfinite(bin_h) && std::isfinite(bin_w), what, ": roi ", r,
-                   " has a non-finite size");
-      const int64_t gh = ratio > 0 ? ratio : static_cast<int64_t>(std::max(0.0, std::ceil(bin_h)));
-      const int64_t gw = ratio > 0 ? ratio : static_cast<int64_t>(std::max(0.0, std::ceil(bin_w)));
-      const double count = static_cast<double>(std::max<int64_t>(gh * gw, 1));
       // The samples of every bin, shared by the channels.
-      samples.clear();
-      for (int64_t ph = 0; ph < out_h; ++ph) {
-        for (int64_t pw = 0; pw < out_w; ++pw) {
-          for (int64_t iy = 0; iy < gh; ++iy) {
-            const double yy = y1 + static_cast<double>(ph) * bin_h +
-                              (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(gh);
-            for (int64_t ix = 0; ix < gw; ++ix) {
-              const double xx = x1 + static_cast<double>(pw) * bin_w +
-                                (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(gw);
-              samples.push_back(roi_sample(yy, xx, h, w));
-            }
-          }
-        }
-      }
-      const size_t per_bin = static_cast<size_t>(gh * gw);
+      size_t per_bin = 0;
+      const double count = ref::roi_bin_samples(g, &rv[static_cast<size_t>(r * 4)], h, w, samples,
+                                                &per_bin, what, r);
       for (int64_t ch = 0; ch < c; ++ch) {
         const T* plane = px + (b * c + ch) * h * w;
-        T* out = py + (r * c + ch) * out_h * out_w;
-        for (int64_t bin = 0; bin < out_h * out_w; ++bin) {
+        T* out = py + (r * c + ch) * g.out_h * g.out_w;
+        for (int64_t bin = 0; bin < g.out_h * g.out_w; ++bin) {
           double acc = 0;
           for (size_t k = 0; k < per_bin; ++k) {
-            const Sample& s = samples[static_cast<size_t>(bin) * per_bin + k];
-            if (is_max) {
+            const ref::RoiSample& s = samples[static_cast<size_t>(bin) * per_bin + k];
+            if (g.is_max) {
               double v = s.w[0] * static_cast<double>(plane[s.pos[0]]);
               for (int j = 1; j < 4; ++j) {
                 v = std::max(v, s.w[j] * static_cast<double>(plane[s.pos[j]]));
@@ -361,7 +377,7 @@ void run_roi_align(KernelContext& ctx) {
               for (int j = 0; j < 4; ++j) acc += s.w[j] * static_cast<double>(plane[s.pos[j]]);
             }
           }
-          out[bin] = static_cast<T>(is_max ? acc : acc / count);
+          out[bin] = static_cast<T>(g.is_max ? acc : acc / count);
         }
       }
     }
