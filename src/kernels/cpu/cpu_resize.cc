@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 
+#include "kernels/cpu/batch_loop.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/cpu_math.h"
 #include "kernels/cpu/cpu_util.h"
@@ -570,13 +571,33 @@ Layout resize_output_layout(const NodeInfo& info, size_t /*k*/) {
   return p ? p->out_layout : Layout::kPlain;
 }
 
-}  // namespace
-
-void append_resize_kernels(FactoryTable& t) {
+KernelFactory resize_factory() {
   KernelFactory f{"cpu.resize", accepts_unless_declined<resize_declines>, resize_output_layout,
                   resize_create, nullptr};
   f.declines = resize_declines;
-  t.emplace_back("Resize", f);
+  return f;
+}
+
+// A Resize runs image by image only where it keeps the batch: scales with a first entry of 1
+// (sizes would name the batch it was exported with).
+std::string keeps_batch(const NodeInfo& info) {
+  if (info.has_input(3)) {
+    const Tensor* sizes = info.constant(3);
+    if (!sizes || sizes->numel() != 0) return "sizes given: it names a batch";
+  }
+  const Tensor* scales = info.has_input(2) ? info.constant(2) : nullptr;
+  if (!scales || scales->numel() == 0 || scales->double_at(0) != 1.0) {
+    return "scales that do not keep the batch";
+  }
+  return "";
+}
+
+}  // namespace
+
+void append_resize_kernels(FactoryTable& t) {
+  t.emplace_back("Resize", resize_factory());
+  // The batch known only at run time (Keypoint R-CNN's heatmaps of its detections).
+  t.emplace_back("Resize", batch_loop_factory<resize_factory, 1u, keeps_batch>("cpu.resize_batch"));
 }
 
 }  // namespace nnfuse::cpu
