@@ -48,10 +48,14 @@ struct OneImage {
 
   OneImage(const NodeInfo& from, uint32_t batched_mask) {
     const Node& n = from.node;
-    if (!from.has_input(0) || !only_batch_unknown(from.input(0)->shape())) {
-      const Shape& x = from.input(0)->shape();
+    if (!from.has_input(0)) {
+      why = "X is missing";
+      return;
+    }
+    if (const Shape& x = from.input(0)->shape(); !only_batch_unknown(x)) {
       why = !x.has_rank         ? "the rank of X is not known"
             : x.dims.size() < 3 ? "X of rank " + std::to_string(x.dims.size())
+            : x.fully_known()   ? "X has a static shape (the static-shape kernel's case)"
             : x.dims[0].known() ? "X's batch is static, its other dims are not"
                                 : "X " + x.str() + " has unknown dims besides its batch";
       return;

@@ -129,6 +129,21 @@ TEST(OnednnConvBatch, DeclinesOtherUnknownDimsAndChecksRunShapes) {
   spatial.dims[2] = Dim{-1, "h"};
   EXPECT_STREQ(BatchNode("Conv", spatial, w, b, std::nullopt, {}, Layout::kPlain).chosen->name,
                "ref");
+  // Without X (an invalid node) the reference kernel is left to say so.
+  {
+    Graph g;
+    g.opsets[""] = 17;
+    Value* wv = g.add_value("w", DType::kFloat32, Shape::of(w.shape()));
+    wv->set_constant(w);
+    Node* n = g.add_node("Conv", "conv", {nullptr, wv}, {g.add_value("y")});
+    const NodeInfo info{*n, 17, {Layout::kPlain, Layout::kPlain}, 2};
+    for (const KernelFactory& f : kernels_for("Conv")) {
+      if (std::string(f.name) == "onednn.conv_batch") {
+        EXPECT_FALSE(f.accepts(info));
+        EXPECT_EQ(decline_reason(f, info), "X is missing");
+      }
+    }
+  }
   // A static batch goes to the static-shape kernel.
   EXPECT_STREQ(BatchNode("Conv", Shape::of({2, 8, 7, 7}), w, b, std::nullopt, {}, Layout::kPlain)
                    .chosen->name,
