@@ -103,6 +103,14 @@ dnnl::memory prepack(const Tensor& src, const dnnl::memory::desc& user,
   return dst;
 }
 
+Tensor scaled(const Tensor& t, float scale) {
+  if (scale == 1.0f) return t;
+  Tensor r = t.clone();
+  float* p = r.data<float>();
+  for (int64_t i = 0; i < r.numel(); ++i) p[i] *= scale;
+  return r;
+}
+
 std::optional<ref::Activation> fused_activation(const Node& node) {
   ref::Activation a;
   try {

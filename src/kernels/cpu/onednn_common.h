@@ -83,6 +83,9 @@ using OwnedBuffers = std::vector<std::shared_ptr<std::byte[]>>;
 dnnl::memory prepack(const Tensor& src, const dnnl::memory::desc& user,
                      const dnnl::memory::desc& want, OwnedBuffers& owned);
 
+// Float32 `t` times `scale`: a scaled copy, or t itself (its storage shared) when scale is 1.
+Tensor scaled(const Tensor& t, float scale);
+
 // The epilogue activation of a fused node (ai.nnfuse), when its attributes read and oneDNN's
 // eltwise post-ops compute it as the reference kernel does; nullopt otherwise.
 std::optional<ref::Activation> fused_activation(const Node& node);

@@ -470,15 +470,6 @@ void channel_means(const Tensor& x, Layout layout, Tensor& out) {
   });
 }
 
-// `t` times `scale` (t itself when scale is 1).
-Tensor scaled(const Tensor& t, float scale) {
-  if (scale == 1.0f) return t;
-  Tensor r = t.clone();
-  float* p = r.data<float>();
-  for (int64_t i = 0; i < r.numel(); ++i) p[i] *= scale;
-  return r;
-}
-
 // The columns per block along N of weights in oneDNN's layout `d` (1 when N is not blocked).
 int64_t n_block(const memory::desc& d) {
   const dnnl_memory_desc_t& m = d.data;

@@ -20,10 +20,11 @@ enum class RowsOp { kMatMul, kGemm, kFusedMatMul, kFusedGemm };
 
 struct RowsSpec {
   int64_t k = 0, n = 0;
-  bool gemm = false;        // A is 2-D
-  Tensor wei;               // B as stored: [K, N], or [N, K] when trans_b; alpha folded in
-  bool trans_b = false;     // Gemm's transB
-  std::vector<float> bias;  // [N] (beta folded in), or empty
+  bool gemm = false;            // A is 2-D
+  const Tensor* wei = nullptr;  // the constant B as stored: [K, N], or [N, K] when trans_b
+  float alpha = 1.0f;           // Gemm's, folded into the kernel's copy of B
+  bool trans_b = false;         // Gemm's transB
+  std::vector<float> bias;      // [N] (beta folded in), or empty
   ref::Activation act;
 };
 
@@ -64,12 +65,12 @@ std::optional<RowsSpec> rows_spec(const NodeInfo& info, RowsOp op, std::string* 
   }
   const Shape& a = info.input(0)->shape();
   if (a.fully_known()) return decline(why, "A has a static shape (the prepacked kernels' case)");
-  float alpha = 1.0f, beta = 1.0f;
+  float beta = 1.0f;
   try {
     if (s.gemm) {
       if (node.attr_int("transA", 0) != 0) return decline(why, "transA");
       s.trans_b = node.attr_int("transB", 0) != 0;
-      alpha = node.attr_float("alpha", 1.0f);
+      s.alpha = node.attr_float("alpha", 1.0f);
       beta = node.attr_float("beta", 1.0f);
     }
   } catch (const Error& e) {
@@ -92,18 +93,16 @@ std::optional<RowsSpec> rows_spec(const NodeInfo& info, RowsOp op, std::string* 
     if (std::string r = ref::activation_reason(node); !r.empty()) return decline(why, r);
     s.act = ref::read_activation(node);
   }
-  s.wei = b->clone();
-  if (alpha != 1.0f) {
-    float* p = s.wei.data<float>();
-    for (int64_t i = 0; i < s.wei.numel(); ++i) p[i] *= alpha;
-  }
+  s.wei = b;
   return s;
 }
 
 class RowsMatMulKernel : public Kernel {
  public:
   RowsMatMulKernel(const NodeInfo& info, RowsSpec spec)
-      : what_(info.node.describe()), s_(std::move(spec)) {}
+      : what_(info.node.describe()), s_(std::move(spec)), wei_(scaled(*s_.wei, s_.alpha)) {
+    s_.wei = nullptr;  // the plan may release its constant: the kernel keeps wei_
+  }
 
   bool reads_input(size_t i) const override { return i == 0; }
 
@@ -121,7 +120,7 @@ class RowsMatMulKernel : public Kernel {
     if (m == 0) return;
     const dnnl_status_t st =
         dnnl_sgemm('N', s_.trans_b ? 'T' : 'N', m, n, s_.k, 1.0f, a.data<float>(), s_.k,
-                   s_.wei.data<float>(), s_.trans_b ? s_.k : n, 0.0f, y.data<float>(), n);
+                   wei_.data<float>(), s_.trans_b ? s_.k : n, 0.0f, y.data<float>(), n);
     NNFUSE_CHECK(st == dnnl_success, what_, ": sgemm failed (status ", static_cast<int>(st), ")");
     if (s_.bias.empty() && s_.act.kind == ref::ActivationKind::kNone) return;
     float* py = y.data<float>();
@@ -141,6 +140,7 @@ class RowsMatMulKernel : public Kernel {
  private:
   std::string what_;
   RowsSpec s_;
+  Tensor wei_;  // B with alpha folded in (B's own storage when alpha is 1)
 };
 
 template <RowsOp kOp>
