@@ -105,8 +105,10 @@ class BatchLoopKernel : public Kernel {
     std::vector<Tensor> zeros;
     zeros.reserve(image_->batched.size());
     io.inputs.resize(info.node.num_inputs(), nullptr);
+    image_dims_.resize(info.node.num_inputs());
     for (size_t i : image_->batched) {
-      zeros.push_back(Tensor(DType::kFloat32, image_->info->input(i)->shape().static_dims()));
+      image_dims_[i] = image_->info->input(i)->shape().static_dims();
+      zeros.push_back(Tensor(DType::kFloat32, image_dims_[i]));
       zeros.back().set_layout(i < info.input_layouts.size() ? info.input_layouts[i]
                                                             : Layout::kPlain);
       io.inputs[i] = &zeros.back();
@@ -152,7 +154,7 @@ class BatchLoopKernel : public Kernel {
       for (size_t i : image_->batched) {
         const Tensor& t = io.in(i);
         const int64_t per = i == 0 ? x_image : y_image;
-        views[i] = Tensor::borrow(DType::kFloat32, image_->info->input(i)->shape().static_dims(),
+        views[i] = Tensor::borrow(DType::kFloat32, image_dims_[i],
                                   const_cast<float*>(t.data<float>()) + b * per);
         views[i].set_layout(t.layout());
         one.inputs[i] = &views[i];
@@ -172,7 +174,8 @@ class BatchLoopKernel : public Kernel {
   std::string what_;
   std::unique_ptr<OneImage> image_;  // owns the node the single-image kernel was made for
   std::unique_ptr<Kernel> kernel_;
-  Dims x_shape_, y_shape_;  // of one image
+  Dims x_shape_, y_shape_;        // of one image
+  std::vector<Dims> image_dims_;  // per input: one image's dims where it is viewed per image
   Layout x_layout_ = Layout::kPlain, y_layout_ = Layout::kPlain;
 };
 
