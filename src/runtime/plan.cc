@@ -218,11 +218,17 @@ bool ExecutionPlan::try_view(const Node& n, const std::vector<int>& in_ids) {
     if ((n.num_outputs() > 1 && n.output(1)) || (n.num_inputs() > 2 && n.input(2))) return false;
   }
   const Value* out = n.output(0);
-  if (!out || !out->shape().fully_known() || n.num_outputs() < 1) return false;
+  if (!out || n.num_outputs() < 1) return false;
   int src = in_ids[0];
   const PlanValue& in = values_[src];
-  if (!in.static_shape || in.dtype != out->dtype()) return false;
-  if (checked_numel(in.shape) != checked_numel(out->shape().static_dims())) return false;
+  if (in.dtype != out->dtype() || dtype_size(in.dtype) == 0) return false;
+  // Both shapes static: the dims are checked now. Otherwise (a shape known only when the model
+  // runs) the run computes the output's dims from the inputs as the reference kernel would,
+  // and the output still shares the input's storage.
+  if (in.static_shape && out->shape().fully_known() &&
+      checked_numel(in.shape) != checked_numel(out->shape().static_dims())) {
+    return false;
+  }
   if (in.layout != Layout::kPlain) src = plain_copy(src, &n);
   std::vector<int> inputs = in_ids;
   inputs[0] = src;

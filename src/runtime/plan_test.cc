@@ -102,6 +102,99 @@ TEST(Plan, ViewsAreFreeAndArenaIsReused) {
   EXPECT_EQ(out[0].data<float>()[2], -3.0f);
 }
 
+// Views of values whose shape is known only when the model runs: Reshape by a shape fed at run
+// time (of an arena value and of a value allocated at run time), Flatten, Unsqueeze and
+// Squeeze of an input with a symbolic dim.
+std::unique_ptr<Graph> run_time_views() {
+  auto g = std::make_unique<Graph>();
+  g->opsets[""] = 17;
+  Value* x = g->add_value("x", DType::kFloat32, Shape::of({2, 6}));
+  Value* s = g->add_value("s", DType::kInt64, Shape::of({2}));
+  Shape n_shape{true, {Dim{-1, "n"}, Dim{3, ""}}};
+  Value* n = g->add_value("n", DType::kFloat32, n_shape);
+  g->add_input(x);
+  g->add_input(s);
+  g->add_input(n);
+  auto val = [&](const std::string& name) {
+    return g->add_value(name, DType::kFloat32, Shape::unknown());
+  };
+  Value* a = g->add_value("a", DType::kFloat32, Shape::of({2, 6}));
+  Value* z = g->add_value("z", DType::kFloat32, Shape::of({2, 6}));
+  Value *b = val("b"), *zr = val("zr"), *y1 = val("y1"), *y2 = val("y2");
+  Value *f = val("f"), *u = val("u"), *q = val("q"), *y3 = val("y3");
+  Value* axes = g->add_value("axes");
+  axes->set_constant(Tensor::from_vector<int64_t>({1}, {0}));
+  g->add_node("Relu", "relu", {x}, {a});
+  g->add_node("Reshape", "view_a", {a, s}, {b});
+  // z may take the arena slot of a only once b, which shares a's storage, is read for the last
+  // time.
+  g->add_node("Neg", "neg", {x}, {z});
+  g->add_node("Reshape", "view_z", {z, s}, {zr});
+  g->add_node("Sub", "sub", {b, zr}, {y1});
+  // A graph output that views a kernel's output: neither may live in the arena.
+  Value* a2 = g->add_value("a2", DType::kFloat32, Shape::of({2, 6}));
+  g->add_node("Abs", "abs", {x}, {a2});
+  g->add_node("Reshape", "view_out", {a2, s}, {y2});
+  Attribute axis;
+  axis.kind = Attribute::Kind::kInt;
+  axis.i = 0;
+  g->add_node("Flatten", "flatten", {n}, {f})->set_attr("axis", axis);
+  g->add_node("Unsqueeze", "unsqueeze", {f, axes}, {u});
+  g->add_node("Squeeze", "squeeze", {u, axes}, {q});
+  g->add_node("Neg", "neg_q", {q}, {y3});
+  g->add_output(y1);
+  g->add_output(y2);
+  g->add_output(y3);
+  return g;
+}
+
+TEST(Plan, ViewsOfRunTimeShapesShareStorage) {
+  PlanSession run(run_time_views());
+  const ExecutionPlan& plan = run.plan();
+  EXPECT_EQ(plan.kernel_histogram().at("view"), 6);
+  expect_no_live_overlap(plan);
+  PlanOptions ref_opts;
+  ref_opts.reference_only = true;
+  PlanSession ref(run_time_views(), ref_opts);
+  Tensor x(DType::kFloat32, {2, 6}), n(DType::kFloat32, {4, 3});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 5) - 2.5f;
+  for (int64_t i = 0; i < n.numel(); ++i) n.data<float>()[i] = 0.1f * static_cast<float>(i);
+  for (const Dims& spec : {Dims{3, 4}, Dims{-1, 2}, Dims{12, 1}}) {
+    std::map<std::string, Tensor> feeds = {
+        {"x", x}, {"s", Tensor::from_vector<int64_t>({2}, spec)}, {"n", n}};
+    auto want = ref.run(feeds);
+    for (int r = 0; r < 2; ++r) {
+      auto got = run.run(feeds);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        ASSERT_EQ(got[k].shape(), want[k].shape()) << "output " << k;
+        for (int64_t i = 0; i < want[k].numel(); ++i) {
+          EXPECT_EQ(got[k].data<float>()[i], want[k].data<float>()[i]) << k << " at " << i;
+        }
+      }
+    }
+  }
+  // An output of one run is not overwritten by the next.
+  std::map<std::string, Tensor> feeds = {
+      {"x", x}, {"s", Tensor::from_vector<int64_t>({2}, {3, 4})}, {"n", n}};
+  const Tensor first = run.run(feeds)[1];
+  const Tensor kept = first.clone();
+  Tensor x2(DType::kFloat32, {2, 6});
+  for (int64_t i = 0; i < x2.numel(); ++i) x2.data<float>()[i] = 100.0f + static_cast<float>(i);
+  feeds["x"] = x2;
+  run.run(feeds);
+  for (int64_t i = 0; i < kept.numel(); ++i) {
+    EXPECT_EQ(first.data<float>()[i], kept.data<float>()[i]) << "at " << i;
+  }
+  // A shape that does not fit fails the run, naming the node.
+  try {
+    run.run({{"x", x}, {"s", Tensor::from_vector<int64_t>({2}, {5, 5})}, {"n", n}});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("view_a"), std::string::npos) << e.what();
+  }
+}
+
 // x -> Conv (NHWC out) -> Transpose [0, 2, 3, 1] -> Relu -> Transpose [0, 3, 1, 2] -> Conv, for
 // 2-D `spatial` dims (and the 1-D and 3-D forms: [0, 2, 1], [0, 2, 3, 4, 1] and back).
 std::unique_ptr<Graph> storage_order_transposes(const Dims& spatial = {5, 6}) {

@@ -251,9 +251,19 @@ std::vector<Tensor> PlanSession::run(const std::map<std::string, Tensor>& feeds,
       if (st.kind == PlanStep::Kind::kView) {
         const PlanValue& ov = values[st.outputs[0]];
         const Tensor& in = env[st.inputs[0]];
-        env[st.outputs[0]] = in.layout() == Layout::kPlain && ov.layout == Layout::kPlain
-                                 ? in.reshaped(ov.shape)
-                                 : in.relaid(ov.shape, ov.layout);
+        if (!ov.static_shape) {
+          // Dims known only now (views of values of run-time shape): the input's data under
+          // the dims the op gives for these inputs.
+          KernelContext ctx{*st.node, 0, {}, {}};
+          for (int id : st.inputs) ctx.inputs.push_back(id >= 0 ? &env[id] : nullptr);
+          Tensor out = in.reshaped(view_output_dims(ctx));
+          check_output(*st.node, ov.value, out);
+          env[st.outputs[0]] = std::move(out);
+        } else {
+          env[st.outputs[0]] = in.layout() == Layout::kPlain && ov.layout == Layout::kPlain
+                                   ? in.reshaped(ov.shape)
+                                   : in.relaid(ov.shape, ov.layout);
+        }
       } else if (st.kind == PlanStep::Kind::kReorder) {
         const Tensor& src = env[st.inputs[0]];
         Tensor dst = planned(st.outputs[0]);

@@ -47,6 +47,11 @@ std::string ref_unsupported_reason(const Node& node, int64_t opset);
 // Every op type with a reference kernel, sorted.
 std::vector<std::string> ref_supported_ops();
 
+// The output dims of a view op (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) for
+// its inputs in ctx: the input's elements, in order, under other dims. Checked as the reference
+// kernels check them.
+Dims view_output_dims(const KernelContext& ctx);
+
 // Family tables, concatenated by registry.cc.
 void append_elementwise_kernels(std::vector<RefKernelEntry>& t);  // unary, binary, compare, logic
 void append_reduce_kernels(std::vector<RefKernelEntry>& t);       // Reduce*, ArgMax, Softmax...

@@ -63,7 +63,7 @@ std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t ra
   return r;
 }
 
-void run_reshape(KernelContext& ctx) {
+Dims reshape_dims(const KernelContext& ctx) {
   const Tensor& x = ctx.in(0);
   const Node& node = ctx.node;
   std::vector<int64_t> spec = ctx.in(1).to_int64_vector();
@@ -94,17 +94,56 @@ void run_reshape(KernelContext& ctx) {
     NNFUSE_CHECK(known == x.numel(), node.describe(), ": cannot reshape ", dims_str(x.shape()),
                  " (", x.numel(), " elements) to ", dims_str(spec));
   }
-  ctx.outputs[0] = x.clone().reshaped(out);
+  return out;
 }
 
-void run_flatten(KernelContext& ctx) {
+Dims flatten_dims(const KernelContext& ctx) {
   const Tensor& x = ctx.in(0);
   int64_t axis = ctx.node.attr_int("axis", 1);
   NNFUSE_CHECK(axis >= -x.rank() && axis <= x.rank(), ctx.node.describe(), ": axis ", axis,
                " is out of range for rank ", x.rank());
   size_t a = static_cast<size_t>(axis < 0 ? axis + x.rank() : axis);
-  ctx.outputs[0] = x.clone().reshaped(
-      {dims_product(x.shape(), 0, a), dims_product(x.shape(), a, x.shape().size())});
+  return {dims_product(x.shape(), 0, a), dims_product(x.shape(), a, x.shape().size())};
+}
+
+Dims squeeze_dims(const KernelContext& ctx) {
+  const Tensor& x = ctx.in(0);
+  bool given = false;
+  std::vector<int64_t> axes = normalize_axes(axes_arg(ctx, 1, &given), x.rank(), ctx.node);
+  Dims out;
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    bool listed = std::find(axes.begin(), axes.end(), i) != axes.end();
+    if (given) {
+      NNFUSE_CHECK(!listed || x.dim(i) == 1, ctx.node.describe(), ": cannot squeeze axis ", i,
+                   " of size ", x.dim(i));
+    } else {
+      listed = x.dim(i) == 1;
+    }
+    if (!listed) out.push_back(x.dim(i));
+  }
+  return out;
+}
+
+Dims unsqueeze_dims(const KernelContext& ctx) {
+  const Tensor& x = ctx.in(0);
+  bool given = false;
+  std::vector<int64_t> raw = axes_arg(ctx, 1, &given);
+  NNFUSE_CHECK(given, ctx.node.describe(), ": axes are required");
+  int64_t r = x.rank() + static_cast<int64_t>(raw.size());
+  std::vector<int64_t> axes = normalize_axes(raw, r, ctx.node);
+  Dims out;
+  size_t next = 0;
+  for (int64_t i = 0; i < r; ++i) {
+    bool listed = std::find(axes.begin(), axes.end(), i) != axes.end();
+    out.push_back(listed ? 1 : x.shape()[next++]);
+  }
+  return out;
+}
+
+// Reshape, Flatten, Squeeze and Unsqueeze move no element: their output is the input's data
+// under the dims these give.
+void run_view(KernelContext& ctx) {
+  ctx.outputs[0] = ctx.in(0).clone().reshaped(view_output_dims(ctx));
 }
 
 void run_transpose(KernelContext& ctx) {
@@ -131,40 +170,6 @@ void run_transpose(KernelContext& ctx) {
     copy_elems(y, it.linear(), x, it.offset(0));
   }
   ctx.outputs[0] = y;
-}
-
-void run_squeeze(KernelContext& ctx) {
-  const Tensor& x = ctx.in(0);
-  bool given = false;
-  std::vector<int64_t> axes = normalize_axes(axes_arg(ctx, 1, &given), x.rank(), ctx.node);
-  Dims out;
-  for (int64_t i = 0; i < x.rank(); ++i) {
-    bool listed = std::find(axes.begin(), axes.end(), i) != axes.end();
-    if (given) {
-      NNFUSE_CHECK(!listed || x.dim(i) == 1, ctx.node.describe(), ": cannot squeeze axis ", i,
-                   " of size ", x.dim(i));
-    } else {
-      listed = x.dim(i) == 1;
-    }
-    if (!listed) out.push_back(x.dim(i));
-  }
-  ctx.outputs[0] = x.clone().reshaped(out);
-}
-
-void run_unsqueeze(KernelContext& ctx) {
-  const Tensor& x = ctx.in(0);
-  bool given = false;
-  std::vector<int64_t> raw = axes_arg(ctx, 1, &given);
-  NNFUSE_CHECK(given, ctx.node.describe(), ": axes are required");
-  int64_t r = x.rank() + static_cast<int64_t>(raw.size());
-  std::vector<int64_t> axes = normalize_axes(raw, r, ctx.node);
-  Dims out;
-  size_t next = 0;
-  for (int64_t i = 0; i < r; ++i) {
-    bool listed = std::find(axes.begin(), axes.end(), i) != axes.end();
-    out.push_back(listed ? 1 : x.shape()[next++]);
-  }
-  ctx.outputs[0] = x.clone().reshaped(out);
 }
 
 void run_concat(KernelContext& ctx) {
@@ -437,12 +442,22 @@ void run_trilu(KernelContext& ctx) {
 
 }  // namespace
 
+Dims view_output_dims(const KernelContext& ctx) {
+  const std::string& op = ctx.node.op_type();
+  if (op == "Reshape") return reshape_dims(ctx);
+  if (op == "Flatten") return flatten_dims(ctx);
+  if (op == "Squeeze") return squeeze_dims(ctx);
+  if (op == "Unsqueeze") return unsqueeze_dims(ctx);
+  if (op == "Identity" || op == "Dropout") return ctx.in(0).shape();
+  fail(ErrorKind::kInternal, ctx.node.describe(), ": not a view op");
+}
+
 void append_shape_kernels(std::vector<RefKernelEntry>& t) {
-  t.push_back({"Reshape", run_reshape, data_and_ints<1, 1>});
-  t.push_back({"Flatten", run_flatten, data_only});
+  t.push_back({"Reshape", run_view, data_and_ints<1, 1>});
+  t.push_back({"Flatten", run_view, data_only});
   t.push_back({"Transpose", run_transpose, data_only});
-  t.push_back({"Squeeze", run_squeeze, data_and_ints<1, 1>});
-  t.push_back({"Unsqueeze", run_unsqueeze, data_and_ints<1, 1>});
+  t.push_back({"Squeeze", run_view, data_and_ints<1, 1>});
+  t.push_back({"Unsqueeze", run_view, data_and_ints<1, 1>});
   t.push_back({"Concat", run_concat, data_only});
   t.push_back({"Split", run_split, data_and_ints<1, 1>});
   t.push_back({"Slice", run_slice, data_and_ints<1, 4>});
