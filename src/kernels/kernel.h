@@ -118,6 +118,10 @@ void append_preferred_cpu_kernels(std::vector<std::pair<std::string, KernelFacto
 void append_onednn_kernels(std::vector<std::pair<std::string, KernelFactory>>& t);
 void append_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t);
 
+// Runs the node's reference kernel on io (its outputs copied into planned storage where there
+// is some): for a fast kernel whose fast path does not fit the tensors of a run.
+void run_reference(const Node& node, int64_t opset, KernelIO& io);
+
 // Sets the number of threads used by every kernel (OpenMP and oneDNN).
 void set_num_threads(int n);
 int num_threads();

@@ -32,6 +32,7 @@ void append_softmax_kernels(FactoryTable& t);           // cpu_softmax.cc: Softm
 void append_reduce_kernels(FactoryTable& t);            // cpu_reduce.cc: ReduceSum/Mean/Max/Min
 void append_data_kernels(FactoryTable& t);          // cpu_data.cc: Transpose, Slice, Split, Expand
 void append_gather_kernels(FactoryTable& t);        // cpu_gather.cc: Gather, Concat, Cast
+void append_scatter_kernels(FactoryTable& t);       // cpu_scatter.cc: ScatterElements
 void append_resize_kernels(FactoryTable& t);        // cpu_resize.cc: Resize
 void append_roi_align_kernels(FactoryTable& t);     // cpu_roi_align.cc: RoiAlign
 void append_pad_kernels(FactoryTable& t);           // cpu_pad.cc: Pad

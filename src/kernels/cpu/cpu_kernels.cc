@@ -19,6 +19,7 @@ void append_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {
   cpu::append_reduce_kernels(t);
   cpu::append_data_kernels(t);
   cpu::append_gather_kernels(t);
+  cpu::append_scatter_kernels(t);
   cpu::append_resize_kernels(t);
   cpu::append_roi_align_kernels(t);
   cpu::append_pad_kernels(t);

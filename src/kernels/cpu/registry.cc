@@ -104,26 +104,28 @@ Tensor& KernelIO::output(size_t k, DType dtype, const Dims& shape, Layout layout
 
 namespace {
 
+void run_reference(const RefKernelEntry& entry, const Node& node, int64_t opset, KernelIO& io) {
+  KernelContext ctx{node, opset, io.inputs, std::vector<Tensor>(node.num_outputs())};
+  entry.run(ctx);
+  for (size_t k = 0; k < io.outputs.size(); ++k) {
+    Tensor& got = ctx.outputs[k];
+    if (!got.defined()) continue;
+    if (io.outputs[k].defined()) {
+      Tensor& dst = io.output(k, got.dtype(), got.shape());
+      std::memcpy(dst.raw(), got.raw(), got.nbytes());
+    } else {
+      io.outputs[k] = std::move(got);
+    }
+  }
+}
+
 // Runs a reference kernel; copies its outputs into planned storage when there is some.
 class RefAdapter : public Kernel {
  public:
   RefAdapter(const Node& n, int64_t opset) : node_(n), opset_(opset) {
     entry_ = find_ref_kernel(n.op_type());
   }
-  void run(KernelIO& io) override {
-    KernelContext ctx{node_, opset_, io.inputs, std::vector<Tensor>(node_.num_outputs())};
-    entry_->run(ctx);
-    for (size_t k = 0; k < io.outputs.size(); ++k) {
-      Tensor& got = ctx.outputs[k];
-      if (!got.defined()) continue;
-      if (io.outputs[k].defined()) {
-        Tensor& dst = io.output(k, got.dtype(), got.shape());
-        std::memcpy(dst.raw(), got.raw(), got.nbytes());
-      } else {
-        io.outputs[k] = std::move(got);
-      }
-    }
-  }
+  void run(KernelIO& io) override { run_reference(*entry_, node_, opset_, io); }
 
  private:
   const Node& node_;
@@ -177,6 +179,12 @@ void set_num_threads(int n) {
 int num_threads() {
   const int n = g_threads.load();
   return n > 0 ? n : omp_get_max_threads();
+}
+
+void run_reference(const Node& node, int64_t opset, KernelIO& io) {
+  const RefKernelEntry* entry = find_ref_kernel(node.op_type());
+  if (!entry) fail(ErrorKind::kInternal, node.describe(), ": no reference kernel");
+  run_reference(*entry, node, opset, io);
 }
 
 }  // namespace nnfuse
