@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #endif
 
+#include "ir/buffer_pool.h"
 #include "ir/half.h"
 
 namespace nnfuse {
@@ -63,8 +64,7 @@ Tensor::Tensor(DType dtype, Dims shape, bool zero) : dtype_(dtype), shape_(std::
     fail(ErrorKind::kInvalidModel, "tensor of shape ", dims_str(shape_), " (", bytes,
          " bytes) is too large to allocate");
   }
-  const size_t n = bytes == 0 ? 1 : bytes;
-  buf_ = std::shared_ptr<std::byte[]>(zero ? new std::byte[n]() : new std::byte[n]);
+  buf_ = tensor_bytes(bytes, zero);
 }
 
 std::shared_ptr<std::byte[]> aligned_bytes(size_t bytes, size_t alignment) {
