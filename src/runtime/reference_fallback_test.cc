@@ -120,13 +120,13 @@ TEST(ReferenceFallback, ConvWithRuntimeWeightNamesTheWeight) {
             "the weight input 'w' is not a constant");
 }
 
-// An int64 Add (shape arithmetic) falls back too, but is no compute op: --strict allows it.
+// An int16 Add falls back too, but is no compute op: --strict allows it.
 std::unique_ptr<Graph> int_add_graph() {
   auto g = std::make_unique<Graph>();
   g->opsets[""] = 17;
-  Value* a = g->add_value("a", DType::kInt64, Shape::of({3}));
+  Value* a = g->add_value("a", DType::kInt16, Shape::of({3}));
   g->add_input(a);
-  Value* y = g->add_value("y", DType::kInt64, Shape::of({3}));
+  Value* y = g->add_value("y", DType::kInt16, Shape::of({3}));
   g->add_node("Add", "add", {a, a}, {y});
   g->add_output(y);
   return g;
@@ -139,7 +139,7 @@ TEST(ReferenceFallback, NonComputeOpGetsAGenericReason) {
   const ReferenceFallback& f = plan.reference_fallbacks()[0];
   EXPECT_FALSE(f.compute_op);
   EXPECT_EQ(f.declined[0].first, "cpu.binary");
-  EXPECT_EQ(f.declined[0].second, "does not support this configuration (input 'a' is int64)");
+  EXPECT_EQ(f.declined[0].second, "does not support this configuration (input 'a' is int16)");
   PlanOptions strict = quiet();
   strict.strict = true;
   EXPECT_NO_THROW(PlanSession(int_add_graph(), strict));

@@ -1,14 +1,20 @@
 // Broadcasting elementwise kernels (float32): Add, Sub, Mul, Div, Pow, Max, Min; the
-// comparisons Equal, Less, Greater, LessOrEqual, GreaterOrEqual (bool output); Where.
+// comparisons Equal, Less, Greater, LessOrEqual, GreaterOrEqual (bool output); Where. All but
+// Pow also take int32 and int64 tensors in plain layout (the index arithmetic of models
+// whose shapes are known only at run time: detectors' box and level bookkeeping), as the
+// reference kernels compute them: wrapping on overflow, dividing toward zero.
 //
 // Inputs are walked by a BroadcastLoop (cpu_broadcast.h): one inner loop per stride pattern
 // (both vectors, vector and repeated scalar, ...). Channels-last inputs work in storage order
 // when every other input is either channels-last of the output's rank (3 to 5) or a
 // per-channel / scalar tensor.
 // Pow by a constant 1, 2, 3 or 0.5 runs as a unary loop.
+#include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <type_traits>
 
 #include "kernels/cpu/cpu_broadcast.h"
 #include "kernels/cpu/cpu_elementwise.h"
@@ -62,18 +68,18 @@ const std::map<std::string, OpDesc>& ops() {
 
 // ---- Inner loops. y may be exactly a or b (in place), hence ivdep rather than __restrict.
 
-template <typename T, typename Op>
-NNFUSE_INLINE void zip_loop(const float* a, int64_t sa, const float* b, int64_t sb, T* y, int64_t n,
+template <typename In, typename T, typename Op>
+NNFUSE_INLINE void zip_loop(const In* a, int64_t sa, const In* b, int64_t sb, T* y, int64_t n,
                             Op op) {
   if (sa != 0 && sb != 0) {
 #pragma GCC ivdep
     for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], b[i]);
   } else if (sa != 0) {
-    const float bv = b[0];
+    const In bv = b[0];
 #pragma GCC ivdep
     for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], bv);
   } else if (sb != 0) {
-    const float av = a[0];
+    const In av = a[0];
 #pragma GCC ivdep
     for (int64_t i = 0; i < n; ++i) y[i] = op(av, b[i]);
   } else {
@@ -124,6 +130,61 @@ NNFUSE_TARGET_CLONES void compare_loop(OpKind kind, const float* a, int64_t sa, 
 }
 
 #undef NNFUSE_LAMBDA2
+
+// Integer arithmetic wraps (through the unsigned type, where overflow is defined); division
+// truncates toward zero, and a zero divisor sets *by_zero (the caller fails the run).
+template <typename T>
+void int_arith_loop(OpKind kind, const T* a, int64_t sa, const T* b, int64_t sb, T* y, int64_t n,
+                    std::atomic<bool>* by_zero) {
+  using U = std::make_unsigned_t<T>;
+  switch (kind) {
+    case OpKind::kDiv:
+      return zip_loop(a, sa, b, sb, y, n, [by_zero](T p, T q) {
+        if (q == 0) {
+          by_zero->store(true, std::memory_order_relaxed);
+          return T{0};
+        }
+        return q == -1 ? static_cast<T>(U(0) - U(p)) : static_cast<T>(p / q);
+      });
+    case OpKind::kAdd:
+      return zip_loop(a, sa, b, sb, y, n, [](T p, T q) { return static_cast<T>(U(p) + U(q)); });
+    case OpKind::kSub:
+      return zip_loop(a, sa, b, sb, y, n, [](T p, T q) { return static_cast<T>(U(p) - U(q)); });
+    case OpKind::kMul:
+      return zip_loop(a, sa, b, sb, y, n, [](T p, T q) { return static_cast<T>(U(p) * U(q)); });
+    case OpKind::kMax:
+      return zip_loop(a, sa, b, sb, y, n, [](T p, T q) { return p < q ? q : p; });
+    case OpKind::kMin:
+      return zip_loop(a, sa, b, sb, y, n, [](T p, T q) { return q < p ? q : p; });
+    default:
+      return;
+  }
+}
+
+template <typename T>
+void int_compare_loop(OpKind kind, const T* a, int64_t sa, const T* b, int64_t sb, bool* y,
+                      int64_t n) {
+  switch (kind) {
+    case OpKind::kEqual:
+      return zip_loop(a, sa, b, sb, y, n, [](T p, T q) { return p == q; });
+    case OpKind::kLess:
+      return zip_loop(a, sa, b, sb, y, n, [](T p, T q) { return p < q; });
+    case OpKind::kGreater:
+      return zip_loop(a, sa, b, sb, y, n, [](T p, T q) { return p > q; });
+    case OpKind::kLessOrEqual:
+      return zip_loop(a, sa, b, sb, y, n, [](T p, T q) { return p <= q; });
+    case OpKind::kGreaterOrEqual:
+      return zip_loop(a, sa, b, sb, y, n, [](T p, T q) { return p >= q; });
+    default:
+      return;
+  }
+}
+
+template <typename T>
+void int_where_loop(const bool* c, int64_t sc, const T* x, int64_t sx, const T* y, int64_t sy,
+                    T* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = c[i * sc] ? x[i * sx] : y[i * sy];
+}
 
 // General Pow: no vector pow, so one std::pow per element (the reference computes in double).
 void pow_loop(const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n) {
@@ -188,16 +249,32 @@ std::optional<UnaryKind> pow_as_unary(const NodeInfo& info) {
   return std::nullopt;
 }
 
+bool int_type(DType t) { return t == DType::kInt32 || t == DType::kInt64; }
+
+// The type of the operands (Where's x and y): float32, or an integer type the op runs on.
+std::optional<DType> operand_type(const NodeInfo& info, const OpDesc& d) {
+  const size_t n = num_data_inputs(d.family), first = d.family == Family::kWhere ? 1 : 0;
+  if (info.node.num_inputs() != n || (first == 1 && !input_is(info, 0, DType::kBool)) ||
+      !info.has_input(first)) {
+    return std::nullopt;
+  }
+  const DType t = info.input_dtype(first);
+  for (size_t i = first; i < n; ++i) {
+    if (!input_is(info, i, t)) return std::nullopt;
+  }
+  if (t == DType::kFloat32) return t;
+  if (int_type(t) && d.kind != OpKind::kPow) return t;
+  return std::nullopt;
+}
+
 bool broadcast_accepts(const NodeInfo& info) {
   auto it = ops().find(info.node.op_type());
   if (it == ops().end() || !info.node.domain().empty() || !single_output(info.node)) return false;
-  const Family fam = it->second.family;
-  const size_t n = num_data_inputs(fam);
-  if (info.node.num_inputs() != n) return false;
-  for (size_t i = 0; i < n; ++i) {
-    const DType want = fam == Family::kWhere && i == 0 ? DType::kBool : DType::kFloat32;
-    if (!input_is(info, i, want)) return false;
-  }
+  const std::optional<DType> t = operand_type(info, it->second);
+  if (!t) return false;
+  const size_t n = num_data_inputs(it->second.family);
+  // Integers: plain layout only.
+  if (*t != DType::kFloat32 && !info.all_inputs_in(Layout::kPlain)) return false;
   return elementwise_layout(static_shapes(info, n), layouts_of(info, n)).has_value();
 }
 
@@ -232,7 +309,8 @@ class BroadcastKernel : public Kernel {
   explicit BroadcastKernel(const NodeInfo& info)
       : desc_(ops().at(info.node.op_type())),
         who_(info.node.describe()),
-        layout_(broadcast_output_layout(info, 0)) {
+        layout_(broadcast_output_layout(info, 0)),
+        type_(operand_type(info, desc_).value_or(DType::kFloat32)) {
     if (desc_.kind == OpKind::kPow) pow_unary_ = pow_as_unary(info);
   }
 
@@ -242,7 +320,7 @@ class BroadcastKernel : public Kernel {
     Dims out;
     for (size_t i = 0; i < n; ++i) {
       in[i] = &io.in(i);
-      const DType want = desc_.family == Family::kWhere && i == 0 ? DType::kBool : DType::kFloat32;
+      const DType want = desc_.family == Family::kWhere && i == 0 ? DType::kBool : type_;
       if (in[i]->dtype() != want) {
         fail(ErrorKind::kRuntime, who_, ": input ", i, " has type ", dtype_name(in[i]->dtype()),
              ", expected ", dtype_name(want));
@@ -277,8 +355,11 @@ class BroadcastKernel : public Kernel {
       aligned.insert(aligned.end(), t.shape().begin(), t.shape().end());
       storage.push_back(storage_dims(aligned, Layout::kNHWC));
     }
-    const DType out_type = desc_.family == Family::kCompare ? DType::kBool : DType::kFloat32;
+    const DType out_type = desc_.family == Family::kCompare ? DType::kBool : type_;
     Tensor& y = io.output(0, out_type, out, layout_);
+    const BroadcastLoop loop = make_broadcast_loop(storage_dims(out, layout_), storage);
+    if (type_ == DType::kInt64) return run_int<int64_t>(loop, in, y);
+    if (type_ == DType::kInt32) return run_int<int32_t>(loop, in, y);
     if (pow_unary_) {
       const float* px = in[0]->data<float>();
       float* py = y.data<float>();
@@ -288,7 +369,6 @@ class BroadcastKernel : public Kernel {
       });
       return;
     }
-    const BroadcastLoop loop = make_broadcast_loop(storage_dims(out, layout_), storage);
     switch (desc_.family) {
       case Family::kArith: {
         const float* a = in[0]->data<float>();
@@ -334,9 +414,51 @@ class BroadcastKernel : public Kernel {
   }
 
  private:
+  template <typename T>
+  void run_int(const BroadcastLoop& loop, const std::vector<const Tensor*>& in, Tensor& y) const {
+    const OpKind kind = desc_.kind;
+    switch (desc_.family) {
+      case Family::kArith: {
+        const T* a = in[0]->data<T>();
+        const T* b = in[1]->data<T>();
+        T* py = y.data<T>();
+        const int64_t sa = loop.inner_stride(0), sb = loop.inner_stride(1);
+        std::atomic<bool> by_zero{false};
+        for_each_run(loop, 1, [&](const int64_t* off, int64_t o, int64_t len) {
+          int_arith_loop(kind, a + off[0], sa, b + off[1], sb, py + o, len, &by_zero);
+        });
+        if (by_zero.load()) fail(ErrorKind::kRuntime, who_, ": integer division by zero");
+        return;
+      }
+      case Family::kCompare: {
+        const T* a = in[0]->data<T>();
+        const T* b = in[1]->data<T>();
+        bool* py = y.data<bool>();
+        const int64_t sa = loop.inner_stride(0), sb = loop.inner_stride(1);
+        for_each_run(loop, 1, [&](const int64_t* off, int64_t o, int64_t len) {
+          int_compare_loop(kind, a + off[0], sa, b + off[1], sb, py + o, len);
+        });
+        return;
+      }
+      case Family::kWhere: {
+        const bool* c = in[0]->data<bool>();
+        const T* a = in[1]->data<T>();
+        const T* b = in[2]->data<T>();
+        T* py = y.data<T>();
+        const int64_t sc = loop.inner_stride(0), sa = loop.inner_stride(1),
+                      sb = loop.inner_stride(2);
+        for_each_run(loop, 1, [&](const int64_t* off, int64_t o, int64_t len) {
+          int_where_loop(c + off[0], sc, a + off[1], sa, b + off[2], sb, py + o, len);
+        });
+        return;
+      }
+    }
+  }
+
   OpDesc desc_;
   std::string who_;
   Layout layout_;
+  DType type_;
   std::optional<UnaryKind> pow_unary_;
 };
 

@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "kernels/cpu/cpu_test_support.h"
 
 namespace nnfuse {
@@ -218,12 +222,76 @@ TEST(CpuBinary, Where) {
                               {{c}, {random_tensor({9}, 70)}, {random_tensor({4, 9}, 71)}}, 2);
 }
 
+// Integers in [lo, hi] of type t (int32 or int64); zeros replaced by `zero` (divisors).
+Tensor random_ints(const Dims& shape, uint32_t seed, int64_t lo, int64_t hi, DType t,
+                   int64_t zero = 0) {
+  Tensor r = random_tensor(shape, seed, static_cast<float>(lo), static_cast<float>(hi) + 1);
+  Tensor v(DType::kInt64, shape);
+  for (int64_t i = 0; i < v.numel(); ++i) {
+    const int64_t x = std::min<int64_t>(hi, static_cast<int64_t>(std::floor(r.data<float>()[i])));
+    v.data<int64_t>()[i] = x == 0 ? zero : x;
+  }
+  return t == DType::kInt64 ? v : testing::run_ref1("Cast", {v}, {{"to", attr_int(6)}});
+}
+
+TEST(CpuBinary, IntegersMatchReferenceOverBroadcasts) {
+  uint32_t seed = 90;
+  for (DType t : {DType::kInt64, DType::kInt32}) {
+    for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min", "Equal", "Less", "Greater",
+                           "LessOrEqual", "GreaterOrEqual"}) {
+      const std::string kernel =
+          std::string(op).find_first_of("EGL") == 0 ? "cpu.compare" : "cpu.binary";
+      for (const auto& [sa, sb] : kPairs) {
+        SCOPED_TRACE(std::string(op) + " " + dtype_name(t) + " " + dims_str(sa) + " " +
+                     dims_str(sb));
+        expect_matches_ref(kernel, op,
+                           {{random_ints(sa, seed++, -40, 40, t)},
+                            {random_ints(sb, seed++, -6, 6, t, std::string(op) == "Div" ? 3 : 0)}},
+                           {}, 1, 0.0f, 0.0f);
+      }
+    }
+    Tensor c(DType::kBool, {5, 8});
+    for (int64_t i = 0; i < c.numel(); ++i) c.data<bool>()[i] = i % 3 != 1;
+    expect_matches_ref(
+        "cpu.where", "Where",
+        {{c}, {random_ints({5, 8}, seed++, -9, 9, t)}, {random_ints({8}, seed++, 0, 9, t)}}, {}, 1,
+        0.0f, 0.0f);
+  }
+}
+
+// Overflow wraps, division truncates toward zero (the lowest value divided by -1 wraps), and a
+// zero divisor is an error naming the node.
+TEST(CpuBinary, IntegerEdgeCases) {
+  const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  const Tensor a = Tensor::from_vector<int64_t>({6}, {hi, lo, -7, 7, lo, -1});
+  const Tensor b = Tensor::from_vector<int64_t>({6}, {1, -1, 2, -2, 3, 5});
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+    SCOPED_TRACE(op);
+    expect_matches_ref("cpu.binary", op, {{a}, {b}}, {}, 1, 0.0f, 0.0f);
+  }
+  const Tensor q = testing::run_kernel("Div", {{a}, {b}}, {}, 1, "cpu.binary").outputs[0];
+  EXPECT_EQ(q.data<int64_t>()[1], lo);  // lo / -1 wraps
+  EXPECT_EQ(q.data<int64_t>()[2], -3);
+  EXPECT_EQ(q.data<int64_t>()[3], -3);
+  try {
+    testing::run_kernel("Div", {{a}, {Tensor::from_vector<int64_t>({6}, {1, 1, 0, 1, 1, 1})}}, {},
+                        1, "cpu.binary");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("division by zero"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CpuBinary, DeclinesOtherTypesAndArities) {
-  for (DType t : {DType::kInt64, DType::kFloat16, DType::kFloat64}) {
+  for (DType t : {DType::kFloat16, DType::kFloat64, DType::kUInt8}) {
     Tensor a(t, {4});
     EXPECT_FALSE(fast_accepts("cpu.binary", "Add", {{a}, {a}})) << dtype_name(t);
     EXPECT_FALSE(fast_accepts("cpu.compare", "Less", {{a}, {a}})) << dtype_name(t);
   }
+  Tensor i64(DType::kInt64, {4}), i32(DType::kInt32, {4});
+  EXPECT_TRUE(fast_accepts("cpu.binary", "Add", {{i64}, {i64}}));
+  EXPECT_FALSE(fast_accepts("cpu.binary", "Pow", {{i64}, {i64}}));
+  EXPECT_FALSE(fast_accepts("cpu.binary", "Add", {{i64}, {i32}}));
   Tensor f = random_tensor({4}, 80);
   EXPECT_TRUE(fast_accepts("cpu.binary", "Add", {{f}, {f}}));
   EXPECT_FALSE(fast_accepts("cpu.binary", "Pow", {{f}, {Tensor::scalar<int64_t>(2)}}));
