@@ -189,7 +189,7 @@ void run_concat(KernelContext& ctx) {
     }
     out[static_cast<size_t>(axis)] += t.dim(axis);
   }
-  Tensor y(first.dtype(), out);
+  Tensor y = Tensor::uninitialized(first.dtype(), out);
   int64_t outer = dims_product(out, 0, static_cast<size_t>(axis)), pos = 0;
   for (int64_t o = 0; o < outer; ++o) {
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
@@ -275,10 +275,8 @@ void run_slice(KernelContext& ctx) {
     base += start[a] * in_strides[a];
     strides[a] = step[a] * in_strides[a];  // |step| < dim or step 1: no overflow
   }
-  Tensor y(x.dtype(), out);
-  for (ref::BroadcastIter it(out, {strides}); !it.done(); it.next()) {
-    copy_elems(y, it.linear(), x, base + it.offset(0));
-  }
+  Tensor y = Tensor::uninitialized(x.dtype(), out);
+  ref::copy_strided(y, x, out, strides, base);
   ctx.outputs[0] = y;
 }
 
@@ -289,11 +287,8 @@ void run_expand(KernelContext& ctx) {
     NNFUSE_CHECK(d >= 0, ctx.node.describe(), ": negative dim in shape ", dims_str(shape));
   }
   Dims out = ref::broadcast_shapes(x.shape(), shape, ctx.node);
-  Tensor y(x.dtype(), out);
-  for (ref::BroadcastIter it(out, {ref::broadcast_strides(x.shape(), out)}); !it.done();
-       it.next()) {
-    copy_elems(y, it.linear(), x, it.offset(0));
-  }
+  Tensor y = Tensor::uninitialized(x.dtype(), out);
+  ref::copy_strided(y, x, out, ref::broadcast_strides(x.shape(), out), 0);
   ctx.outputs[0] = y;
 }
 

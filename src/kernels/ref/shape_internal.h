@@ -24,6 +24,24 @@ inline void copy_elems(Tensor& dst, int64_t di, const Tensor& src, int64_t si, i
   }
 }
 
+// dst (contiguous over `shape`) = src[base + sum(i_k * strides[k])]: the innermost dim a run at
+// a time when its stride is 1 (one memcpy per row), else element by element.
+inline void copy_strided(Tensor& dst, const Tensor& src, const Dims& shape, const Dims& strides,
+                         int64_t base) {
+  if (shape.empty() || strides.back() != 1) {
+    for (BroadcastIter it(shape, {strides}); !it.done(); it.next()) {
+      copy_elems(dst, it.linear(), src, base + it.offset(0));
+    }
+    return;
+  }
+  const int64_t row = shape.back();
+  const Dims outer(shape.begin(), shape.end() - 1),
+      outer_strides(strides.begin(), strides.end() - 1);
+  for (BroadcastIter it(outer, {outer_strides}); !it.done(); it.next()) {
+    copy_elems(dst, it.linear() * row, src, base + it.offset(0), row);
+  }
+}
+
 // Advances a C-order multi-index over `shape`; false once it wraps around.
 inline bool next_index(Dims& idx, const Dims& shape) {
   for (size_t i = shape.size(); i-- > 0;) {
