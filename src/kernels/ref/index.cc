@@ -164,14 +164,28 @@ std::vector<int64_t> nd_offsets(const Tensor& data, const Tensor& ind, int64_t b
   int64_t tuples = k > 0 ? ind.numel() / k : dims_product(ind.shape(), 0, ind.shape().size() - 1);
   int64_t per_batch = batches > 0 ? tuples / batches : 0;
   int64_t batch_stride = batch > 0 ? strides[static_cast<size_t>(batch - 1)] : 0;
-  std::vector<int64_t> ids = ind.to_int64_vector(), offs;
-  for (int64_t t = 0; t < tuples; ++t) {
-    int64_t off = (per_batch > 0 ? t / per_batch : 0) * batch_stride;
-    for (int64_t j = 0; j < k; ++j) {
-      size_t a = static_cast<size_t>(batch + j);
-      off += checked_index(ids[static_cast<size_t>(t * k + j)], data.shape()[a], node) * strides[a];
+  std::vector<int64_t> offs(static_cast<size_t>(std::max<int64_t>(tuples, 0)));
+  // The indices read in their own type (a detector gathers hundreds of thousands of scores).
+  auto fill = [&](const auto* ids) {
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t off = (per_batch > 0 ? t / per_batch : 0) * batch_stride;
+      for (int64_t j = 0; j < k; ++j) {
+        const size_t a = static_cast<size_t>(batch + j);
+        const int64_t v = static_cast<int64_t>(ids[t * k + j]), d = data.shape()[a];
+        const int64_t r = v < 0 ? v + d : v;
+        if (r < 0 || r >= d) checked_index(v, d, node);  // throws, naming the node
+        off += r * strides[a];
+      }
+      offs[static_cast<size_t>(t)] = off;
     }
-    offs.push_back(off);
+  };
+  if (ind.dtype() == DType::kInt64) {
+    fill(ind.data<int64_t>());
+  } else if (ind.dtype() == DType::kInt32) {
+    fill(ind.data<int32_t>());
+  } else {
+    const std::vector<int64_t> ids = ind.to_int64_vector();
+    fill(ids.data());
   }
   return offs;
 }
@@ -455,9 +469,18 @@ void run_non_zero(KernelContext& ctx) {
       [&](auto z) {
         using T = decltype(z);
         const T* p = x.data<T>();
+        // Counted first, so the indices are written without the vector growing (a detector's
+        // NonZero over hundreds of thousands of scores above its threshold).
+        int64_t count = 0;
+        for (int64_t i = 0; i < x.numel(); ++i) count += p[i] != T(0) ? 1 : 0;
+        // One slot past the hits: each element is written, and kept only when non-zero.
+        hits.resize(static_cast<size_t>(count) + 1);
+        int64_t* h = hits.data();
         for (int64_t i = 0; i < x.numel(); ++i) {
-          if (p[i] != T(0)) hits.push_back(i);
+          *h = i;
+          h += p[i] != T(0) ? 1 : 0;
         }
+        hits.resize(static_cast<size_t>(count));
       },
       /*with_bool=*/true);
   // A scalar counts as shape [1], as numpy and ONNX Runtime treat it.

@@ -67,6 +67,11 @@ TEST(RefShapeGatherND, TuplesSlicesAndBatchDims) {
   EXPECT_EQ(iv(run_ref1("GatherND", {b, i64({1, 3}, {1, -1, 0})})), (I{6}));
   EXPECT_THROW(run_ref1("GatherND", {a, i64({1, 2}, {2, 0})}), Error);
   EXPECT_THROW(run_ref1("GatherND", {a, i64({1, 3}, {0, 0, 0})}), Error);
+  // int32 indices, negative ones counting from the back, and one out of range.
+  const Tensor i32 = run_ref1("Cast", {i64({3, 1}, {1, -2, 0})}, {{"to", attr_int(6)}});
+  EXPECT_EQ(iv(run_ref1("GatherND", {a, i32})), (I{2, 3, 0, 1, 0, 1}));
+  const Tensor bad = run_ref1("Cast", {i64({1, 1}, {-3})}, {{"to", attr_int(6)}});
+  EXPECT_THROW(run_ref1("GatherND", {a, bad}), Error);
 }
 
 TEST(RefShapeScatterND, ReplacesElements) {
@@ -217,6 +222,8 @@ TEST(RefShapeNonZero, Coordinates) {
   Tensor b = run_ref1("NonZero", {Tensor::from_vector<bool>({3}, {false, true, true})});
   EXPECT_EQ(iv(b), (I{1, 2}));
   EXPECT_EQ(run_ref1("NonZero", {f32({2}, {0, 0})}).shape(), (Dims{1, 0}));
+  EXPECT_EQ(iv(run_ref1("NonZero", {f32({6}, {3, 0, 4, 0, 0, 0})})), (I{0, 2}));
+  EXPECT_EQ(iv(run_ref1("NonZero", {f32({3}, {1, 2, 3})})), (I{0, 1, 2}));
   // Rank 3 with a unit dim: each row of the output is one coordinate.
   Tensor r3 = run_ref1("NonZero", {f32({2, 1, 3}, {0, 2, 0, 5, 0, 7})});
   EXPECT_EQ(r3.shape(), (Dims{3, 3}));

@@ -30,42 +30,46 @@ TEST(RefSort, TopKLargestAndSmallestWithTies) {
 
 // TopK against a stable sort of each slice, on values with many ties (and signed zeros), along
 // the first, a middle and the last axis, largest and smallest, for k from 0 to the whole axis.
+// A slice at least 16 times longer than k takes the heap path (the 700-long axis at k 1, 7 and
+// 43), the others the selection.
 TEST(RefSort, TopKMatchesAStableSort) {
   uint64_t state = 7;
   auto next = [&]() {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     return static_cast<int>((state >> 33) % 9) - 4;
   };
-  const Dims shape = {3, 37, 4};
-  F data(3 * 37 * 4);
-  for (float& v : data) v = next() == 0 ? -0.0f : static_cast<float>(next());
-  const Tensor x = Tensor::from_vector<float>(shape, data);
-  for (int64_t axis = 0; axis < 3; ++axis) {
-    const int64_t len = shape[static_cast<size_t>(axis)];
-    int64_t outer = 1, inner = 1;
-    for (int64_t i = 0; i < axis; ++i) outer *= shape[static_cast<size_t>(i)];
-    for (int64_t i = axis + 1; i < 3; ++i) inner *= shape[static_cast<size_t>(i)];
-    for (int largest = 0; largest < 2; ++largest) {
-      for (int64_t k : {int64_t{0}, int64_t{1}, len / 2, len}) {
-        auto out = run_ref("TopK", {x, Tensor::from_vector<int64_t>({1}, {k})},
-                           {{"axis", attr_int(axis)}, {"largest", attr_int(largest)}}, 2, 11);
-        const F got_v = values<float>(out[0]);
-        const I got_i = values<int64_t>(out[1]);
-        for (int64_t o = 0; o < outer; ++o) {
-          for (int64_t in = 0; in < inner; ++in) {
-            auto at = [&](int64_t j) {
-              return data[static_cast<size_t>((o * len + j) * inner + in)];
-            };
-            I order(static_cast<size_t>(len));
-            std::iota(order.begin(), order.end(), 0);
-            std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-              return largest ? at(a) > at(b) : at(a) < at(b);
-            });
-            for (int64_t j = 0; j < k; ++j) {
-              const size_t dst = static_cast<size_t>((o * k + j) * inner + in);
-              ASSERT_EQ(got_i[dst], order[static_cast<size_t>(j)])
-                  << "axis " << axis << " largest " << largest << " k " << k;
-              ASSERT_EQ(got_v[dst], at(order[static_cast<size_t>(j)]));
+  for (const Dims& shape : {Dims{3, 37, 4}, Dims{2, 700, 3}}) {
+    F data(static_cast<size_t>(shape[0] * shape[1] * shape[2]));
+    for (float& v : data) v = next() == 0 ? -0.0f : static_cast<float>(next());
+    const Tensor x = Tensor::from_vector<float>(shape, data);
+    for (int64_t axis = 0; axis < 3; ++axis) {
+      const int64_t len = shape[static_cast<size_t>(axis)];
+      int64_t outer = 1, inner = 1;
+      for (int64_t i = 0; i < axis; ++i) outer *= shape[static_cast<size_t>(i)];
+      for (int64_t i = axis + 1; i < 3; ++i) inner *= shape[static_cast<size_t>(i)];
+      for (int largest = 0; largest < 2; ++largest) {
+        for (int64_t k : {int64_t{0}, int64_t{1}, int64_t{7} < len ? int64_t{7} : len, len / 16,
+                          len / 2, len}) {
+          auto out = run_ref("TopK", {x, Tensor::from_vector<int64_t>({1}, {k})},
+                             {{"axis", attr_int(axis)}, {"largest", attr_int(largest)}}, 2, 11);
+          const F got_v = values<float>(out[0]);
+          const I got_i = values<int64_t>(out[1]);
+          for (int64_t o = 0; o < outer; ++o) {
+            for (int64_t in = 0; in < inner; ++in) {
+              auto at = [&](int64_t j) {
+                return data[static_cast<size_t>((o * len + j) * inner + in)];
+              };
+              I order(static_cast<size_t>(len));
+              std::iota(order.begin(), order.end(), 0);
+              std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+                return largest ? at(a) > at(b) : at(a) < at(b);
+              });
+              for (int64_t j = 0; j < k; ++j) {
+                const size_t dst = static_cast<size_t>((o * k + j) * inner + in);
+                ASSERT_EQ(got_i[dst], order[static_cast<size_t>(j)])
+                    << "axis " << axis << " largest " << largest << " k " << k;
+                ASSERT_EQ(got_v[dst], at(order[static_cast<size_t>(j)]));
+              }
             }
           }
         }
