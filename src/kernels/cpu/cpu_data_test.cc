@@ -327,6 +327,12 @@ TEST(CpuConcat, AlongEachAxis) {
                      {{random_tensor({1, 300000}, 1)}, {random_tensor({1, 200000}, 2)}},
                      {{"axis", attr_int(1)}});
   expect_same_as_ref("cpu.concat", "Concat", {{random_tensor({3, 4}, 3)}}, {{"axis", attr_int(0)}});
+  // Many tiny blocks (coordinates stacked along a new last dim), rows across threads.
+  expect_same_as_ref("cpu.concat", "Concat",
+                     {{random_tensor({256, 49, 1}, 4)},
+                      {random_tensor({256, 49, 1}, 5)},
+                      {random_tensor({256, 49, 3}, 6)}},
+                     {{"axis", attr_int(-1)}});
   EXPECT_THROW(
       testing::run_kernel("Concat", {{random_tensor({3, 4}, 1)}, {random_tensor({3, 5}, 2)}},
                           {{"axis", attr_int(0)}}, 1, "cpu.concat"),

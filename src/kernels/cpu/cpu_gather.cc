@@ -32,6 +32,12 @@ inline void copy_block(std::byte* dst, const std::byte* src, size_t bytes) {
     case 8:
       std::memcpy(dst, src, 8);
       return;
+    case 12:
+      std::memcpy(dst, src, 12);
+      return;
+    case 16:
+      std::memcpy(dst, src, 16);
+      return;
     default:
       std::memcpy(dst, src, bytes);
   }
@@ -186,6 +192,22 @@ class ConcatKernel : public Kernel {
       off += block[i];
       biggest = std::max(biggest, block[i]);
     }
+    std::byte* dst = bytes_of(y);
+    if (biggest <= 32) {
+      // Blocks of a few elements (torch.stack of coordinates along a new last dim: [..., 1]
+      // pieces of a grid or of boxes): rows of the output in parallel, each block a copy
+      // of a word or two rather than a task of its own.
+      parallel_blocks(outer, y.numel(), [&](int64_t o0, int64_t o1) {
+        for (int64_t o = o0; o < o1; ++o) {
+          std::byte* out = dst + static_cast<size_t>(o) * row;
+          for (size_t i = 0; i < nin; ++i) {
+            copy_block(out + offset[i], bytes_of(io.in(i)) + static_cast<size_t>(o) * block[i],
+                       block[i]);
+          }
+        }
+      });
+      return;
+    }
     // Tasks: (outer row, input, piece); pieces only when there are few large blocks.
     const int64_t threads = omp_get_max_threads();
     const int64_t blocks = outer * static_cast<int64_t>(nin);
@@ -194,7 +216,6 @@ class ConcatKernel : public Kernel {
       pieces = std::clamp<int64_t>((4 * threads + blocks - 1) / blocks, 1,
                                    std::max<int64_t>(1, static_cast<int64_t>(biggest >> 16)));
     }
-    std::byte* dst = bytes_of(y);
     parallel_tasks(blocks * pieces, y.numel(), [&](int64_t t) {
       const int64_t p = t % pieces, b = t / pieces;
       const size_t i = static_cast<size_t>(b % static_cast<int64_t>(nin));
