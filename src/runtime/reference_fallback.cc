@@ -43,7 +43,7 @@ bool is_compute_op(const std::string& op_type) {
       "Attention", "MultiHeadAttention", "Resize",
       // Recurrences (the forms their fast kernels decline), quantized products, Einsums not
       // lowered to MatMuls, sampling and transforms: reference kernels only for now (RoiAlign
-      // has a fast one), so every run says so.
+      // and GridSample have fast ones), so every run says so.
       "LSTM", "GRU", "RNN", "Einsum", "QLinearConv", "QLinearMatMul", "ConvInteger",
       "MatMulInteger", "GridSample", "RoiAlign", "DFT", "STFT",
       // Control flow: the subgraphs run node by node on the reference kernels.

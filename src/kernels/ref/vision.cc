@@ -21,15 +21,9 @@
 // bilinearly. mode avg averages a bin's samples; mode max takes, as ONNX's reference and
 // onnxruntime do, the largest of the four weighted corner terms w_i * x_i over the samples.
 //
-// GridSample(X [N, C, H, W], grid [N, Ho, Wo, 2] of normalized (x, y)) -> Y [N, C, Ho, Wo].
-// A grid value g maps to the pixel coordinate (g + 1) / 2 * (size - 1) with align_corners,
-// else ((g + 1) * size - 1) / 2. A coordinate outside [0, size - 1] (align_corners) or
-// [-0.5, size - 0.5] (not) is first clamped to [0, size - 1] (padding_mode border) or
-// reflected at those bounds until inside (reflection). mode nearest rounds it half to even
-// (before padding); bilinear interpolates the 2x2 neighbors and bicubic the 4x4 neighbors
-// (Keys' cubic convolution, a = -0.75). Each neighbor pixel index outside the image reads 0
-// (zeros), the clamped index (border) or the reflected index (reflection). Opset 20 names
-// the modes linear and cubic; only 4-D X (two spatial dims) is supported.
+// GridSample(X [N, C, H, W], grid [N, Ho, Wo, 2] of normalized (x, y)) -> Y [N, C, Ho, Wo],
+// each output the weighted sum of the input pixels its grid point reads (kernels/ref/
+// grid_sample.h); only 4-D X (two spatial dims) is supported.
 //
 // MaxUnpool(X [N, C, d1..dk], I [same], output_shape?) -> Y. The unpooled tensor U of shape
 // [N, C, (d_j - 1) * stride_j - pad_begin_j - pad_end_j + kernel_j ...] is zeros except
@@ -44,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/ref/grid_sample.h"
 #include "kernels/ref/roi_align.h"
 #include "kernels/ref/util.h"
 
@@ -387,90 +382,9 @@ void run_roi_align(KernelContext& ctx) {
 
 // ---- GridSample -----------------------------------------------------------------------------
 
-enum class GsMode { kNearest, kLinear, kCubic };
-enum class GsPad { kZeros, kBorder, kReflection };
-
-// Sets *m to the named interpolation mode; false when the name is not one of this opset's
-// (bilinear/bicubic before opset 20, linear/cubic from it; nearest in both).
-bool gs_mode(const std::string& s, int64_t opset, GsMode* m) {
-  const bool v20 = opset >= 20;
-  if (s == "nearest")
-    *m = GsMode::kNearest;
-  else if (s == (v20 ? "linear" : "bilinear"))
-    *m = GsMode::kLinear;
-  else if (s == (v20 ? "cubic" : "bicubic"))
-    *m = GsMode::kCubic;
-  else
-    return false;
-  return true;
-}
-
-bool gs_pad(const std::string& s, GsPad* p) {
-  if (s == "zeros")
-    *p = GsPad::kZeros;
-  else if (s == "border")
-    *p = GsPad::kBorder;
-  else if (s == "reflection")
-    *p = GsPad::kReflection;
-  else
-    return false;
-  return true;
-}
-
-std::string gs_default_mode(int64_t opset) { return opset >= 20 ? "linear" : "bilinear"; }
-
 std::string grid_sample_support(const Node& n, int64_t opset) {
-  GsMode m;
-  GsPad p;
-  const std::string mode = n.attr_string("mode", gs_default_mode(opset));
-  if (!gs_mode(mode, opset, &m)) {
-    return "mode '" + mode + "' is not supported at opset " + std::to_string(opset);
-  }
-  const std::string pad = n.attr_string("padding_mode", "zeros");
-  if (!gs_pad(pad, &p)) return "padding_mode '" + pad + "' is not supported";
-  return ref::require_input_types(n, kFloatTypes, 0, 2);
-}
-
-// x reflected at lo and hi until it lies in [lo, hi].
-double gs_reflect(double x, double lo, double hi) {
-  const double range = hi - lo;
-  if (range <= 0 || !std::isfinite(x)) return lo;
-  if (x >= lo && x <= hi) return x;
-  const double d = x < lo ? lo - x : x - hi;
-  const double flips = std::floor(d / range);
-  const double r = d - flips * range;
-  const bool even = std::fmod(flips, 2.0) == 0;
-  if (x < lo) return even ? lo + r : hi - r;
-  return even ? hi - r : lo + r;
-}
-
-struct GsAxis {
-  int64_t size;
-  double lo, hi;  // the reflection bounds
-};
-
-// The pixel index `i` along an axis under the padding mode, or -1 for a zero.
-int64_t gs_index(int64_t i, const GsAxis& a, GsPad pad) {
-  if (i >= 0 && i < a.size) return i;
-  switch (pad) {
-    case GsPad::kZeros:
-      return -1;
-    case GsPad::kBorder:
-      return std::clamp<int64_t>(i, 0, a.size - 1);
-    case GsPad::kReflection:
-      return std::clamp<int64_t>(
-          static_cast<int64_t>(gs_reflect(static_cast<double>(i), a.lo, a.hi)), 0, a.size - 1);
-  }
-  return -1;
-}
-
-void cubic_coeffs(double t, double c[4]) {
-  const double a = -0.75;
-  const double t1 = t + 1, t2 = 1 - t, t3 = 2 - t;
-  c[0] = ((a * t1 - 5 * a) * t1 + 8 * a) * t1 - 4 * a;
-  c[1] = ((a + 2) * t - (a + 3)) * t * t + 1;
-  c[2] = ((a + 2) * t2 - (a + 3)) * t2 * t2 + 1;
-  c[3] = ((a * t3 - 5 * a) * t3 + 8 * a) * t3 - 4 * a;
+  const std::string why = ref::grid_sample_attrs_problem(n, opset);
+  return why.empty() ? ref::require_input_types(n, kFloatTypes, 0, 2) : why;
 }
 
 void run_grid_sample(KernelContext& ctx) {
@@ -484,80 +398,30 @@ void run_grid_sample(KernelContext& ctx) {
   NNFUSE_CHECK(grid.rank() == 4 && grid.dim(3) == 2 && grid.dim(0) == x.dim(0), what,
                ": grid must be [N, H_out, W_out, 2] with N = ", x.dim(0), ", got ",
                dims_str(grid.shape()));
-  GsMode mode = GsMode::kLinear;
-  GsPad pad = GsPad::kZeros;
-  const std::string mode_name = ctx.node.attr_string("mode", gs_default_mode(ctx.opset));
-  const std::string pad_name = ctx.node.attr_string("padding_mode", "zeros");
-  if (!gs_mode(mode_name, ctx.opset, &mode) || !gs_pad(pad_name, &pad)) {
-    fail(ErrorKind::kUnsupported, what, ": mode '", mode_name, "' / padding_mode '", pad_name,
-         "' is not supported");
-  }
-  const bool align = ctx.node.attr_int("align_corners", 0) != 0;
   const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
   const int64_t oh = grid.dim(1), ow = grid.dim(2);
   NNFUSE_CHECK((h > 0 && w > 0) || n * oh * ow == 0, what, ": X ", dims_str(x.shape()),
                " has an empty spatial extent");
-  const GsAxis ax{w, align ? 0.0 : -0.5, align ? static_cast<double>(w) - 1 : w - 0.5};
-  const GsAxis ay{h, align ? 0.0 : -0.5, align ? static_cast<double>(h) - 1 : h - 0.5};
-  auto unnormalize = [&](double g, int64_t size) {
-    const double s = static_cast<double>(size);
-    return align ? (g + 1) / 2 * (s - 1) : ((g + 1) * s - 1) / 2;
-  };
-  // The continuous coordinate after the padding mode's clamp or reflection.
-  auto pad_coord = [&](double v, const GsAxis& a) {
-    if (v >= a.lo && v <= a.hi) return v;
-    if (pad == GsPad::kBorder) return std::clamp(v, 0.0, static_cast<double>(a.size - 1));
-    if (pad == GsPad::kReflection) return gs_reflect(v, a.lo, a.hi);
-    // zeros: keep, but bound it so that neighbor indices stay representable (all read 0).
-    return std::clamp(v, -4.0 - static_cast<double>(a.size), 4.0 + 2 * static_cast<double>(a.size));
-  };
+  const ref::GridSampleGeometry geo(ctx.node, ctx.opset, h, w);
   const std::vector<double> gv = doubles_of(grid);
   ref::dispatch_float(x.dtype(), what, [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
     Tensor y(x.dtype(), {n, c, oh, ow});
     T* py = y.data<T>();
+    ref::GsTaps t;
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t p = 0; p < oh * ow; ++p) {
-        const double gx = gv[static_cast<size_t>((b * oh * ow + p) * 2)];
-        const double gy = gv[static_cast<size_t>((b * oh * ow + p) * 2 + 1)];
-        double fx = unnormalize(gx, w), fy = unnormalize(gy, h);
-        const bool nan = std::isnan(fx) || std::isnan(fy);
-        if (mode == GsMode::kNearest) {
-          fx = std::nearbyint(fx);
-          fy = std::nearbyint(fy);
-        }
-        if (!nan) {
-          fx = pad_coord(fx, ax);
-          fy = pad_coord(fy, ay);
-        }
+        const size_t g = static_cast<size_t>((b * oh * ow + p) * 2);
+        geo.taps(gv[g], gv[g + 1], t);
         for (int64_t ch = 0; ch < c; ++ch) {
           const T* plane = px + (b * c + ch) * h * w;
-          auto at = [&](int64_t iy, int64_t ix) {
-            const int64_t yi = gs_index(iy, ay, pad), xi = gs_index(ix, ax, pad);
-            return yi < 0 || xi < 0 ? 0.0 : static_cast<double>(plane[yi * w + xi]);
-          };
           double v = 0;
-          if (nan) {
+          if (t.nan) {
             v = std::numeric_limits<double>::quiet_NaN();
-          } else if (mode == GsMode::kNearest) {
-            v = at(static_cast<int64_t>(fy), static_cast<int64_t>(fx));
-          } else if (mode == GsMode::kLinear) {
-            const double x0 = std::floor(fx), y0 = std::floor(fy);
-            const double lx = fx - x0, ly = fy - y0;
-            const int64_t ix = static_cast<int64_t>(x0), iy = static_cast<int64_t>(y0);
-            v = (1 - ly) * ((1 - lx) * at(iy, ix) + lx * at(iy, ix + 1)) +
-                ly * ((1 - lx) * at(iy + 1, ix) + lx * at(iy + 1, ix + 1));
           } else {
-            const double x0 = std::floor(fx), y0 = std::floor(fy);
-            double cx[4], cy[4];
-            cubic_coeffs(fx - x0, cx);
-            cubic_coeffs(fy - y0, cy);
-            const int64_t ix = static_cast<int64_t>(x0), iy = static_cast<int64_t>(y0);
-            for (int64_t i = 0; i < 4; ++i) {
-              double row = 0;
-              for (int64_t j = 0; j < 4; ++j) row += cx[j] * at(iy - 1 + i, ix - 1 + j);
-              v += cy[i] * row;
+            for (int k = 0; k < t.n; ++k) {
+              if (t.idx[k] >= 0) v += t.w[k] * static_cast<double>(plane[t.idx[k]]);
             }
           }
           py[((b * c + ch) * oh * ow) + p] = static_cast<T>(v);
