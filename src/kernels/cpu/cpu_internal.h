@@ -30,14 +30,15 @@ void append_group_norm_kernels(FactoryTable& t);  // cpu_group_norm.cc: GroupNor
 void append_expand_depthwise_kernels(FactoryTable& t);  // cpu_expand_depthwise.cc (ai.nnfuse)
 void append_softmax_kernels(FactoryTable& t);           // cpu_softmax.cc: Softmax, LogSoftmax
 void append_reduce_kernels(FactoryTable& t);            // cpu_reduce.cc: ReduceSum/Mean/Max/Min
-void append_data_kernels(FactoryTable& t);          // cpu_data.cc: Transpose, Slice, Split, Expand
-void append_gather_kernels(FactoryTable& t);        // cpu_gather.cc: Gather, Concat, Cast
-void append_scatter_kernels(FactoryTable& t);       // cpu_scatter.cc: ScatterElements
-void append_resize_kernels(FactoryTable& t);        // cpu_resize.cc: Resize
-void append_roi_align_kernels(FactoryTable& t);     // cpu_roi_align.cc: RoiAlign
-void append_grid_sample_kernels(FactoryTable& t);   // cpu_grid_sample.cc: GridSample
-void append_depth_space_kernels(FactoryTable& t);   // cpu_depth_to_space.cc: DepthToSpace...
-void append_pad_kernels(FactoryTable& t);           // cpu_pad.cc: Pad
+void append_data_kernels(FactoryTable& t);         // cpu_data.cc: Transpose, Slice, Split, Expand
+void append_gather_kernels(FactoryTable& t);       // cpu_gather.cc: Gather, Concat, Cast
+void append_scatter_kernels(FactoryTable& t);      // cpu_scatter.cc: ScatterElements
+void append_resize_kernels(FactoryTable& t);       // cpu_resize.cc: Resize
+void append_roi_align_kernels(FactoryTable& t);    // cpu_roi_align.cc: RoiAlign
+void append_grid_sample_kernels(FactoryTable& t);  // cpu_grid_sample.cc: GridSample
+void append_depth_space_kernels(FactoryTable& t);  // cpu_depth_to_space.cc: DepthToSpace...
+void append_quantize_kernels(FactoryTable& t);  // cpu_quantize.cc: QuantizeLinear, DequantizeLinear
+void append_pad_kernels(FactoryTable& t);       // cpu_pad.cc: Pad
 void append_attention_kernels(FactoryTable& t);     // cpu_attention.cc: MultiHeadAttention
 void append_norm_fused_kernels(FactoryTable& t);    // cpu_norm_fused.cc: SkipLayerNorm, RMSNorm
 void append_embed_kernels(FactoryTable& t);         // cpu_embed.cc: EmbedLayerNorm (ai.nnfuse)
