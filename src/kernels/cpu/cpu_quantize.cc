@@ -65,13 +65,23 @@ class QuantizeKernel : public Kernel {
     const Tensor& s = io.in(1);
     const Tensor* z = io.has_input(2) ? &io.in(2) : nullptr;
     Params p;
-    if (!params(x, s, z, p)) return run_reference(node_, opset_, io);  // names the problem
+    if (!params(x, s, z, p)) {
+      // Planned only for per-tensor parameters when x is channels-last, whose output the plan
+      // then expects channels-last too.
+      if (x.layout() != Layout::kPlain) {
+        fail(ErrorKind::kRuntime, node_.describe(),
+             ": channels-last data was planned for one "
+             "scale and zero point, got a scale of shape ",
+             dims_str(s.shape()));
+      }
+      return run_reference(node_, opset_, io);  // names the problem
+    }
     if (quantize_) {
       const int64_t attr = node_.attr_int("output_dtype", 0);
       const DType out = z ? z->dtype() : attr != 0 ? static_cast<DType>(attr) : DType::kUInt8;
       if (x.dtype() != DType::kFloat32 || !q8(out) ||
           (attr != 0 && static_cast<DType>(attr) != out)) {
-        return run_reference(node_, opset_, io);
+        return run_reference(node_, opset_, io);  // names the problem (plain or not)
       }
       Tensor& y = io.output(0, out, x.shape(), x.layout());
       const float* px = x.data<float>();

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "kernels/cpu/layout.h"
 #include "kernels/kernel.h"
 #include "kernels/ref/ref_kernels.h"
 
@@ -104,15 +105,32 @@ Tensor& KernelIO::output(size_t k, DType dtype, const Dims& shape, Layout layout
 
 namespace {
 
+// Reference kernels read and write plain tensors: channels-last inputs (a fast kernel's fallback
+// may get them) are read through plain copies, and planned channels-last outputs written back
+// in their layout.
 void run_reference(const RefKernelEntry& entry, const Node& node, int64_t opset, KernelIO& io) {
-  KernelContext ctx{node, opset, io.inputs, std::vector<Tensor>(node.num_outputs())};
+  std::vector<Tensor> plain;
+  plain.reserve(io.inputs.size());
+  std::vector<const Tensor*> inputs = io.inputs;
+  for (const Tensor*& t : inputs) {
+    if (t && t->layout() != Layout::kPlain) {
+      plain.push_back(to_layout(*t, Layout::kPlain));
+      t = &plain.back();
+    }
+  }
+  KernelContext ctx{node, opset, std::move(inputs), std::vector<Tensor>(node.num_outputs())};
   entry.run(ctx);
   for (size_t k = 0; k < io.outputs.size(); ++k) {
     Tensor& got = ctx.outputs[k];
     if (!got.defined()) continue;
     if (io.outputs[k].defined()) {
-      Tensor& dst = io.output(k, got.dtype(), got.shape());
-      std::memcpy(dst.raw(), got.raw(), got.nbytes());
+      const Layout l = io.outputs[k].layout();
+      Tensor& dst = io.output(k, got.dtype(), got.shape(), l);
+      if (l == Layout::kPlain) {
+        std::memcpy(dst.raw(), got.raw(), got.nbytes());
+      } else {
+        convert_layout(got, dst);
+      }
     } else {
       io.outputs[k] = std::move(got);
     }
