@@ -1,5 +1,6 @@
 #include "runtime/reference_fallback.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -46,9 +47,39 @@ bool is_compute_op(const std::string& op_type) {
       // and GridSample have fast ones), so every run says so.
       "LSTM", "GRU", "RNN", "Einsum", "QLinearConv", "QLinearMatMul", "ConvInteger",
       "MatMulInteger", "GridSample", "RoiAlign", "DFT", "STFT",
-      // Control flow: the subgraphs run node by node on the reference kernels.
+      // Control flow: the subgraphs run node by node on the reference kernels (a compute op
+      // when a subgraph holds one: compute_ops_in).
       "If", "Loop", "Scan"};
   return kOps.count(op_type) != 0;
+}
+
+namespace {
+
+// The compute op types n's subgraphs hold, at any depth (a control-flow node counts through
+// its own subgraphs), each once, in order of first appearance.
+void compute_ops_in(const Node& n, std::vector<std::string>& found) {
+  for (const auto& [name, a] : n.attrs()) {
+    if (a.kind != Attribute::Kind::kGraph || !a.g) continue;
+    for (const Node* m : a.g->nodes()) {
+      if (m->op_type() == "If" || m->op_type() == "Loop" || m->op_type() == "Scan") {
+        compute_ops_in(*m, found);
+      } else if (is_compute_op(m->op_type()) &&
+                 std::find(found.begin(), found.end(), m->op_type()) == found.end()) {
+        found.push_back(m->op_type());
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool is_compute_node(const Node& n) {
+  if (n.op_type() != "If" && n.op_type() != "Loop" && n.op_type() != "Scan") {
+    return is_compute_op(n.op_type());
+  }
+  std::vector<std::string> found;
+  compute_ops_in(n, found);
+  return !found.empty();
 }
 
 std::optional<ReferenceFallback> reference_fallback(const NodeInfo& info) {
@@ -57,14 +88,22 @@ std::optional<ReferenceFallback> reference_fallback(const NodeInfo& info) {
   for (const KernelFactory& k : kernels_for(n.op_type())) {
     if (std::string(k.name) != "ref") f.declined.emplace_back(k.name, decline_reason(k, info));
   }
+  const bool compute = is_compute_node(n);
   if (f.declined.empty()) {
-    if (!is_compute_op(n.op_type())) return std::nullopt;
-    f.declined.emplace_back("fast kernels", "there is none for " + n.op_type() + " yet");
+    if (!compute) return std::nullopt;
+    std::string why = "there is none for " + n.op_type() + " yet";
+    std::vector<std::string> inside;
+    compute_ops_in(n, inside);
+    for (size_t i = 0; i < inside.size(); ++i) {
+      why += (i ? ", " : "; its subgraphs run ") + inside[i];
+    }
+    if (!inside.empty()) why += " on the reference kernels";
+    f.declined.emplace_back("fast kernels", why);
   }
   f.graph_node = &n;
   f.node = n.name();
   f.op_type = n.op_type();
-  f.compute_op = is_compute_op(n.op_type());
+  f.compute_op = compute;
   std::string ins, outs;
   for (size_t i = 0; i < n.num_inputs(); ++i) {
     if (info.has_input(i) && !info.constant(i)) {

@@ -180,6 +180,52 @@ TEST(ReferenceFallback, ComputeOpWithoutAFastKernelIsRecorded) {
             "fast kernels: there is none for Einsum yet");
 }
 
+// An If whose branches give a constant (`op` "Identity") or a Softmax of it: the If is a compute
+// op only when a branch holds one.
+std::unique_ptr<Graph> if_graph(const std::string& op) {
+  auto branch = [&](const std::string& what) {
+    auto b = std::make_shared<Graph>();
+    b->opsets[""] = 17;
+    Value* c = b->add_value(what + "_c");
+    c->set_constant(Tensor::from_vector<float>({2}, {1, 2}));
+    Value* o = b->add_value(what + "_o", DType::kFloat32, Shape::of({2}));
+    b->add_node(what == "then" ? "Identity" : op, what + "_node", {c}, {o});
+    b->add_output(o);
+    Attribute a;
+    a.kind = Attribute::Kind::kGraph;
+    a.g = b;
+    return a;
+  };
+  auto g = std::make_unique<Graph>();
+  g->opsets[""] = 17;
+  Value* c = g->add_value("c", DType::kBool, Shape::of({}));
+  g->add_input(c);
+  Value* y = g->add_value("y", DType::kFloat32, Shape::of({2}));
+  Node* n = g->add_node("If", "if", {c}, {y});
+  n->set_attr("then_branch", branch("then"));
+  n->set_attr("else_branch", branch("else"));
+  g->add_output(y);
+  return g;
+}
+
+TEST(ReferenceFallback, ControlFlowIsAComputeOpOnlyWhenItsSubgraphsHoldOne) {
+  PlanOptions strict = quiet();
+  strict.strict = true;
+  auto plain = if_graph("Identity");
+  EXPECT_TRUE(ExecutionPlan(*plain, quiet()).reference_fallbacks().empty());
+  PlanSession ok(if_graph("Identity"), strict);
+  EXPECT_EQ(ok.run({{"c", Tensor::from_vector<bool>({}, {false})}})[0].data<float>()[1], 2.0f);
+
+  auto softmax = if_graph("Softmax");
+  ExecutionPlan plan(*softmax, quiet());
+  ASSERT_EQ(plan.reference_fallbacks().size(), 1u);
+  const ReferenceFallback& f = plan.reference_fallbacks()[0];
+  EXPECT_TRUE(f.compute_op);
+  EXPECT_EQ(f.declined[0].second,
+            "there is none for If yet; its subgraphs run Softmax on the reference kernels");
+  EXPECT_THROW(PlanSession(if_graph("Softmax"), strict), Error);
+}
+
 TEST(ReferenceFallback, StrictRefusesAComputeOpNamingNodeShapesAndReason) {
   PlanOptions o = quiet();
   o.strict = true;

@@ -15,7 +15,10 @@ For each model:
   - no dense product, convolution or RoiAlign on a reference kernel (`nnfuse profile`'s ref
     column),
     whether its rows or batch are static or known only at run time (Faster R-CNN's box head,
-    Mask R-CNN's mask head).
+    Mask R-CNN's mask head);
+  - `nnfuse run --strict` for the models whose If branches hold only index bookkeeping (their
+    batched NMS), which is no compute op on a reference kernel; Mask R-CNN's mask-pasting Loop
+    holds a Resize, and --strict refuses it.
 
 Usage: /usr/bin/python3 detection.py NNFUSE ZOO_DIR [--models NAME ...]
 Exports are cached in ZOO_DIR/detection.
@@ -43,6 +46,9 @@ MODELS = {
     "maskrcnn_resnet50_fpn": ({"box_score_thresh": 0.0, "min_size": 256, "max_size": 256,
                                "box_detections_per_img": 20}, 256, True),
 }
+# Run with --strict: no compute op on a reference kernel, control flow included.
+STRICT = {"fasterrcnn_mobilenet_v3_large_320_fpn", "retinanet_resnet50_fpn",
+          "ssdlite320_mobilenet_v3_large"}
 # Outputs beyond boxes, scores and labels, compared like the boxes but within their own bound.
 EXTRA = {"maskrcnn_resnet50_fpn": ["masks"]}
 # The masks are sigmoids of logits that random weights without normalization make large, so in
@@ -111,7 +117,8 @@ def check(nnfuse, zoo, name):
     errors = []
     with tempfile.TemporaryDirectory() as out:
         r = subprocess.run([nnfuse, "--quiet", "run", stem + ".onnx", "--input",
-                            "x=" + stem + "_x.npy", "--output-dir", out, "--threads", "2"],
+                            "x=" + stem + "_x.npy", "--output-dir", out, "--threads", "2"] +
+                           (["--strict"] if name in STRICT else []),
                            capture_output=True, text=True)
         if r.returncode != 0:
             return ["nnfuse run exit %d: %s" % (r.returncode, r.stderr.strip()[-300:])], 0
