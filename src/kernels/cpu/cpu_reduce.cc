@@ -1,5 +1,7 @@
 // ReduceSum, ReduceMean, ReduceMax, ReduceMin (float32, plain): axes from the attribute or the
 // axes input, keepdims, noop_with_empty_axes. Sums accumulate in double, like the reference.
+// ReduceSum, ReduceMax and ReduceMin also take int32 and int64 (shape arithmetic: a detector's
+// ReduceMin over the two sides of its image) as the reference computes them.
 //
 // The input's dims are merged into alternating kept/reduced groups. The common shapes run
 // directly: [R] (everything), [K, R] (rows: LayerNorm's mean), [R, K] and [K1, R, K2]
@@ -7,8 +9,10 @@
 // strided copy, then reduces rows.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
+#include <type_traits>
 
 #include "kernels/cpu/cpu_copy.h"
 #include "kernels/cpu/cpu_internal.h"
@@ -46,7 +50,8 @@ class ReduceKernel : public Kernel {
 
   void run(KernelIO& io) override {
     const Tensor& x = io.in(0);
-    require_float(x, who_);
+    const bool ints = x.dtype() == DType::kInt64 || x.dtype() == DType::kInt32;
+    if (!ints || red_ == Red::kMean) require_float(x, who_);
     if (x.layout() != Layout::kPlain) fail(ErrorKind::kRuntime, who_, ": input must be plain");
     const size_t rank = x.shape().size();
     const std::vector<int64_t> axes = io.has_input(1) ? io.in(1).to_int64_vector() : attr_axes_;
@@ -60,6 +65,8 @@ class ReduceKernel : public Kernel {
         out.push_back(1);
       }
     }
+    if (x.dtype() == DType::kInt64) return run_int<int64_t>(x, mask, out, io);
+    if (x.dtype() == DType::kInt32) return run_int<int32_t>(x, mask, out, io);
     Tensor& y = io.output(0, DType::kFloat32, out);
     float* py = y.data<float>();
     if (y.numel() == 0) return;
@@ -112,6 +119,49 @@ class ReduceKernel : public Kernel {
   }
 
  private:
+  // Integer Sum (wrapping), Max and Min, as the reference kernel computes them (an empty
+  // reduction gives 0, the lowest or the highest value): the reduced dims moved last, then one
+  // row per output element. Shape and index arithmetic: small tensors.
+  template <typename T>
+  void run_int(const Tensor& x, const std::vector<bool>& mask, const Dims& out, KernelIO& io) {
+    Tensor& y = io.output(0, x.dtype(), out);
+    T* py = y.data<T>();
+    const size_t rank = x.shape().size();
+    const Dims strides = contiguous_strides(x.shape());
+    Dims pd, ps;
+    int64_t rlen = 1;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t i = 0; i < rank; ++i) {
+        if (mask[i] != (pass == 1)) continue;
+        pd.push_back(x.shape()[i]);
+        ps.push_back(strides[i]);
+        if (pass == 1) rlen *= x.shape()[i];
+      }
+    }
+    std::vector<T> tmp(static_cast<size_t>(x.numel()));
+    if (x.numel() > 0) {
+      strided_copy(static_cast<const std::byte*>(x.raw()), pd, ps,
+                   reinterpret_cast<std::byte*>(tmp.data()), sizeof(T));
+    }
+    using U = std::make_unsigned_t<T>;
+    for (int64_t r = 0; r < y.numel(); ++r) {
+      const T* row = tmp.data() + r * rlen;
+      if (red_ == Red::kSum) {
+        U acc = 0;
+        for (int64_t j = 0; j < rlen; ++j) acc += static_cast<U>(row[j]);
+        py[r] = static_cast<T>(acc);
+      } else if (red_ == Red::kMax) {
+        T m = std::numeric_limits<T>::lowest();
+        for (int64_t j = 0; j < rlen; ++j) m = row[j] > m ? row[j] : m;
+        py[r] = m;
+      } else {
+        T m = std::numeric_limits<T>::max();
+        for (int64_t j = 0; j < rlen; ++j) m = row[j] < m ? row[j] : m;
+        py[r] = m;
+      }
+    }
+  }
+
   float finish_sum(double s, int64_t n) const {
     return static_cast<float>(red_ == Red::kMean ? s / static_cast<double>(n) : s);
   }
@@ -189,8 +239,12 @@ bool reduce_accepts(const NodeInfo& info) {
   const Node& n = info.node;
   Red r;
   if (!red_of(n.op_type(), &r) || !n.domain().empty() || n.num_inputs() < 1 || n.num_inputs() > 2 ||
-      !single_output(n) || !input_is(info, 0, DType::kFloat32) ||
-      !info.all_inputs_in(Layout::kPlain)) {
+      !single_output(n) || !info.has_input(0) || !info.all_inputs_in(Layout::kPlain)) {
+    return false;
+  }
+  // float32; int32 and int64 for all but ReduceMean.
+  const DType t = info.input_dtype(0);
+  if (t != DType::kFloat32 && ((t != DType::kInt64 && t != DType::kInt32) || r == Red::kMean)) {
     return false;
   }
   if (info.has_input(1) && info.input_dtype(1) != DType::kInt64 &&

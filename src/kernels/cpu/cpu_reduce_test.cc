@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "kernels/cpu/cpu_test_support.h"
 
 namespace nnfuse {
@@ -115,8 +117,35 @@ TEST(CpuReduce, NaNPropagatesThroughMaxAndMin) {
   }
 }
 
+// Integer Sum (wrapping), Max and Min over every axes case, an empty reduced dim, and values
+// that overflow a sum.
+TEST(CpuReduce, IntegersMatchTheReferenceKernel) {
+  uint32_t seed = 900;
+  for (DType t : {DType::kInt64, DType::kInt32}) {
+    for (const char* op : {"ReduceSum", "ReduceMax", "ReduceMin"}) {
+      for (const Case& c : kCases) {
+        for (int64_t keep : {0, 1}) {
+          SCOPED_TRACE(std::string(op) + " " + dtype_name(t) + " " + dims_str(c.shape) + " axes " +
+                       dims_str(c.axes) + " keepdims " + std::to_string(keep));
+          std::map<std::string, Attribute> attrs = {{"keepdims", attr_int(keep)}};
+          if (!c.axes.empty()) attrs["axes"] = attr_ints(c.axes);
+          const Tensor x = testing::run_ref1("Cast", {random_tensor(c.shape, seed++, -1000, 1000)},
+                                             {{"to", attr_int(static_cast<int64_t>(t))}});
+          expect_matches_ref("cpu.reduce", op, {{x}}, attrs, 1, 0.0f, 0.0f, 13);
+        }
+      }
+      expect_matches_ref("cpu.reduce", op, {{Tensor(t, {3, 0, 2})}}, {{"axes", attr_ints({1})}}, 1,
+                         0.0f, 0.0f, 13);
+    }
+  }
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  expect_matches_ref("cpu.reduce", "ReduceSum",
+                     {{Tensor::from_vector<int64_t>({3}, {big, big, 5})}}, {}, 1, 0.0f, 0.0f, 13);
+}
+
 TEST(CpuReduce, DeclinesAndErrors) {
-  EXPECT_FALSE(fast_accepts("cpu.reduce", "ReduceSum", {{Tensor(DType::kInt64, {4})}}));
+  EXPECT_FALSE(fast_accepts("cpu.reduce", "ReduceMean", {{Tensor(DType::kInt64, {4})}}));
+  EXPECT_FALSE(fast_accepts("cpu.reduce", "ReduceSum", {{Tensor(DType::kUInt8, {4})}}));
   EXPECT_FALSE(fast_accepts("cpu.reduce", "ReduceMean", {{Tensor(DType::kFloat16, {4})}}));
   EXPECT_FALSE(fast_accepts("cpu.reduce", "ReduceMean",
                             {{random_tensor({1, 2, 3, 4}, 1), false, Layout::kNHWC}}));
