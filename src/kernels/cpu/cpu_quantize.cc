@@ -20,8 +20,10 @@ namespace {
 
 bool q8(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
 
+// The loop bodies, force-inlined into the target-clone functions below (clang does not clone
+// templates).
 template <typename Q>
-NNFUSE_TARGET_CLONES void quantize_run(const float* x, float s, float zp, Q* y, int64_t n) {
+NNFUSE_INLINE void quantize_body(const float* x, float s, float zp, Q* y, int64_t n) {
   const float lo = std::numeric_limits<Q>::lowest(), hi = std::numeric_limits<Q>::max();
   // rint rounds half to even (the default rounding mode) and vectorizes where the ISA has a
   // rounding instruction; a NaN passes the clamps and is replaced by the zero point last.
@@ -35,10 +37,25 @@ NNFUSE_TARGET_CLONES void quantize_run(const float* x, float s, float zp, Q* y, 
 }
 
 template <typename X>
-NNFUSE_TARGET_CLONES void dequantize_run(const X* x, float s, int32_t zp, float* y, int64_t n) {
+NNFUSE_INLINE void dequantize_body(const X* x, float s, int32_t zp, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     y[i] = static_cast<float>(static_cast<int32_t>(x[i]) - zp) * s;
   }
+}
+
+NNFUSE_TARGET_CLONES void quantize_run(const float* x, float s, float zp, int8_t* y, int64_t n) {
+  quantize_body(x, s, zp, y, n);
+}
+NNFUSE_TARGET_CLONES void quantize_run(const float* x, float s, float zp, uint8_t* y, int64_t n) {
+  quantize_body(x, s, zp, y, n);
+}
+NNFUSE_TARGET_CLONES void dequantize_run(const int8_t* x, float s, int32_t zp, float* y,
+                                         int64_t n) {
+  dequantize_body(x, s, zp, y, n);
+}
+NNFUSE_TARGET_CLONES void dequantize_run(const uint8_t* x, float s, int32_t zp, float* y,
+                                         int64_t n) {
+  dequantize_body(x, s, zp, y, n);
 }
 
 void dequantize_run_i32(const int32_t* x, double s, int64_t zp, float* y, int64_t n) {
