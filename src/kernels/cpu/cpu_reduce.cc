@@ -101,24 +101,33 @@ class ReduceKernel : public Kernel {
     if (g == 2) return reduce_cols(px, 1, ext[0], ext[1], py);
     if (g == 3 && !red[0]) return reduce_cols(px, ext[0], ext[1], ext[2], py);
     // General: move the reduced dims last, then reduce rows.
+    std::vector<float> tmp(static_cast<size_t>(x.numel()));
+    const int64_t rlen = reduced_last(x, mask, tmp.data());
+    reduce_rows(tmp.data(), x.numel() / rlen, rlen, py);
+  }
+
+ private:
+  // Copies x into `to` (x.numel() elements of its type) with the reduced dims moved last, so
+  // each output element reduces one contiguous row; returns the row length.
+  static int64_t reduced_last(const Tensor& x, const std::vector<bool>& mask, void* to) {
     const Dims strides = contiguous_strides(x.shape());
     Dims pd, ps;
     int64_t rlen = 1;
     for (int pass = 0; pass < 2; ++pass) {
-      for (size_t i = 0; i < rank; ++i) {
+      for (size_t i = 0; i < x.shape().size(); ++i) {
         if (mask[i] != (pass == 1)) continue;
         pd.push_back(x.shape()[i]);
         ps.push_back(strides[i]);
         if (pass == 1) rlen *= x.shape()[i];
       }
     }
-    std::vector<float> tmp(static_cast<size_t>(x.numel()));
-    strided_copy(static_cast<const std::byte*>(x.raw()), pd, ps,
-                 reinterpret_cast<std::byte*>(tmp.data()), sizeof(float));
-    reduce_rows(tmp.data(), x.numel() / rlen, rlen, py);
+    if (x.numel() > 0) {
+      strided_copy(static_cast<const std::byte*>(x.raw()), pd, ps, static_cast<std::byte*>(to),
+                   dtype_size(x.dtype()));
+    }
+    return rlen;
   }
 
- private:
   // Integer Sum (wrapping), Max and Min, as the reference kernel computes them (an empty
   // reduction gives 0, the lowest or the highest value): the reduced dims moved last, then one
   // row per output element. Shape and index arithmetic: small tensors.
@@ -126,23 +135,8 @@ class ReduceKernel : public Kernel {
   void run_int(const Tensor& x, const std::vector<bool>& mask, const Dims& out, KernelIO& io) {
     Tensor& y = io.output(0, x.dtype(), out);
     T* py = y.data<T>();
-    const size_t rank = x.shape().size();
-    const Dims strides = contiguous_strides(x.shape());
-    Dims pd, ps;
-    int64_t rlen = 1;
-    for (int pass = 0; pass < 2; ++pass) {
-      for (size_t i = 0; i < rank; ++i) {
-        if (mask[i] != (pass == 1)) continue;
-        pd.push_back(x.shape()[i]);
-        ps.push_back(strides[i]);
-        if (pass == 1) rlen *= x.shape()[i];
-      }
-    }
     std::vector<T> tmp(static_cast<size_t>(x.numel()));
-    if (x.numel() > 0) {
-      strided_copy(static_cast<const std::byte*>(x.raw()), pd, ps,
-                   reinterpret_cast<std::byte*>(tmp.data()), sizeof(T));
-    }
+    const int64_t rlen = reduced_last(x, mask, tmp.data());
     using U = std::make_unsigned_t<T>;
     for (int64_t r = 0; r < y.numel(); ++r) {
       const T* row = tmp.data() + r * rlen;
