@@ -3,6 +3,11 @@
 // ReduceSum, ReduceMax and ReduceMin also take int32 and int64 (shape arithmetic: a detector's
 // ReduceMin over the two sides of its image) as the reference computes them.
 //
+// A channels-last input (a convolution's output) is reduced where it lies, as the tensor of its
+// physical dims [N, spatial..., C], when the dims it keeps come in the same order there as in the
+// plain output: a mean over all spatial dims (a video network's head) is then a column sum with
+// no reorder. Other channels-last reductions read a plain copy.
+//
 // The input's dims are merged into alternating kept/reduced groups. The common shapes run
 // directly: [R] (everything), [K, R] (rows: LayerNorm's mean), [R, K] and [K1, R, K2]
 // (columns, vectorized across K2). Anything else first moves the reduced axes last with a
@@ -19,6 +24,7 @@
 #include "kernels/cpu/cpu_math.h"
 #include "kernels/cpu/cpu_rows.h"
 #include "kernels/cpu/cpu_util.h"
+#include "kernels/cpu/layout.h"
 
 namespace nnfuse::cpu {
 namespace {
@@ -49,21 +55,38 @@ class ReduceKernel : public Kernel {
         attr_axes_(info.node.attr_ints("axes")) {}
 
   void run(KernelIO& io) override {
-    const Tensor& x = io.in(0);
-    const bool ints = x.dtype() == DType::kInt64 || x.dtype() == DType::kInt32;
-    if (!ints || red_ == Red::kMean) require_float(x, who_);
-    if (x.layout() != Layout::kPlain) fail(ErrorKind::kRuntime, who_, ": input must be plain");
-    const size_t rank = x.shape().size();
+    const Tensor& input = io.in(0);
+    const bool ints = input.dtype() == DType::kInt64 || input.dtype() == DType::kInt32;
+    if (!ints || red_ == Red::kMean) require_float(input, who_);
+    const size_t rank = input.shape().size();
     const std::vector<int64_t> axes = io.has_input(1) ? io.in(1).to_int64_vector() : attr_axes_;
     std::vector<bool> mask(rank, axes.empty() && !noop_);
-    for (int64_t a : axes) mask[static_cast<size_t>(checked_axis(a, x.rank(), who_))] = true;
+    for (int64_t a : axes) mask[static_cast<size_t>(checked_axis(a, input.rank(), who_))] = true;
     Dims out;
     for (size_t i = 0; i < rank; ++i) {
       if (!mask[i]) {
-        out.push_back(x.shape()[i]);
+        out.push_back(input.shape()[i]);
       } else if (keepdims_) {
         out.push_back(1);
       }
+    }
+    // x: the input as a plain tensor of its physical dims (a view of a channels-last input
+    // whose kept dims keep their order, else a plain copy); mask in that order.
+    Tensor x;
+    if (input.layout() == Layout::kPlain) {
+      x = input;
+    } else if (std::optional<std::vector<size_t>> order = physical_order(input);
+               order && keeps_order(input.shape(), mask, *order)) {
+      Dims dims;
+      std::vector<bool> pmask;
+      for (size_t i : *order) {
+        dims.push_back(input.shape()[i]);
+        pmask.push_back(mask[i]);
+      }
+      x = input.relaid(dims, Layout::kPlain);
+      mask = pmask;
+    } else {
+      x = to_layout(input, Layout::kPlain);
     }
     if (x.dtype() == DType::kInt64) return run_int<int64_t>(x, mask, out, io);
     if (x.dtype() == DType::kInt32) return run_int<int32_t>(x, mask, out, io);
@@ -107,6 +130,32 @@ class ReduceKernel : public Kernel {
   }
 
  private:
+  // The logical dims of a channels-last tensor in the order they are stored: N, the spatial
+  // dims, C. nullopt for another layout.
+  static std::optional<std::vector<size_t>> physical_order(const Tensor& t) {
+    const size_t rank = t.shape().size();
+    if (t.layout() != Layout::kNHWC || !channels_last_rank(rank)) return std::nullopt;
+    std::vector<size_t> order = {0};
+    for (size_t i = 2; i < rank; ++i) order.push_back(i);
+    order.push_back(1);
+    return order;
+  }
+
+  // True when the kept dims of extent > 1 come in increasing logical order in `order`, so the
+  // reduction of the stored tensor is already in the plain output's order.
+  static bool keeps_order(const Dims& shape, const std::vector<bool>& mask,
+                          const std::vector<size_t>& order) {
+    size_t last = 0;
+    bool any = false;
+    for (size_t i : order) {
+      if (mask[i] || shape[i] == 1) continue;
+      if (any && i < last) return false;
+      last = i;
+      any = true;
+    }
+    return true;
+  }
+
   // Copies x into `to` (x.numel() elements of its type) with the reduced dims moved last, so
   // each output element reduces one contiguous row; returns the row length.
   static int64_t reduced_last(const Tensor& x, const std::vector<bool>& mask, void* to) {
@@ -233,7 +282,9 @@ bool reduce_accepts(const NodeInfo& info) {
   const Node& n = info.node;
   Red r;
   if (!red_of(n.op_type(), &r) || !n.domain().empty() || n.num_inputs() < 1 || n.num_inputs() > 2 ||
-      !single_output(n) || !info.has_input(0) || !info.all_inputs_in(Layout::kPlain)) {
+      !single_output(n) || !info.has_input(0) ||
+      (input_layout(info, 0) != Layout::kPlain && input_layout(info, 0) != Layout::kNHWC) ||
+      (info.has_input(1) && input_layout(info, 1) != Layout::kPlain)) {
     return false;
   }
   // float32; int32 and int64 for all but ReduceMean.

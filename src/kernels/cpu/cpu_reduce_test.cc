@@ -91,6 +91,39 @@ TEST(CpuReduce, AxesInput) {
   }
 }
 
+// A channels-last input (a convolution's output): reduced where it lies when the kept dims keep
+// their order (all spatial dims: a video network's head; C; everything), from a plain copy
+// otherwise (some spatial dims kept next to C).
+TEST(CpuReduce, ChannelsLastInputs) {
+  const std::vector<Case> cases = {
+      {{2, 48, 7}, {2}},
+      {{1, 40, 3, 5}, {2, 3}},
+      {{2, 24, 3, 4, 5}, {2, 3, 4}},
+      {{2, 24, 3, 4, 5}, {-1, -3, -2}},
+      {{2, 20, 3, 4}, {1}},
+      {{2, 20, 3, 4}, {2}},
+      {{2, 20, 3, 4}, {3}},
+      {{2, 20, 3, 4}, {0, 2}},
+      {{2, 20, 3, 4}, {}},
+      {{3, 20, 1, 4}, {3}},
+      {{1, 17, 6, 2, 3}, {1, 3}},
+      {{4, 1000, 2, 2}, {2, 3}},
+  };
+  uint32_t seed = 900;
+  for (const char* op : kOps) {
+    for (const Case& c : cases) {
+      for (int64_t keep : {0, 1}) {
+        SCOPED_TRACE(std::string(op) + " " + dims_str(c.shape) + " axes " + dims_str(c.axes) +
+                     " keepdims " + std::to_string(keep));
+        std::map<std::string, Attribute> attrs = {{"keepdims", attr_int(keep)}};
+        if (!c.axes.empty()) attrs["axes"] = attr_ints(c.axes);
+        expect_matches(op, {{random_tensor(c.shape, seed++, -2, 3), false, Layout::kNHWC}}, attrs,
+                       /*opset=*/13);
+      }
+    }
+  }
+}
+
 TEST(CpuReduce, SumsAreAccurateOnLongRows) {
   // Values of mixed sign whose sum nearly cancels: float accumulation would drift.
   Tensor x = random_tensor({4, 1 << 20}, 900, -1000, 1000);
@@ -147,8 +180,8 @@ TEST(CpuReduce, DeclinesAndErrors) {
   EXPECT_FALSE(fast_accepts("cpu.reduce", "ReduceMean", {{Tensor(DType::kInt64, {4})}}));
   EXPECT_FALSE(fast_accepts("cpu.reduce", "ReduceSum", {{Tensor(DType::kUInt8, {4})}}));
   EXPECT_FALSE(fast_accepts("cpu.reduce", "ReduceMean", {{Tensor(DType::kFloat16, {4})}}));
-  EXPECT_FALSE(fast_accepts("cpu.reduce", "ReduceMean",
-                            {{random_tensor({1, 2, 3, 4}, 1), false, Layout::kNHWC}}));
+  EXPECT_TRUE(fast_accepts("cpu.reduce", "ReduceMean",
+                           {{random_tensor({1, 2, 3, 4}, 1), false, Layout::kNHWC}}));
   EXPECT_TRUE(fast_accepts("cpu.reduce", "ReduceMean", {{random_tensor({4}, 1)}}));
   EXPECT_THROW(testing::run_kernel("ReduceSum", {{random_tensor({4, 4}, 2)}},
                                    {{"axes", attr_ints({2})}}, 1, "cpu.reduce", 13),
