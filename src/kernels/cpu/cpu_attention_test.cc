@@ -208,6 +208,10 @@ TEST(CpuAttention, GroupedQueryAndRotary) {
   // the last ones partial, in a batch of 2.
   check({2, 4, 24, 130, 130, Mask::kPadding, true, false, 2, 8, true}, seed += 6);
   check({2, 4, 32, 130, 130, Mask::kNone, false, true, 1, 32}, seed += 6);
+  // Prompts of 4 query blocks and more: K rotated once before the tasks run.
+  check({2, 4, 24, 200, 200, Mask::kNone, true, false, 2, 8, true}, seed += 6);
+  check({1, 4, 32, 257, 257, Mask::kPadding, true, true, 1, 32}, seed += 6);
+  check({1, 8, 64, 512, 512, Mask::kNone, true, false, 2, 64}, seed += 6);
 }
 
 // A decode step with a KV cache: one new query row (and key and value) after P cached ones,
