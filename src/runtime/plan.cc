@@ -236,12 +236,41 @@ bool ExecutionPlan::try_view(const Node& n, const std::vector<int>& in_ids) {
   return true;
 }
 
+// A Transpose that moves only dims of extent 1 (the others keep their order) moves no bytes
+// either: [L, 1, E] <-> [1, L, E], a batch-first attention's inputs at batch 1. It is a
+// reshape of a plain tensor. (The output's static dims, checked against the permuted input's,
+// are what the view reads.)
+//
 // A Transpose between the two storage orders of a tensor of rank 3 to 5 moves no bytes:
 // [0, 2, 3, 1] of an NHWC [N, C, H, W] is the plain [N, H, W, C] it is stored as, and
 // [0, 3, 1, 2] of a plain [N, H, W, C] is an NHWC [N, C, H, W] (ConvNeXt's permutes around its
 // channels-last LayerNorm and MLP); likewise [0, 2, 1] between a 1-D conv's NWC output and the
 // [N, T, C] sequence a transformer reads (wav2vec2, Conformer), and the 3-D forms. Such a
 // Transpose is a view in the other layout.
+namespace {
+
+// True when perm (empty: reversed) is a permutation of shape's dims that keeps the dims of
+// extent other than 1 in their order.
+bool keeps_storage_order(const Dims& shape, std::vector<int64_t> perm) {
+  const size_t r = shape.size();
+  if (perm.empty()) {
+    for (size_t i = r; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  }
+  if (perm.size() != r) return false;
+  std::vector<char> seen(r, 0);
+  int64_t last = -1;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(r) || seen[static_cast<size_t>(p)]) return false;
+    seen[static_cast<size_t>(p)] = 1;
+    if (shape[static_cast<size_t>(p)] == 1) continue;
+    if (p < last) return false;
+    last = p;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool ExecutionPlan::try_layout_view(const Node& n, const std::vector<int>& in_ids) {
   if (n.op_type() != "Transpose" || !n.domain().empty() || n.num_outputs() != 1 ||
       in_ids.size() != 1 || in_ids[0] < 0 || !n.output(0)) {
@@ -251,8 +280,7 @@ bool ExecutionPlan::try_layout_view(const Node& n, const std::vector<int>& in_id
   const PlanValue& in = values_[src];
   const Value* out = n.output(0);
   const size_t r = in.shape.size();
-  if (!in.static_shape || !channels_last_rank(r) || !out->shape().fully_known() ||
-      in.dtype != out->dtype() || in.constant) {
+  if (!in.static_shape || !out->shape().fully_known() || in.dtype != out->dtype() || in.constant) {
     return false;
   }
   std::vector<int64_t> perm;
@@ -261,6 +289,16 @@ bool ExecutionPlan::try_layout_view(const Node& n, const std::vector<int>& in_id
   } catch (const Error&) {
     return false;
   }
+  if (in.layout == Layout::kPlain && keeps_storage_order(in.shape, perm)) {
+    Dims want;
+    for (size_t i = 0; i < r; ++i) {
+      want.push_back(in.shape[perm.empty() ? r - 1 - i : static_cast<size_t>(perm[i])]);
+    }
+    if (out->shape().static_dims() != want) return false;
+    add_view(n, in_ids, out, Layout::kPlain);
+    return true;
+  }
+  if (!channels_last_rank(r)) return false;
   // Channels last ([0, 2, .., r - 1, 1]) and channels back to second ([0, r - 1, 1, .., r - 2]).
   std::vector<int64_t> to_last = {0}, to_second = {0, static_cast<int64_t>(r) - 1};
   for (size_t i = 2; i < r; ++i) to_last.push_back(static_cast<int64_t>(i));

@@ -273,6 +273,66 @@ TEST(Plan, TransposesBetweenStorageOrdersAreViews) {
   }
 }
 
+// x -> Relu -> Transpose perm -> Neg -> y: a Transpose that moves only dims of extent 1
+// ([L, 1, E] by [1, 0, 2] or [0, 2, 1], [L, 1, 1] by [1, 2, 0], [1, 1, E] reversed) is a view;
+// one that moves two dims of other extents past each other is a kernel.
+TEST(Plan, TransposesOfUnitDimsAreViews) {
+  struct Case {
+    Dims x;
+    std::vector<int64_t> perm;  // empty: reversed
+    bool view;
+  };
+  const std::vector<Case> cases = {{{5, 1, 4}, {1, 0, 2}, true},
+                                   {{5, 1, 1}, {1, 2, 0}, true},
+                                   {{1, 1, 4}, {}, true},
+                                   {{5, 1, 4}, {2, 1, 0}, false},
+                                   {{5, 2, 4}, {1, 0, 2}, false},
+                                   {{5, 1, 4}, {0, 2, 1}, true},
+                                   {{2, 3, 1, 4}, {1, 0, 3, 2}, false}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(dims_str(c.x) + " perm " + dims_str(c.perm));
+    Dims out;
+    for (size_t i = 0; i < c.x.size(); ++i) {
+      out.push_back(c.x[c.perm.empty() ? c.x.size() - 1 - i : static_cast<size_t>(c.perm[i])]);
+    }
+    auto build = [&] {
+      auto g = std::make_unique<Graph>();
+      g->opsets[""] = 17;
+      Value* x = g->add_value("x", DType::kFloat32, Shape::of(c.x));
+      g->add_input(x);
+      Value* a = g->add_value("a", DType::kFloat32, Shape::of(c.x));
+      Value* t = g->add_value("t", DType::kFloat32, Shape::of(out));
+      Value* y = g->add_value("y", DType::kFloat32, Shape::of(out));
+      g->add_node("Relu", "relu", {x}, {a});
+      Node* tr = g->add_node("Transpose", "transpose", {a}, {t});
+      if (!c.perm.empty()) {
+        Attribute perm;
+        perm.kind = Attribute::Kind::kInts;
+        perm.ints = c.perm;
+        tr->set_attr("perm", perm);
+      }
+      g->add_node("Neg", "neg", {t}, {y});
+      g->add_output(y);
+      return g;
+    };
+    Tensor in(DType::kFloat32, c.x);
+    for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] = static_cast<float>(i % 7) - 3;
+    PlanOptions ref_opts;
+    ref_opts.reference_only = true;
+    const Tensor want = PlanSession(build(), ref_opts).run({{"x", in}})[0];
+    PlanSession run(build());
+    const auto hist = run.plan().kernel_histogram();
+    EXPECT_EQ(hist.count("view") != 0, c.view);
+    EXPECT_EQ(run.plan().num_kernels(), c.view ? 2u : 3u);
+    expect_no_live_overlap(run.plan());
+    const Tensor got = run.run({{"x", in}})[0];
+    ASSERT_EQ(got.shape(), want.shape());
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      EXPECT_EQ(got.data<float>()[i], want.data<float>()[i]) << "at " << i;
+    }
+  }
+}
+
 // conv1 reads the plain graph input through an NHWC copy of its own: in the scratch region
 // the kernels share, the largest any kernel asks for, after the activations in the session's
 // arena; runs again and again give the same numbers.
