@@ -12,9 +12,14 @@
 //         (r H) Rh^T onto the h columns (two GEMMs a step), n = tanh of those.
 //   RNN:  the product H R^T [H, H] accumulated onto the step's rows; H = f(those), f the
 //         direction's activation (Tanh by default; one name serves both directions).
+// At batch 1 each step's recurrent product is one row: it runs on cpu_rows.h's one-row product
+// over R packed in panels, on the calling thread (a oneDNN call a step cost more than the
+// product), and a bidirectional layer runs its two directions on two threads at once.
 // Declined (the reference kernel runs it): peepholes, clip, input_forget, other activations
 // (activation_alpha or activation_beta given), layout 1, sequence_lens other than the full
 // length, weights known only at run time.
+#include <omp.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -23,6 +28,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_math.h"
+#include "kernels/cpu/cpu_rows.h"
 #include "kernels/cpu/onednn_common.h"
 #include "kernels/cpu/onednn_kernels.h"
 
@@ -196,6 +202,7 @@ class RecurrentKernel : public Kernel {
  public:
   RecurrentKernel(const NodeInfo& info, Cell cell) : what_(info.node.describe()) {
     rec_declines(info, cell, &s_);
+    rows_ = s_.n == 1;
     ThreadScope threads(info.num_threads);
     const int64_t h = s_.h, g = s_.gates * h;
     // GRU with linear_before_reset 0 splits R into its z, r rows and its h rows.
@@ -238,8 +245,13 @@ class RecurrentKernel : public Kernel {
       for (int64_t d = 0; d < s_.dirs; ++d) {
         const float* rd = r.data<float>() + d * g * h;
         w_.push_back(pack(w.data<float>() + d * g * s_.i, g, s_.i, in_pd));
-        r_.push_back(pack(rd, split ? 2 * h : g, h, rec_pd));
-        if (split) rh_w_.push_back(pack(rd + 2 * h * h, h, h, hh_pd));
+        if (rows_) {
+          r_rows_.push_back(cpu::pack_row_panels(rd, split ? 2 * h : g, h));
+          if (split) rh_rows_.push_back(cpu::pack_row_panels(rd + 2 * h * h, h, h));
+        } else {
+          r_.push_back(pack(rd, split ? 2 * h : g, h, rec_pd));
+          if (split) rh_w_.push_back(pack(rd + 2 * h * h, h, h, hh_pd));
+        }
         std::vector<float> b(static_cast<size_t>(g), 0.0f), rbh(static_cast<size_t>(h), 0.0f);
         if (s_.bias) {
           const float* pb = info.constant(3)->data<float>() + d * 2 * g;
@@ -255,10 +267,12 @@ class RecurrentKernel : public Kernel {
         rbh_.push_back(std::move(rbh));
       }
     });
-    gates_.resize(static_cast<size_t>(s_.t * s_.n * g));
-    h_.resize(static_cast<size_t>(s_.n * h));
+    // Per direction: its gate rows, state and GRU work row.
+    gates_.resize(static_cast<size_t>(s_.dirs * s_.t * s_.n * g));
+    h_.resize(static_cast<size_t>(s_.dirs * s_.n * h));
     c_.resize(h_.size());
-    if (cell == Cell::kGru) work_.resize(static_cast<size_t>(s_.n * (split ? h : g)));
+    work_stride_ = cell == Cell::kGru ? s_.n * (split ? h : g) : 0;
+    work_.resize(static_cast<size_t>(s_.dirs * work_stride_));
   }
 
   // W, R and B are prepacked.
@@ -272,43 +286,89 @@ class RecurrentKernel : public Kernel {
     Tensor* yc = s_.cell == Cell::kLstm && s_.want[2] ? &io.output(2, DType::kFloat32, {dirs, n, h})
                                                       : nullptr;
     std::lock_guard<std::mutex> lock(mu_);
+    // The input projections of every step, each direction's into its own gate rows.
     for (int64_t d = 0; d < dirs; ++d) {
-      const size_t di = static_cast<size_t>(d);
       guarded(what_, [&] {
         memory src(f32_desc({t * n, s_.i}, Tag::ab), engine(), handle(io.in(0)));
-        memory dst(f32_desc({t * n, g}, Tag::ab), engine(), gates_.data());
+        memory dst(f32_desc({t * n, g}, Tag::ab), engine(), gates_.data() + d * t * n * g);
         execute(in_, {{DNNL_ARG_SRC, src},
-                      {DNNL_ARG_WEIGHTS, w_[di]},
-                      {DNNL_ARG_BIAS, bias_[di]},
+                      {DNNL_ARG_WEIGHTS, w_[static_cast<size_t>(d)]},
+                      {DNNL_ARG_BIAS, bias_[static_cast<size_t>(d)]},
                       {DNNL_ARG_DST, dst}});
       });
-      const size_t state = static_cast<size_t>(n * h);
-      auto init = [&](bool given, size_t k, std::vector<float>& v) {
+    }
+    // The recurrence of direction d. On the one-row path it throws nothing (no oneDNN call).
+    const int64_t state = n * h;
+    auto recur = [&](int64_t d) {
+      const size_t di = static_cast<size_t>(d);
+      float* hd = h_.data() + d * state;
+      float* cd = c_.data() + d * state;
+      float* wd = work_.data() + d * work_stride_;
+      auto init = [&](bool given, size_t k, float* v) {
         if (given) {
-          std::memcpy(v.data(), io.in(k).data<float>() + d * n * h, state * sizeof(float));
+          std::memcpy(v, io.in(k).data<float>() + d * state, state * sizeof(float));
         } else {
-          std::fill(v.begin(), v.end(), 0.0f);
+          std::fill(v, v + state, 0.0f);
         }
       };
-      init(s_.init_h, 5, h_);
-      init(s_.init_c, 6, c_);
+      init(s_.init_h, 5, hd);
+      init(s_.init_c, 6, cd);
       const bool backwards = s_.reverse || d == 1;
       for (int64_t step = 0; step < t; ++step) {
         const int64_t ts = backwards ? t - 1 - step : step;
-        float* gt = gates_.data() + ts * n * g;
-        guarded(what_, [&] { this->step(gt, di); });
-        if (y) {
-          std::memcpy(y->data<float>() + (ts * dirs + d) * n * h, h_.data(), state * sizeof(float));
+        float* gt = gates_.data() + (d * t + ts) * n * g;
+        if (rows_) {
+          row_step(gt, di, hd, cd, wd);
+        } else {
+          guarded(what_, [&] { this->step(gt, di, hd, cd, wd); });
         }
+        if (y) std::memcpy(y->data<float>() + (ts * dirs + d) * state, hd, state * sizeof(float));
       }
-      if (yh) std::memcpy(yh->data<float>() + d * n * h, h_.data(), state * sizeof(float));
-      if (yc) std::memcpy(yc->data<float>() + d * n * h, c_.data(), state * sizeof(float));
+      if (yh) std::memcpy(yh->data<float>() + d * state, hd, state * sizeof(float));
+      if (yc) std::memcpy(yc->data<float>() + d * state, cd, state * sizeof(float));
+    };
+    if (rows_ && dirs == 2 && omp_get_max_threads() >= 2 && !omp_in_parallel()) {
+#pragma omp parallel for num_threads(2) schedule(static, 1)
+      for (int64_t d = 0; d < 2; ++d) recur(d);
+    } else {
+      for (int64_t d = 0; d < dirs; ++d) recur(d);
     }
   }
 
  private:
-  // One step of direction `di` on the step's gate rows `gt`: h_ (and c_) updated.
-  void step(float* gt, size_t di) {
+  // y (+)= x R^T for the one row x of h floats, R packed in row panels of `cols` outputs.
+  void row_product(const std::vector<float>& panels, const float* x, int64_t cols, bool accumulate,
+                   float* y) const {
+    const int64_t h = s_.h;
+    cpu::row_times_panels(x, h, panels.data(), h * cpu::kRowPanel, 0,
+                          (cols + cpu::kRowPanel - 1) / cpu::kRowPanel, cols, nullptr, accumulate,
+                          y);
+  }
+
+  // step() at batch 1, on the calling thread.
+  void row_step(float* gt, size_t di, float* hd, float* cd, float* wd) const {
+    const int64_t h = s_.h, g = s_.gates * h;
+    const std::vector<float>& r = r_rows_[di];
+    if (s_.cell == Cell::kRnn) {
+      row_product(r, hd, g, true, gt);
+      rnn_cell(gt, hd, h, s_.act[di]);
+    } else if (s_.cell == Cell::kLstm) {
+      row_product(r, hd, g, true, gt);
+      lstm_cell(gt, cd, hd, h);
+    } else if (s_.linear_before_reset) {
+      row_product(r, hd, g, false, wd);
+      gru_cell_lbr(gt, wd, rbh_[di].data(), hd, h);
+    } else {
+      row_product(r, hd, 2 * h, true, gt);
+      gru_reset(gt, hd, wd, h);
+      row_product(rh_rows_[di], wd, h, true, gt + 2 * h);
+      gru_update(gt, hd, h);
+    }
+  }
+
+  // One step of direction `di` on the step's gate rows `gt`: its state hd (and cd) updated;
+  // wd: its GRU work rows.
+  void step(float* gt, size_t di, float* hd, float* cd, float* wd) {
     const int64_t n = s_.n, h = s_.h, g = s_.gates * h;
     auto product = [&](dnnl::matmul& p, const memory& wei, float* src, float* dst,
                        const memory::desc& dst_desc) {
@@ -318,23 +378,21 @@ class RecurrentKernel : public Kernel {
     };
     if (s_.cell == Cell::kRnn) {
       // g == h: the step's rows are the [n, h] pre-activations, contiguous.
-      product(rec_, r_[di], h_.data(), gt, strided(n, g, g));
-      rnn_cell(gt, h_.data(), n * h, s_.act[di]);
+      product(rec_, r_[di], hd, gt, strided(n, g, g));
+      rnn_cell(gt, hd, n * h, s_.act[di]);
     } else if (s_.cell == Cell::kLstm) {
-      product(rec_, r_[di], h_.data(), gt, strided(n, g, g));
-      for (int64_t b = 0; b < n; ++b)
-        lstm_cell(gt + b * g, c_.data() + b * h, h_.data() + b * h, h);
+      product(rec_, r_[di], hd, gt, strided(n, g, g));
+      for (int64_t b = 0; b < n; ++b) lstm_cell(gt + b * g, cd + b * h, hd + b * h, h);
     } else if (s_.linear_before_reset) {
-      product(rec_, r_[di], h_.data(), work_.data(), strided(n, g, g));
+      product(rec_, r_[di], hd, wd, strided(n, g, g));
       for (int64_t b = 0; b < n; ++b) {
-        gru_cell_lbr(gt + b * g, work_.data() + b * g, rbh_[di].data(), h_.data() + b * h, h);
+        gru_cell_lbr(gt + b * g, wd + b * g, rbh_[di].data(), hd + b * h, h);
       }
     } else {
-      product(rec_, r_[di], h_.data(), gt, strided(n, 2 * h, g));
-      for (int64_t b = 0; b < n; ++b)
-        gru_reset(gt + b * g, h_.data() + b * h, work_.data() + b * h, h);
-      product(hh_, rh_w_[di], work_.data(), gt + 2 * h, strided(n, h, g));
-      for (int64_t b = 0; b < n; ++b) gru_update(gt + b * g, h_.data() + b * h, h);
+      product(rec_, r_[di], hd, gt, strided(n, 2 * h, g));
+      for (int64_t b = 0; b < n; ++b) gru_reset(gt + b * g, hd + b * h, wd + b * h, h);
+      product(hh_, rh_w_[di], wd, gt + 2 * h, strided(n, h, g));
+      for (int64_t b = 0; b < n; ++b) gru_update(gt + b * g, hd + b * h, h);
     }
   }
 
@@ -345,6 +403,9 @@ class RecurrentKernel : public Kernel {
   std::vector<memory> w_, r_, rh_w_, bias_;
   std::vector<std::vector<float>> rbh_;
   std::vector<float> gates_, h_, c_, work_;
+  int64_t work_stride_ = 0;
+  bool rows_ = false;  // batch 1: the one-row products over r_rows_ and rh_rows_
+  std::vector<std::vector<float>> r_rows_, rh_rows_;
   std::mutex mu_;
 };
 
