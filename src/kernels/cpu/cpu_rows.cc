@@ -130,6 +130,55 @@ NNFUSE_TARGET_CLONES void row_times_panels(const float* x, int64_t k, const floa
   }
 }
 
+namespace {
+
+// row_times_panels for R rows at once, each panel read once for all of them.
+template <int R>
+NNFUSE_INLINE void rows_panels(const float* x, int64_t xs, int64_t k, const float* w, int64_t panel,
+                               int64_t n, bool accumulate, float* y, int64_t ys) {
+  const int64_t panels = (n + kRowPanel - 1) / kRowPanel;
+  for (int64_t b = 0; b < panels; ++b) {
+    const float* p = w + b * panel;
+    float acc[R][kRowPanel];
+    for (int q = 0; q < R; ++q) {
+      for (int j = 0; j < kRowPanel; ++j) acc[q][j] = 0.0f;
+    }
+    for (int64_t i = 0; i < k; ++i) {
+      const float* r = p + i * kRowPanel;
+      for (int q = 0; q < R; ++q) {
+        const float xv = x[q * xs + i];
+        for (int j = 0; j < kRowPanel; ++j) acc[q][j] += xv * r[j];
+      }
+    }
+    const int64_t c0 = b * kRowPanel, cn = std::min<int64_t>(kRowPanel, n - c0);
+    for (int q = 0; q < R; ++q) {
+      float* yq = y + q * ys + c0;
+      for (int64_t j = 0; j < cn; ++j) yq[j] = accumulate ? yq[j] + acc[q][j] : acc[q][j];
+    }
+  }
+}
+
+}  // namespace
+
+NNFUSE_TARGET_CLONES void rows_times_panels(const float* x, int64_t rows, int64_t xs, int64_t k,
+                                            const float* w, int64_t panel, int64_t n,
+                                            bool accumulate, float* y, int64_t ys) {
+  for (int64_t q = 0; q < rows;) {
+    const int64_t left = rows - q;
+    if (left >= 4) {
+      rows_panels<4>(x + q * xs, xs, k, w, panel, n, accumulate, y + q * ys, ys);
+      q += 4;
+    } else if (left >= 2) {
+      rows_panels<2>(x + q * xs, xs, k, w, panel, n, accumulate, y + q * ys, ys);
+      q += 2;
+    } else {  // one row: its two sums run faster
+      row_times_panels(x + q * xs, k, w, panel, 0, (n + kRowPanel - 1) / kRowPanel, n, nullptr,
+                       accumulate, y + q * ys);
+      q += 1;
+    }
+  }
+}
+
 std::vector<float> pack_row_panels(const float* w, int64_t n, int64_t k) {
   const int64_t panels = (n + kRowPanel - 1) / kRowPanel;
   std::vector<float> p(static_cast<size_t>(panels * k * kRowPanel), 0.0f);

@@ -42,6 +42,11 @@ void layer_norm_row(const float* x, float* y, int64_t n, float mean, float inv, 
 inline constexpr int kRowPanel = 64;
 void row_times_panels(const float* x, int64_t k, const float* w, int64_t panel, int64_t b0,
                       int64_t b1, int64_t n, const float* bias, bool accumulate, float* y);
+// y[q] (+)= x[q] W for `rows` rows q (x rows xs floats apart, y rows ys apart) over the same
+// panels, each panel read once for up to 4 rows; no bias. Each output of a group of rows is one
+// running sum over k (a row on its own: row_times_panels').
+void rows_times_panels(const float* x, int64_t rows, int64_t xs, int64_t k, const float* w,
+                       int64_t panel, int64_t n, bool accumulate, float* y, int64_t ys);
 // w as [n, k] (row o holds output o's k weights: a 1x1 conv's [out, in]) packed in those panels,
 // each k * kRowPanel floats.
 std::vector<float> pack_row_panels(const float* w, int64_t n, int64_t k);

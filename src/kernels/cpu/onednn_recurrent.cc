@@ -12,9 +12,10 @@
 //         (r H) Rh^T onto the h columns (two GEMMs a step), n = tanh of those.
 //   RNN:  the product H R^T [H, H] accumulated onto the step's rows; H = f(those), f the
 //         direction's activation (Tanh by default; one name serves both directions).
-// At batch 1 each step's recurrent product is one row: it runs on cpu_rows.h's one-row product
-// over R packed in panels, on the calling thread (a oneDNN call a step cost more than the
-// product), and a bidirectional layer runs its two directions on two threads at once.
+// In a batch of up to 8 rows, the recurrences of the (direction, batch row) pairs run as tasks
+// of whole sequences spread over the threads, each task a direction's share of the rows: each
+// step's recurrent product is then a few rows, on cpu_rows.h's product over R packed in panels
+// (a oneDNN call a step cost more than the product, and its threads met at every step).
 // Declined (the reference kernel runs it): peepholes, clip, input_forget, other activations
 // (activation_alpha or activation_beta given), layout 1, sequence_lens other than the full
 // length, weights known only at run time.
@@ -39,6 +40,9 @@ namespace {
 using dnnl::memory;
 
 enum class Cell { kGru, kLstm, kRnn };
+
+// Batches up to this many rows run each row's recurrence on its own, with one-row products.
+constexpr int64_t kMaxRowBatch = 8;
 
 enum class Act { kTanh, kRelu, kSigmoid };  // an RNN's activation
 
@@ -202,7 +206,7 @@ class RecurrentKernel : public Kernel {
  public:
   RecurrentKernel(const NodeInfo& info, Cell cell) : what_(info.node.describe()) {
     rec_declines(info, cell, &s_);
-    rows_ = s_.n == 1;
+    rows_ = s_.n <= kMaxRowBatch;
     ThreadScope threads(info.num_threads);
     const int64_t h = s_.h, g = s_.gates * h;
     // GRU with linear_before_reset 0 splits R into its z, r rows and its h rows.
@@ -298,17 +302,20 @@ class RecurrentKernel : public Kernel {
       });
     }
     // The recurrence of direction d. On the one-row path it throws nothing (no oneDNN call).
-    const int64_t state = n * h;
-    auto recur = [&](int64_t d) {
+    const int64_t state = n * h, work_row = n > 0 ? work_stride_ / n : 0;
+    // The recurrence of direction d over batch rows [b0, b1). On the one-row path (one row at
+    // a time) it throws nothing: no oneDNN call.
+    auto recur = [&](int64_t d, int64_t b0, int64_t b1) {
       const size_t di = static_cast<size_t>(d);
-      float* hd = h_.data() + d * state;
-      float* cd = c_.data() + d * state;
-      float* wd = work_.data() + d * work_stride_;
+      const int64_t rows = b1 - b0, part = rows * h;
+      float* hd = h_.data() + d * state + b0 * h;
+      float* cd = c_.data() + d * state + b0 * h;
+      float* wd = work_.data() + d * work_stride_ + b0 * work_row;
       auto init = [&](bool given, size_t k, float* v) {
         if (given) {
-          std::memcpy(v, io.in(k).data<float>() + d * state, state * sizeof(float));
+          std::memcpy(v, io.in(k).data<float>() + d * state + b0 * h, part * sizeof(float));
         } else {
-          std::fill(v, v + state, 0.0f);
+          std::fill(v, v + part, 0.0f);
         }
       };
       init(s_.init_h, 5, hd);
@@ -316,53 +323,69 @@ class RecurrentKernel : public Kernel {
       const bool backwards = s_.reverse || d == 1;
       for (int64_t step = 0; step < t; ++step) {
         const int64_t ts = backwards ? t - 1 - step : step;
-        float* gt = gates_.data() + (d * t + ts) * n * g;
+        float* gt = gates_.data() + ((d * t + ts) * n + b0) * g;
         if (rows_) {
-          row_step(gt, di, hd, cd, wd);
+          row_step(gt, di, hd, cd, wd, rows);
         } else {
           guarded(what_, [&] { this->step(gt, di, hd, cd, wd); });
         }
-        if (y) std::memcpy(y->data<float>() + (ts * dirs + d) * state, hd, state * sizeof(float));
+        if (y) {
+          std::memcpy(y->data<float>() + ((ts * dirs + d) * n + b0) * h, hd, part * sizeof(float));
+        }
       }
-      if (yh) std::memcpy(yh->data<float>() + d * state, hd, state * sizeof(float));
-      if (yc) std::memcpy(yc->data<float>() + d * state, cd, state * sizeof(float));
+      if (yh) std::memcpy(yh->data<float>() + d * state + b0 * h, hd, part * sizeof(float));
+      if (yc) std::memcpy(yc->data<float>() + d * state + b0 * h, cd, part * sizeof(float));
     };
-    if (rows_ && dirs == 2 && omp_get_max_threads() >= 2 && !omp_in_parallel()) {
-#pragma omp parallel for num_threads(2) schedule(static, 1)
-      for (int64_t d = 0; d < 2; ++d) recur(d);
-    } else {
-      for (int64_t d = 0; d < dirs; ++d) recur(d);
+    if (!rows_) {
+      for (int64_t d = 0; d < dirs; ++d) recur(d, 0, n);
+      return;
+    }
+    // The recurrences of the (direction, batch row) pairs are independent: tasks of whole
+    // sequences over the threads, each task a direction's rows [b0, b1) (a product reads R once
+    // for its rows).
+    const int64_t threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+    const int64_t per_dir = std::clamp<int64_t>(threads / dirs, 1, n);
+    const int64_t chunk = (n + per_dir - 1) / per_dir, chunks = (n + chunk - 1) / chunk;
+    const int64_t tasks = dirs * chunks;
+    const int nt = static_cast<int>(std::min<int64_t>(threads, tasks));
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t b0 = task % chunks * chunk;
+      recur(task / chunks, b0, std::min(n, b0 + chunk));
     }
   }
 
  private:
-  // y (+)= x R^T for the one row x of h floats, R packed in row panels of `cols` outputs.
-  void row_product(const std::vector<float>& panels, const float* x, int64_t cols, bool accumulate,
-                   float* y) const {
+  // y (+)= x R^T for `rows` rows x of h floats (h apart), R packed in row panels of `cols`
+  // outputs, y rows ys apart.
+  void row_product(const std::vector<float>& panels, const float* x, int64_t rows, int64_t cols,
+                   bool accumulate, float* y, int64_t ys) const {
     const int64_t h = s_.h;
-    cpu::row_times_panels(x, h, panels.data(), h * cpu::kRowPanel, 0,
-                          (cols + cpu::kRowPanel - 1) / cpu::kRowPanel, cols, nullptr, accumulate,
-                          y);
+    cpu::rows_times_panels(x, rows, h, h, panels.data(), h * cpu::kRowPanel, cols, accumulate, y,
+                           ys);
   }
 
-  // step() at batch 1, on the calling thread.
-  void row_step(float* gt, size_t di, float* hd, float* cd, float* wd) const {
+  // step() for `rows` consecutive batch rows (gt, hd, cd and wd at the first), on the calling
+  // thread.
+  void row_step(float* gt, size_t di, float* hd, float* cd, float* wd, int64_t rows) const {
     const int64_t h = s_.h, g = s_.gates * h;
     const std::vector<float>& r = r_rows_[di];
     if (s_.cell == Cell::kRnn) {
-      row_product(r, hd, g, true, gt);
-      rnn_cell(gt, hd, h, s_.act[di]);
+      row_product(r, hd, rows, g, true, gt, g);
+      for (int64_t q = 0; q < rows; ++q) rnn_cell(gt + q * g, hd + q * h, h, s_.act[di]);
     } else if (s_.cell == Cell::kLstm) {
-      row_product(r, hd, g, true, gt);
-      lstm_cell(gt, cd, hd, h);
+      row_product(r, hd, rows, g, true, gt, g);
+      for (int64_t q = 0; q < rows; ++q) lstm_cell(gt + q * g, cd + q * h, hd + q * h, h);
     } else if (s_.linear_before_reset) {
-      row_product(r, hd, g, false, wd);
-      gru_cell_lbr(gt, wd, rbh_[di].data(), hd, h);
+      row_product(r, hd, rows, g, false, wd, g);
+      for (int64_t q = 0; q < rows; ++q) {
+        gru_cell_lbr(gt + q * g, wd + q * g, rbh_[di].data(), hd + q * h, h);
+      }
     } else {
-      row_product(r, hd, 2 * h, true, gt);
-      gru_reset(gt, hd, wd, h);
-      row_product(rh_rows_[di], wd, h, true, gt + 2 * h);
-      gru_update(gt, hd, h);
+      row_product(r, hd, rows, 2 * h, true, gt, g);
+      for (int64_t q = 0; q < rows; ++q) gru_reset(gt + q * g, hd + q * h, wd + q * h, h);
+      row_product(rh_rows_[di], wd, rows, h, true, gt + 2 * h, g);
+      for (int64_t q = 0; q < rows; ++q) gru_update(gt + q * g, hd + q * h, h);
     }
   }
 
@@ -404,7 +427,7 @@ class RecurrentKernel : public Kernel {
   std::vector<std::vector<float>> rbh_;
   std::vector<float> gates_, h_, c_, work_;
   int64_t work_stride_ = 0;
-  bool rows_ = false;  // batch 1: the one-row products over r_rows_ and rh_rows_
+  bool rows_ = false;  // small batches: the one-row products over r_rows_ and rh_rows_
   std::vector<std::vector<float>> r_rows_, rh_rows_;
   std::mutex mu_;
 };
