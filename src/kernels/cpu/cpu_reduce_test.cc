@@ -58,19 +58,25 @@ const std::vector<Case> kCases = {
     {{}, {}},
 };
 
-TEST(CpuReduce, AxesAttributeWithAndWithoutKeepdims) {
-  uint32_t seed = 1;
+// Every op on every case, axes as the attribute, with and without keepdims, the input
+// arriving in `layout`.
+void check_axes_attribute(const std::vector<Case>& cases, uint32_t seed, Layout layout) {
   for (const char* op : kOps) {
-    for (const Case& c : kCases) {
+    for (const Case& c : cases) {
       for (int64_t keep : {0, 1}) {
         SCOPED_TRACE(std::string(op) + " " + dims_str(c.shape) + " axes " + dims_str(c.axes) +
                      " keepdims " + std::to_string(keep));
         std::map<std::string, Attribute> attrs = {{"keepdims", attr_int(keep)}};
         if (!c.axes.empty()) attrs["axes"] = attr_ints(c.axes);
-        expect_matches(op, {{random_tensor(c.shape, seed++, -2, 3)}}, attrs, /*opset=*/13);
+        expect_matches(op, {{random_tensor(c.shape, seed++, -2, 3), false, layout}}, attrs,
+                       /*opset=*/13);
       }
     }
   }
+}
+
+TEST(CpuReduce, AxesAttributeWithAndWithoutKeepdims) {
+  check_axes_attribute(kCases, 1, Layout::kPlain);
 }
 
 TEST(CpuReduce, AxesInput) {
@@ -109,19 +115,7 @@ TEST(CpuReduce, ChannelsLastInputs) {
       {{1, 17, 6, 2, 3}, {1, 3}},
       {{4, 1000, 2, 2}, {2, 3}},
   };
-  uint32_t seed = 900;
-  for (const char* op : kOps) {
-    for (const Case& c : cases) {
-      for (int64_t keep : {0, 1}) {
-        SCOPED_TRACE(std::string(op) + " " + dims_str(c.shape) + " axes " + dims_str(c.axes) +
-                     " keepdims " + std::to_string(keep));
-        std::map<std::string, Attribute> attrs = {{"keepdims", attr_int(keep)}};
-        if (!c.axes.empty()) attrs["axes"] = attr_ints(c.axes);
-        expect_matches(op, {{random_tensor(c.shape, seed++, -2, 3), false, Layout::kNHWC}}, attrs,
-                       /*opset=*/13);
-      }
-    }
-  }
+  check_axes_attribute(cases, 900, Layout::kNHWC);
 }
 
 TEST(CpuReduce, SumsAreAccurateOnLongRows) {
