@@ -41,7 +41,7 @@ using dnnl::memory;
 
 enum class Cell { kGru, kLstm, kRnn };
 
-// Batches up to this many rows run each row's recurrence on its own, with one-row products.
+// Batches of up to this many rows run as tasks of whole sequences with row-panel products.
 constexpr int64_t kMaxRowBatch = 8;
 
 enum class Act { kTanh, kRelu, kSigmoid };  // an RNN's activation
@@ -116,6 +116,8 @@ std::string rec_declines(const NodeInfo& info, Cell cell, RecSpec* s) {
   if (w[0] != s->dirs || w[1] != s->gates * s->h || w[2] != s->i || s->h == 0) {
     return "W is " + dims_str(w) + " for X " + dims_str(x);
   }
+  // oneDNN's matmul stops the process (a division by zero) on an empty product.
+  if (s->t == 0 || s->n == 0 || s->i == 0) return "an empty sequence, batch or input";
   if (*known_shape(info, 2) != Dims{s->dirs, s->gates * s->h, s->h}) return "R's shape";
   s->bias = n.num_inputs() > 3 && info.has_input(3);
   if (s->bias && info.constant(3)->shape() != Dims{s->dirs, 2 * s->gates * s->h}) {
@@ -301,10 +303,9 @@ class RecurrentKernel : public Kernel {
                       {DNNL_ARG_DST, dst}});
       });
     }
-    // The recurrence of direction d. On the one-row path it throws nothing (no oneDNN call).
     const int64_t state = n * h, work_row = n > 0 ? work_stride_ / n : 0;
-    // The recurrence of direction d over batch rows [b0, b1). On the one-row path (one row at
-    // a time) it throws nothing: no oneDNN call.
+    // The recurrence of direction d over batch rows [b0, b1). On the row-panel path it throws
+    // nothing: no oneDNN call.
     auto recur = [&](int64_t d, int64_t b0, int64_t b1) {
       const size_t di = static_cast<size_t>(d);
       const int64_t rows = b1 - b0, part = rows * h;
@@ -427,7 +428,7 @@ class RecurrentKernel : public Kernel {
   std::vector<std::vector<float>> rbh_;
   std::vector<float> gates_, h_, c_, work_;
   int64_t work_stride_ = 0;
-  bool rows_ = false;  // small batches: the one-row products over r_rows_ and rh_rows_
+  bool rows_ = false;  // small batches: the row-panel products over r_rows_ and rh_rows_
   std::vector<std::vector<float>> r_rows_, rh_rows_;
   std::mutex mu_;
 };

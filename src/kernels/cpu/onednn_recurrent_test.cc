@@ -46,11 +46,14 @@ const std::vector<Case>& cases() {
       {6, 2, 5, 8, "bidirectional", true, true},
       {4, 1, 6, 32, "bidirectional", false, false},
       {1, 4, 2, 3, "forward", false, true},
-      // Batch 1: the one-row products, a bidirectional layer's directions on two threads; H 70
+      // Up to 8 rows (the cases above too): tasks of whole sequences, row-panel products; H 70
       // leaves the last panel of 64 outputs partial.
       {9, 1, 5, 70, "bidirectional", true, true},
       {6, 1, 4, 16, "forward", true, true},
       {5, 1, 3, 8, "reverse", true, false},
+      // 9 rows: oneDNN's products over the whole batch.
+      {4, 9, 3, 8, "bidirectional", true, true},
+      {3, 9, 5, 70, "forward", true, false},
   };
   return c;
 }
@@ -118,6 +121,13 @@ TEST(OnednnRecurrent, DeclinesWhatItDoesNotRun) {
   std::vector<FastInput> full_seq = in;
   full_seq[4] = {Tensor::from_vector<int32_t>({2}, {4, 4}), true};
   EXPECT_TRUE(testing::fast_accepts("onednn.lstm", "LSTM", full_seq, base, 14, 3));
+  // Empty products (oneDNN's matmul divides by zero on them): the reference kernel runs them.
+  for (const Case& empty :
+       {Case{4, 0, 3, 4, "forward", true, true}, Case{0, 2, 3, 4, "forward", true, true}}) {
+    SCOPED_TRACE(trace(empty));
+    EXPECT_FALSE(testing::fast_accepts("onednn.lstm", "LSTM", inputs_of(empty, 4, 3), base, 14, 3));
+    EXPECT_FALSE(testing::fast_accepts("onednn.gru", "GRU", inputs_of(empty, 3, 3), base, 14, 2));
+  }
   const std::vector<FastInput> gru = inputs_of(c, 3, 4);
   EXPECT_TRUE(testing::fast_accepts("onednn.gru", "GRU", gru, base, 14, 2));
   EXPECT_FALSE(testing::fast_accepts("onednn.gru", "GRU", gru, clip, 14, 2));
