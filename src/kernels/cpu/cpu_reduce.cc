@@ -75,15 +75,12 @@ class ReduceKernel : public Kernel {
     Tensor x;
     if (input.layout() == Layout::kPlain) {
       x = input;
-    } else if (std::optional<std::vector<size_t>> order = physical_order(input);
-               order && keeps_order(input.shape(), mask, *order)) {
-      Dims dims;
+    } else if (const Dims order = storage_dims(iota_dims(rank), input.layout());
+               input.layout() == Layout::kNHWC && channels_last_rank(rank) &&
+               keeps_order(input.shape(), mask, order)) {
       std::vector<bool> pmask;
-      for (size_t i : *order) {
-        dims.push_back(input.shape()[i]);
-        pmask.push_back(mask[i]);
-      }
-      x = input.relaid(dims, Layout::kPlain);
+      for (int64_t i : order) pmask.push_back(mask[static_cast<size_t>(i)]);
+      x = input.relaid(storage_dims(input.shape(), input.layout()), Layout::kPlain);
       mask = pmask;
     } else {
       x = to_layout(input, Layout::kPlain);
@@ -130,28 +127,22 @@ class ReduceKernel : public Kernel {
   }
 
  private:
-  // The logical dims of a channels-last tensor in the order they are stored: N, the spatial
-  // dims, C. nullopt for another layout.
-  static std::optional<std::vector<size_t>> physical_order(const Tensor& t) {
-    const size_t rank = t.shape().size();
-    if (t.layout() != Layout::kNHWC || !channels_last_rank(rank)) return std::nullopt;
-    std::vector<size_t> order = {0};
-    for (size_t i = 2; i < rank; ++i) order.push_back(i);
-    order.push_back(1);
-    return order;
+  // [0, 1, .., rank - 1]: storage_dims of it lists the logical dims in their stored order.
+  static Dims iota_dims(size_t rank) {
+    Dims d(rank);
+    for (size_t i = 0; i < rank; ++i) d[i] = static_cast<int64_t>(i);
+    return d;
   }
 
   // True when the kept dims of extent > 1 come in increasing logical order in `order`, so the
   // reduction of the stored tensor is already in the plain output's order.
-  static bool keeps_order(const Dims& shape, const std::vector<bool>& mask,
-                          const std::vector<size_t>& order) {
-    size_t last = 0;
-    bool any = false;
-    for (size_t i : order) {
-      if (mask[i] || shape[i] == 1) continue;
-      if (any && i < last) return false;
+  static bool keeps_order(const Dims& shape, const std::vector<bool>& mask, const Dims& order) {
+    int64_t last = -1;
+    for (int64_t i : order) {
+      const size_t u = static_cast<size_t>(i);
+      if (mask[u] || shape[u] == 1) continue;
+      if (i < last) return false;
       last = i;
-      any = true;
     }
     return true;
   }
