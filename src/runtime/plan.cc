@@ -249,19 +249,21 @@ bool ExecutionPlan::try_view(const Node& n, const std::vector<int>& in_ids) {
 // Transpose is a view in the other layout.
 namespace {
 
-// True when perm (empty: reversed) is a permutation of shape's dims that keeps the dims of
-// extent other than 1 in their order.
-bool keeps_storage_order(const Dims& shape, std::vector<int64_t> perm) {
-  const size_t r = shape.size();
-  if (perm.empty()) {
-    for (size_t i = r; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+// True when perm holds each of 0 .. rank - 1 once.
+bool is_permutation_of(const std::vector<int64_t>& perm, size_t rank) {
+  if (perm.size() != rank) return false;
+  std::vector<char> seen(rank, 0);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(p)]) return false;
+    seen[static_cast<size_t>(p)] = 1;
   }
-  if (perm.size() != r) return false;
-  std::vector<char> seen(r, 0);
+  return true;
+}
+
+// True when the permutation perm keeps the dims of extent other than 1 in their order.
+bool keeps_storage_order(const Dims& shape, const std::vector<int64_t>& perm) {
   int64_t last = -1;
   for (int64_t p : perm) {
-    if (p < 0 || p >= static_cast<int64_t>(r) || seen[static_cast<size_t>(p)]) return false;
-    seen[static_cast<size_t>(p)] = 1;
     if (shape[static_cast<size_t>(p)] == 1) continue;
     if (p < last) return false;
     last = p;
@@ -289,12 +291,14 @@ bool ExecutionPlan::try_layout_view(const Node& n, const std::vector<int>& in_id
   } catch (const Error&) {
     return false;
   }
+  if (perm.empty()) {  // the default: the dims reversed
+    for (size_t i = r; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  }
+  if (!is_permutation_of(perm, r)) return false;
+  Dims want;
+  for (int64_t p : perm) want.push_back(in.shape[static_cast<size_t>(p)]);
+  if (out->shape().static_dims() != want) return false;
   if (in.layout == Layout::kPlain && keeps_storage_order(in.shape, perm)) {
-    Dims want;
-    for (size_t i = 0; i < r; ++i) {
-      want.push_back(in.shape[perm.empty() ? r - 1 - i : static_cast<size_t>(perm[i])]);
-    }
-    if (out->shape().static_dims() != want) return false;
     add_view(n, in_ids, out, Layout::kPlain);
     return true;
   }
@@ -312,9 +316,6 @@ bool ExecutionPlan::try_layout_view(const Node& n, const std::vector<int>& in_id
   } else {
     return false;
   }
-  Dims want;
-  for (int64_t p : perm) want.push_back(in.shape[static_cast<size_t>(p)]);
-  if (out->shape().static_dims() != want) return false;
   add_view(n, in_ids, out, layout);
   return true;
 }
