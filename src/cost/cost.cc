@@ -84,13 +84,22 @@ int64_t flops(const Node& n) {
     return total;
   }
   if (op == "ExpandDepthwise") {
-    // The expansion sums C products per expanded element, the depthwise conv k * k per output.
+    // The expansion sums C * kh * kw products per expanded element, the depthwise conv k * k
+    // per output.
     const auto x = dims_of(n.input(0));
     const auto w1 = dims_of(n.input(ref::kExpandWeight));
     const auto w2 = dims_of(n.input(ref::kDepthwiseWeight));
     if (!x || !w1 || !w2 || x->size() != 4 || w1->size() != 4 || w2->size() != 4) return -1;
-    const int64_t expanded = sat_mul(sat_mul((*x)[0], (*w1)[0]), sat_mul((*x)[2], (*x)[3]));
-    return sat_add(sat_mul(sat_mul(2, expanded), (*w1)[1]),
+    const std::string prefix = ref::kExpandAttrPrefix;
+    const std::vector<int64_t> pads = n.attr_ints(prefix + "pads", {0, 0, 0, 0});
+    const std::vector<int64_t> strides = n.attr_ints(prefix + "strides", {1, 1});
+    if (pads.size() != 4 || strides.size() != 2 || strides[0] < 1 || strides[1] < 1) return -1;
+    const int64_t he =
+        std::max<int64_t>(0, ((*x)[2] + pads[0] + pads[2] - (*w1)[2]) / strides[0] + 1);
+    const int64_t we =
+        std::max<int64_t>(0, ((*x)[3] + pads[1] + pads[3] - (*w1)[3]) / strides[1] + 1);
+    const int64_t expanded = sat_mul(sat_mul((*x)[0], (*w1)[0]), sat_mul(he, we));
+    return sat_add(sat_mul(sat_mul(2, expanded), sat_mul((*w1)[1], sat_mul((*w1)[2], (*w1)[3]))),
                    sat_mul(sat_mul(2, out), sat_mul((*w2)[2], (*w2)[3])));
   }
   if (op == "SqueezeExcite") {

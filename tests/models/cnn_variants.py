@@ -7,8 +7,8 @@ embedding, in the convs' channels-last layout; the embedding's Linear and Add go
 GroupNorm after them; a projected skip's 1x1 Conv into the last conv's kernel: at most 4
 kernels a ResBlock); an inception block, whose three 1x1 branch openings become one product
 (FusedConvSplit), squeeze-and-excitation blocks, whose scale becomes one SqueezeExcite, and
-inverted residuals, whose expansion and depthwise conv become one ExpandDepthwise; and convs of
-other ranks (R3D's 3-D residual block, Conformer's 1-D convolution module).
+inverted residuals, whose expansion and depthwise conv become one ExpandDepthwise, as do a
+mobile network's stem and the depthwise conv after it; and convs of other ranks (R3D's 3-D residual block, Conformer's 1-D convolution module).
 For each model: `nnfuse compile` must apply the expected pass and write
 the GroupNorm node into a checker-valid model with the expected groups and activation; the
 fused model must give PyTorch's outputs; `nnfuse verify` must pass; and the ONNX Runtime export
@@ -158,6 +158,22 @@ class InvertedResidual(nn.Module):
         return x + y if s.residual else y
 
 
+class StemBlock(nn.Module):
+    """A mobile network's stem (a 3x3 conv of stride 2 over the image, BatchNorm, activation)
+    and its first block, MobileNetV2's or EfficientNet's without the SE: a depthwise 3x3 and a 1x1
+    projection."""
+
+    def __init__(s, act, c=32, cout=16):
+        super().__init__()
+        s.stem = nn.Sequential(nn.Conv2d(3, c, 3, 2, 1, bias=False), nn.BatchNorm2d(c), act())
+        s.dw = nn.Sequential(nn.Conv2d(c, c, 3, 1, 1, groups=c, bias=False), nn.BatchNorm2d(c),
+                             act())
+        s.project = nn.Sequential(nn.Conv2d(c, cout, 1, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(s, x):
+        return s.project(s.dw(s.stem(x)))
+
+
 class BasicBlock3d(nn.Module):
     """R3D-18's residual block of 3x3x3 convs (video), strided with a projected skip."""
 
@@ -227,6 +243,12 @@ CASES = [
      {"x": (1, 16, 112, 112)}, {"ExpandDepthwiseFusionPass": 1}, []),
     ("inverted_residual_efficientnet", InvertedResidual(nn.SiLU, 24, 144, 5, 1),
      {"x": (1, 24, 56, 56)}, {"ExpandDepthwiseFusionPass": 1}, []),
+    # A stem of 1.5 MiB at 224 x 224 and the depthwise conv after it: one kernel gathering the
+    # stem's 27 taps a pixel.
+    ("stem_mobilenet", StemBlock(nn.ReLU6), {"x": (1, 3, 224, 224)},
+     {"ExpandDepthwiseFusionPass": 1}, []),
+    ("stem_efficientnet", StemBlock(nn.SiLU), {"x": (2, 3, 160, 200)},
+     {"ExpandDepthwiseFusionPass": 1}, []),
     # Convs of other ranks: 3-D on a blocked layout, 1-D as 2-D of height 1.
     ("resnet3d_block", BasicBlock3d(), {"x": (1, 16, 4, 14, 14)},
      {"ConvAddFusionPass": 1, "ConvSkipConvFusionPass": 1}, []),
@@ -240,6 +262,8 @@ FUSED_OPS = {"inception_block": {"FusedConvSplit": 1},
              "squeeze_excite_efficientnet": {"SqueezeExcite": 1},
              "inverted_residual_mobilenet": {"ExpandDepthwise": 1},
              "inverted_residual_efficientnet": {"ExpandDepthwise": 1},
+             "stem_mobilenet": {"ExpandDepthwise": 1},
+             "stem_efficientnet": {"ExpandDepthwise": 1},
              "resnet3d_block": {"FusedConv": 2},
              "conformer_conv_module": {"FusedConv": 2}}
 
@@ -275,6 +299,9 @@ def check(nnfuse, tmp, name, module, shapes, passes, norms):
             n.op_type in ("GlobalAveragePool", "ReduceMean") for n in fused.graph.node):
         errors.append("the pool left out of SqueezeExcite: %s" %
                       [n.op_type for n in fused.graph.node])
+    if name.startswith("stem_") and len(fused.graph.node) != 2:
+        errors.append("%d kernels for a stem and its block, 2 expected: %s" %
+                      (len(fused.graph.node), [n.op_type for n in fused.graph.node]))
     if name.startswith("unet_resblock") and len(fused.graph.node) > 4:
         errors.append("%d kernels in a ResBlock, at most 4 expected: %s" %
                       (len(fused.graph.node), [n.op_type for n in fused.graph.node]))

@@ -1,6 +1,6 @@
 // ExpandDepthwise (ai.nnfuse, kernels/ref/expand_depthwise.h): an inverted residual's 1x1
-// expansion and its depthwise k x k convolution (k 3 or 5, stride 1 or 2, padding k / 2) in one
-// pass over the image, channels-last in and out.
+// expansion, or a stem convolution, and the depthwise k x k convolution after it (k 3 or 5,
+// stride 1 or 2, padding k / 2) in one pass over the image, channels-last out.
 //
 // The threads split the output rows (each computing the rows at a seam that both need) or, where
 // that costs more, the expanded channels in whole vectors of 16. Each thread walks its output
@@ -8,6 +8,11 @@
 // into a ring of k rows, then runs the depthwise convolution over the ring. The ring (k rows of
 // its channels, at most a few hundred KiB) stays in the core's cache: the expanded tensor is
 // never written to memory.
+//
+// A 1x1 expansion reads the input rows channels-last (converting a plain input first). Any other
+// expansion (a stem's 3x3 of stride 2 over 3 channels) gathers each of its output rows' taps,
+// [We][kh * kw * C], from the input as it arrives, plain or channels-last, and multiplies them
+// as a 1x1 expansion of kh * kw * C channels would its input row.
 //
 // The ring holds each row blocked by 16 channels (vector v of pixel p at (v * Wp + p) * 16,
 // Wp = W + 2 * pad, the pad pixels zero), so the depthwise taps of a channel vector lie at
@@ -155,11 +160,12 @@ NNFUSE_INLINE Vec finish(const Epilogue& e, Vec x) {
   }
 }
 
-// y[r * 16 + v * vstride + j] = clamp(b[v * 16 + j] + sum_c x[r * cin + c] * w[(c * NV + v) *
-// 16 + j]) for R pixels r and NV vectors v.
-template <int R, int NV>
-NNFUSE_INLINE void expand_block(const float* x, int64_t cin, const float* w, const float* b,
-                                const Epilogue& ep, float* y, int64_t vstride) {
+// y[r * 16 + v * vstride + j] = clamp(b[v * 16 + j] + sum_c x(r, c) * w[(c * NV + v) * 16 + j])
+// for R pixels r and NV vectors v, where x(r, c) is x[r * xs + c] (pixels of cin channels, xs
+// apart) or, kTaps, x[c * xs + r] (gather_row's rows of xs pixels, one per tap).
+template <int R, int NV, bool kTaps>
+NNFUSE_INLINE void expand_block(const float* x, int64_t cin, int64_t xs, const float* w,
+                                const float* b, const Epilogue& ep, float* y, int64_t vstride) {
   Vec acc[R][NV];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
@@ -172,7 +178,7 @@ NNFUSE_INLINE void expand_block(const float* x, int64_t cin, const float* w, con
     for (int v = 0; v < NV; ++v) wv[v] = load(w + (c * NV + v) * kLanes);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const Vec xb = splat(x[r * cin + c]);
+      const Vec xb = splat(kTaps ? x[c * xs + r] : x[r * xs + c]);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[r][v] += xb * wv[v];
     }
@@ -185,42 +191,57 @@ NNFUSE_INLINE void expand_block(const float* x, int64_t cin, const float* w, con
 }
 
 // Pixels [r, width) of a row in blocks of R, then of R / 2, ... down to 1.
-template <int NV, int R>
-NNFUSE_INLINE void expand_tail(const float* x, int64_t r, int64_t width, int64_t cin,
+template <int NV, int R, bool kTaps>
+NNFUSE_INLINE void expand_tail(const float* x, int64_t r, int64_t width, int64_t cin, int64_t xs,
                                const float* w, const float* b, const Epilogue& ep, float* y,
                                int64_t vstride) {
-  for (; r + R <= width; r += R)
-    expand_block<R, NV>(x + r * cin, cin, w, b, ep, y + r * kLanes, vstride);
-  if constexpr (R > 1) expand_tail<NV, R / 2>(x, r, width, cin, w, b, ep, y, vstride);
+  for (; r + R <= width; r += R) {
+    expand_block<R, NV, kTaps>(x + (kTaps ? r : r * xs), cin, xs, w, b, ep, y + r * kLanes,
+                               vstride);
+  }
+  if constexpr (R > 1) expand_tail<NV, R / 2, kTaps>(x, r, width, cin, xs, w, b, ep, y, vstride);
 }
 
 // About 24 accumulators whatever the panel's width: each broadcast input feeds NV products and
 // each weight vector R.
-template <int NV>
-NNFUSE_INLINE void expand_row_nv(const float* x, int64_t width, int64_t cin, const float* w,
-                                 const float* b, const Epilogue& ep, float* y, int64_t vstride) {
+template <int NV, bool kTaps>
+NNFUSE_INLINE void expand_row_nv(const float* x, int64_t width, int64_t cin, int64_t xs,
+                                 const float* w, const float* b, const Epilogue& ep, float* y,
+                                 int64_t vstride) {
   constexpr int kPixels = NV == 4 ? 6 : NV == 3 ? 8 : 12;
-  expand_tail<NV, kPixels>(x, 0, width, cin, w, b, ep, y, vstride);
+  expand_tail<NV, kPixels, kTaps>(x, 0, width, cin, xs, w, b, ep, y, vstride);
 }
 
-// One row of `width` pixels (cin channels each) times a panel of nv (1 to 4) vectors.
-NNFUSE_TARGET_CLONES void expand_row(const float* x, int64_t width, int64_t cin, const float* w,
-                                     const float* b, const Clamp& c, float* y, int64_t vstride,
-                                     int nv) {
-  const Epilogue ep(c);
+template <bool kTaps>
+NNFUSE_INLINE void expand_row_of(const float* x, int64_t width, int64_t cin, int64_t xs,
+                                 const float* w, const float* b, const Epilogue& ep, float* y,
+                                 int64_t vstride, int nv) {
   switch (nv) {
     case 4:
-      expand_row_nv<4>(x, width, cin, w, b, ep, y, vstride);
+      expand_row_nv<4, kTaps>(x, width, cin, xs, w, b, ep, y, vstride);
       break;
     case 3:
-      expand_row_nv<3>(x, width, cin, w, b, ep, y, vstride);
+      expand_row_nv<3, kTaps>(x, width, cin, xs, w, b, ep, y, vstride);
       break;
     case 2:
-      expand_row_nv<2>(x, width, cin, w, b, ep, y, vstride);
+      expand_row_nv<2, kTaps>(x, width, cin, xs, w, b, ep, y, vstride);
       break;
     default:
-      expand_row_nv<1>(x, width, cin, w, b, ep, y, vstride);
+      expand_row_nv<1, kTaps>(x, width, cin, xs, w, b, ep, y, vstride);
       break;
+  }
+}
+
+// One row of `width` pixels times a panel of nv (1 to 4) vectors: pixels of cin channels (xs =
+// cin), or with `taps`, cin rows of xs values, one per tap (gather_row's).
+NNFUSE_TARGET_CLONES void expand_row(const float* x, int64_t width, int64_t cin, int64_t xs,
+                                     bool taps, const float* w, const float* b, const Clamp& c,
+                                     float* y, int64_t vstride, int nv) {
+  const Epilogue ep(c);
+  if (taps) {
+    expand_row_of<true>(x, width, cin, xs, w, b, ep, y, vstride, nv);
+  } else {
+    expand_row_of<false>(x, width, cin, xs, w, b, ep, y, vstride, nv);
   }
 }
 
@@ -285,6 +306,42 @@ NNFUSE_TARGET_CLONES void depthwise_row(const float* const* rows, int64_t k, int
   if (k == 5 && s == 2) depthwise_row_ks<5, 2>(rows, wp, wo, nv, w, b, ep, y, ystride);
 }
 
+// d[j] = src[j * step] for j in [0, n): the loops of steps 1 and 2 (a stem's over a plain
+// image) vectorized.
+NNFUSE_TARGET_CLONES void strided_copy(const float* src, int64_t step, int64_t n, float* d) {
+  if (step == 1) {
+    for (int64_t j = 0; j < n; ++j) d[j] = src[j];
+  } else if (step == 2) {
+    for (int64_t j = 0; j < n; ++j) d[j] = src[2 * j];
+  } else {
+    for (int64_t j = 0; j < n; ++j) d[j] = src[j * step];
+  }
+}
+
+// The expansion's strides, pads (top, left, bottom, right) and output dims over an input x
+// [N, C, H, W] with weight dims w [E, C, kh, kw] (he, we below 1 where its output is empty; the
+// reference's checks guarantee two strides of at least 1 and four pads).
+struct ExpansionGeometry {
+  std::vector<int64_t> strides, pads;
+  int64_t kh = 1, kw = 1, he = 0, we = 0;
+  bool pointwise() const {
+    return kh == 1 && kw == 1 && strides == std::vector<int64_t>{1, 1} &&
+           pads == std::vector<int64_t>{0, 0, 0, 0};
+  }
+};
+ExpansionGeometry expansion_geometry(const Node& ex, const Dims& x, const Dims& w) {
+  ExpansionGeometry g;
+  g.strides = ex.attr_ints("strides", {1, 1});
+  g.pads = ex.attr_ints("pads", {0, 0, 0, 0});
+  g.kh = w[2];
+  g.kw = w[3];
+  g.he = (x[2] + g.pads[0] + g.pads[2] - g.kh) / g.strides[0] + 1;
+  g.we = (x[3] + g.pads[1] + g.pads[3] - g.kw) / g.strides[1] + 1;
+  if (x[2] + g.pads[0] + g.pads[2] < g.kh) g.he = 0;
+  if (x[3] + g.pads[1] + g.pads[3] < g.kw) g.we = 0;
+  return g;
+}
+
 class ExpandDepthwiseKernel : public Kernel {
  public:
   explicit ExpandDepthwiseKernel(const NodeInfo& info) : who_(info.node.describe()) {
@@ -297,12 +354,24 @@ class ExpandDepthwiseKernel : public Kernel {
     const Tensor* w2 = info.constant(ref::kDepthwiseWeight);
     e_ = w1->dim(0);
     k_ = w2->dim(2);
+    const ref::ExpandDepthwisePart ex = ref::expand_depthwise_part(info.node, false);
     const ref::ExpandDepthwisePart dw = ref::expand_depthwise_part(info.node, true);
+    const ExpansionGeometry g = expansion_geometry(*ex.node, x, w1->shape());
+    kh1_ = w1->dim(2);
+    kw1_ = w1->dim(3);
+    sh1_ = g.strides[0];
+    sw1_ = g.strides[1];
+    pt1_ = g.pads[0];
+    pl1_ = g.pads[1];
+    he_ = g.he;
+    we_ = g.we;
+    taps_ = c_ * kh1_ * kw1_;
+    gathers_ = !g.pointwise();
     s_ = dw.node->attr_ints("strides", {1, 1})[0];
     pad_ = k_ / 2;
-    ho_ = (h_ + 2 * pad_ - k_) / s_ + 1;
-    wo_ = (w_ + 2 * pad_ - k_) / s_ + 1;
-    act1_ = ref::read_activation(*ref::expand_depthwise_part(info.node, false).node);
+    ho_ = (he_ + 2 * pad_ - k_) / s_ + 1;
+    wo_ = (we_ + 2 * pad_ - k_) / s_ + 1;
+    act1_ = ref::read_activation(*ex.node);
     act2_ = ref::read_activation(*dw.node);
     const float* b1 = info.has_input(ref::kExpandWeight + 1)
                           ? info.constant(ref::kExpandWeight + 1)->data<float>()
@@ -328,8 +397,9 @@ class ExpandDepthwiseKernel : public Kernel {
            ", ", c_, ", ", h_, ", ", w_, "]");
     }
     Tensor converted;
-    if (xin.layout() != Layout::kNHWC) converted = to_layout(xin, Layout::kNHWC);
-    const float* x = (xin.layout() == Layout::kNHWC ? xin : converted).data<float>();
+    if (!gathers_ && xin.layout() != Layout::kNHWC) converted = to_layout(xin, Layout::kNHWC);
+    const float* x = (converted.defined() ? converted : xin).data<float>();
+    const bool x_nhwc = converted.defined() || xin.layout() == Layout::kNHWC;
     Tensor& y = io.output(0, DType::kFloat32, {n_, e_, ho_, wo_}, Layout::kNHWC);
     std::vector<float> own;
     float* scratch = reinterpret_cast<float*>(io.scratch);
@@ -345,7 +415,7 @@ class ExpandDepthwiseKernel : public Kernel {
       const Part& p = parts_[static_cast<size_t>(i)];
       float* ring = scratch + static_cast<size_t>(i) * ring_floats();
       for (int64_t img = 0; img < n_; ++img)
-        run_part(p, ring, x + img * h_ * w_ * c_, py + img * ho_ * wo_ * e_);
+        run_part(p, ring, x + img * h_ * w_ * c_, x_nhwc, py + img * ho_ * wo_ * e_);
     }
   }
 
@@ -364,29 +434,34 @@ class ExpandDepthwiseKernel : public Kernel {
     size_t slice = 0;
   };
 
-  int64_t padded_width() const { return w_ + 2 * pad_; }
+  int64_t padded_width() const { return we_ + 2 * pad_; }
   int64_t widest() const {
     int64_t v = 0;
     for (const Slice& sl : slices_) v = std::max(v, sl.vectors());
     return v;
   }
-  // One part's k ring rows and one output row, for the widest slice.
+  // One part's k ring rows and one output row, for the widest slice, and the taps of one
+  // expanded row where the expansion gathers them.
   size_t ring_floats() const {
-    return static_cast<size_t>((k_ * padded_width() + wo_) * widest() * kLanes);
+    return static_cast<size_t>((k_ * padded_width() + wo_) * widest() * kLanes +
+                               (gathers_ ? we_ * taps_ : 0));
   }
 
   // Splits the work over `threads`: by output rows (every thread all channels, the rows of the
   // depthwise window's overlap at each seam expanded twice) or by channel vectors (every thread
   // all rows, no work twice, but the threads' shares uneven when the vectors do not divide),
-  // whichever leaves the busiest thread the fewest expanded row-vectors.
+  // whichever leaves the busiest thread the fewest expanded row-vectors; by rows where the
+  // expansion gathers its taps.
   void split(int threads) {
     const int64_t vectors = (e_ + kLanes - 1) / kLanes;
     const int64_t by_rows = std::min<int64_t>(threads, std::max<int64_t>(1, ho_ / 2));
     const int64_t by_channels = std::min<int64_t>(threads, vectors);
     const int64_t rows_per = (ho_ + by_rows - 1) / by_rows;
-    const int64_t row_cost = std::min(h_, rows_per * s_ + k_ - s_) * vectors;
-    const int64_t channel_cost = h_ * ((vectors + by_channels - 1) / by_channels);
-    if (by_rows > 1 && (row_cost < channel_cost || by_channels == 1)) {
+    const int64_t row_cost = std::min(he_, rows_per * s_ + k_ - s_) * vectors;
+    const int64_t channel_cost = he_ * ((vectors + by_channels - 1) / by_channels);
+    // A gathered expansion's taps are gathered by every thread that expands a row: split by
+    // rows, each row is gathered once (twice at a seam).
+    if (by_rows > 1 && (row_cost < channel_cost || by_channels == 1 || gathers_)) {
       slices_.push_back({0, vectors, {}, {}});
       for (int64_t t = 0; t < by_rows; ++t)
         parts_.push_back({ho_ * t / by_rows, ho_ * (t + 1) / by_rows, 0});
@@ -401,9 +476,9 @@ class ExpandDepthwiseKernel : public Kernel {
   void pack(const float* w1, const float* b1, const float* w2, const float* b2, int threads) {
     split(threads);
     for (Slice& sl : slices_) {
-      // A panel's weights (C x nv vectors) stay in the core's L1 cache while every pixel block
-      // of a row passes over them: up to 4 vectors for C <= 96, fewer for wider inputs.
-      const int64_t most = std::clamp<int64_t>(kPanelBytes / (c_ * kLanes * 4), 1, 4);
+      // A panel's weights (taps x nv vectors) stay in the core's L1 cache while every pixel
+      // block of a row passes over them: up to 4 vectors for 96 taps or fewer, fewer for more.
+      const int64_t most = std::clamp<int64_t>(kPanelBytes / (taps_ * kLanes * 4), 1, 4);
       const int64_t count = (sl.vectors() + most - 1) / most;
       for (int64_t i = 0, left = sl.vectors(); i < count; ++i) {
         const int nv = static_cast<int>((left + (count - i) - 1) / (count - i));
@@ -412,11 +487,13 @@ class ExpandDepthwiseKernel : public Kernel {
       }
       int64_t v = sl.v0;
       for (int nv : sl.panels) {
-        const int64_t cols = nv * kLanes;
-        for (int64_t ci = 0; ci < c_; ++ci) {
+        // Tap t = (kh * kw1 + kw) * C + c, as gather_row lays the taps out.
+        const int64_t cols = nv * kLanes, kk1 = kh1_ * kw1_;
+        for (int64_t t = 0; t < taps_; ++t) {
+          const int64_t ci = t % c_, tap = t / c_;
           for (int64_t j = 0; j < cols; ++j) {
             const int64_t o = v * kLanes + j;
-            sl.w1.push_back(o < e_ ? w1[o * c_ + ci] : 0.0f);
+            sl.w1.push_back(o < e_ ? w1[(o * c_ + ci) * kk1 + tap] : 0.0f);
           }
         }
         v += nv;
@@ -435,17 +512,18 @@ class ExpandDepthwiseKernel : public Kernel {
     }
   }
 
-  // One part of one image (x and y at its first pixel).
-  void run_part(const Part& p, float* ring, const float* x, float* y) const {
+  // One part of one image (x and y at its first pixel; x channels-last or plain).
+  void run_part(const Part& p, float* ring, const float* x, bool x_nhwc, float* y) const {
     const Slice& sl = slices_[p.slice];
     const int64_t cs = sl.vectors() * kLanes, wp = padded_width(), row = wp * cs;
     float* out_row = ring + k_ * row;
+    float* taps = out_row + wo_ * widest() * kLanes;  // gather_row's, where the expansion gathers
     // The pad pixels of every ring row's vectors (the padding rows read zero_).
     for (int64_t r = 0; r < k_; ++r) {
       for (int64_t v = 0; v < sl.vectors(); ++v) {
         float* blk = ring + r * row + v * wp * kLanes;
         std::fill(blk, blk + pad_ * kLanes, 0.0f);
-        std::fill(blk + (pad_ + w_) * kLanes, blk + wp * kLanes, 0.0f);
+        std::fill(blk + (pad_ + we_) * kLanes, blk + wp * kLanes, 0.0f);
       }
     }
     const Clamp c1 = clamp_of(act1_), c2 = clamp_of(act2_);
@@ -463,14 +541,14 @@ class ExpandDepthwiseKernel : public Kernel {
       const float* rows[5];
       for (int64_t kh = 0; kh < k_; ++kh) {
         const int64_t ih = oh * s_ - pad_ + kh;
-        if (ih < 0 || ih >= h_) {
+        if (ih < 0 || ih >= he_) {
           rows[kh] = zero_.data();
           continue;
         }
         const int64_t slot = ih % k_;
         float* r = ring + slot * row;
         if (held[slot] != ih) {
-          expand(sl, x + ih * w_ * c_, r, c1, after1);
+          expand(sl, gathers_ ? gather_row(x, x_nhwc, ih, taps) : x + ih * w_ * c_, r, c1, after1);
           held[slot] = ih;
         }
         rows[kh] = r;
@@ -495,18 +573,48 @@ class ExpandDepthwiseKernel : public Kernel {
     }
   }
 
-  // Input row x (w_ pixels of c_ channels) into ring row r, panel by panel of the slice.
+  // The taps of expanded row ih, [kh * kw * C][We] (tap t = (kh * kw1 + kw) * C + c, zero where
+  // it falls in the padding), from the input image x, into `taps`; returns taps.
+  const float* gather_row(const float* x, bool x_nhwc, int64_t ih, float* taps) const {
+    for (int64_t kh = 0; kh < kh1_; ++kh) {
+      const int64_t iy = ih * sh1_ - pt1_ + kh;
+      for (int64_t kw = 0; kw < kw1_; ++kw) {
+        // Pixels [lo, hi) read inside the row: ix = j * sw1 - pl1 + kw in [0, W).
+        const int64_t first = pl1_ - kw, last = w_ - 1 + pl1_ - kw;
+        const int64_t lo = std::clamp<int64_t>(first <= 0 ? 0 : (first + sw1_ - 1) / sw1_, 0, we_);
+        const int64_t hi = std::clamp<int64_t>(last < 0 ? 0 : last / sw1_ + 1, lo, we_);
+        for (int64_t ci = 0; ci < c_; ++ci) {
+          float* d = taps + ((kh * kw1_ + kw) * c_ + ci) * we_;
+          if (iy < 0 || iy >= h_) {
+            std::fill(d, d + we_, 0.0f);
+            continue;
+          }
+          std::fill(d, d + lo, 0.0f);
+          std::fill(d + hi, d + we_, 0.0f);
+          if (hi == lo) continue;
+          const int64_t ix = lo * sw1_ - pl1_ + kw;  // pixel lo's
+          const int64_t step = x_nhwc ? sw1_ * c_ : sw1_;
+          const float* src = x_nhwc ? x + (iy * w_ + ix) * c_ + ci : x + (ci * h_ + iy) * w_ + ix;
+          strided_copy(src, step, hi - lo, d + lo);
+        }
+      }
+    }
+    return taps;
+  }
+
+  // One expanded row's inputs x (We pixels of taps_ values: an input row of C channels for a 1x1
+  // expansion, else gather_row's taps) into ring row r, panel by panel of the slice.
   void expand(const Slice& sl, const float* x, float* r, const Clamp& c, bool after) const {
     const int64_t wp = padded_width();
     const float* w1 = sl.w1.data();
     const float* b1 = b1_.data() + sl.v0 * kLanes;
     for (int nv : sl.panels) {
       float* dst = r + pad_ * kLanes;
-      expand_row(x, w_, c_, w1, b1, c, dst, wp * kLanes, nv);
+      expand_row(x, we_, taps_, gathers_ ? we_ : taps_, gathers_, w1, b1, c, dst, wp * kLanes, nv);
       if (after) {
-        for (int64_t j = 0; j < nv; ++j) activation_row(act1_, dst + j * wp * kLanes, w_ * kLanes);
+        for (int64_t j = 0; j < nv; ++j) activation_row(act1_, dst + j * wp * kLanes, we_ * kLanes);
       }
-      w1 += c_ * nv * kLanes;
+      w1 += taps_ * nv * kLanes;
       b1 += nv * kLanes;
       r += nv * wp * kLanes;
     }
@@ -514,6 +622,10 @@ class ExpandDepthwiseKernel : public Kernel {
 
   std::string who_;
   int64_t n_ = 0, c_ = 0, h_ = 0, w_ = 0, e_ = 0, k_ = 0, s_ = 1, pad_ = 0, ho_ = 0, wo_ = 0;
+  // The expansion: kernel, strides, top and left pads, output dims, taps per pixel; gathers_
+  // unless it is a plain 1x1.
+  int64_t kh1_ = 1, kw1_ = 1, sh1_ = 1, sw1_ = 1, pt1_ = 0, pl1_ = 0, he_ = 0, we_ = 0, taps_ = 0;
+  bool gathers_ = false;
   ref::Activation act1_, act2_;
   std::vector<Slice> slices_;
   std::vector<Part> parts_;
@@ -536,12 +648,15 @@ std::string expand_depthwise_declines(const NodeInfo& info) {
   const Tensor* w1 = info.constant(ref::kExpandWeight);
   const Tensor* w2 = info.constant(ref::kDepthwiseWeight);
   if (!w1 || w1->dtype() != DType::kFloat32 || w1->rank() != 4 || w1->dim(1) != x[1] ||
-      w1->dim(2) != 1 || w1->dim(3) != 1) {
+      w1->dim(2) < 1 || w1->dim(3) < 1) {
     return input_label(info, ref::kExpandWeight) + " is not a float32 constant [E, " +
-           std::to_string(x[1]) + ", 1, 1]";
+           std::to_string(x[1]) + ", kh, kw]";
   }
   const int64_t e = w1->dim(0);
   if (e == 0) return "the expansion has no output channels";
+  const ExpansionGeometry g =
+      expansion_geometry(*ref::expand_depthwise_part(info.node, false).node, x, w1->shape());
+  if (g.he < 1 || g.we < 1) return "the expansion's output is empty";
   if (!w2 || w2->dtype() != DType::kFloat32 || w2->rank() != 4 || w2->dim(0) != e ||
       w2->dim(1) != 1) {
     return input_label(info, ref::kDepthwiseWeight) + " is not a float32 constant [" +

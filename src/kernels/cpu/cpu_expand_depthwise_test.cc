@@ -1,7 +1,8 @@
 // cpu.expand_depthwise against the reference ExpandDepthwise (FusedConv twice): 3x3 and 5x5,
 // strides 1 and 2, expanded widths on and off the 16-float vectors, the activations applied in
 // registers (ReLU, Clip) and after (HardSwish, SiLU), biases present and absent, several
-// images, maps smaller than the kernel and of odd sizes, both input layouts.
+// images, maps smaller than the kernel and of odd sizes, both input layouts; expansions other
+// than a 1x1 (a stem's strided 3x3), whose taps are gathered.
 #include <gtest/gtest.h>
 
 #include "kernels/cpu/onednn_test_util.h"
@@ -72,6 +73,43 @@ TEST(CpuExpandDepthwise, MatchesTheReference) {
   }
 }
 
+// Expansions other than a 1x1: a stem's 3x3 of stride 2 and others, their taps gathered from
+// a plain or a channels-last input, pads at the border (and uneven ones), several images.
+TEST(CpuExpandDepthwise, GatheredExpansionsMatchTheReference) {
+  struct Case {
+    Dims x;
+    int64_t e, kh, kw, s1;
+    std::vector<int64_t> pads1;
+    int64_t k, s;
+    std::string act1, act2;
+  };
+  uint32_t seed = 70;
+  for (Layout layout : {Layout::kPlain, Layout::kNHWC}) {
+    for (const Case& c : {Case{{1, 3, 32, 30}, 32, 3, 3, 2, {1, 1, 1, 1}, 3, 1, "Clip", "Clip"},
+                          Case{{2, 3, 17, 19}, 24, 3, 3, 2, {1, 1, 1, 1}, 3, 2, "SiLU", "SiLU"},
+                          Case{{1, 3, 16, 16}, 16, 3, 3, 2, {0, 0, 1, 1}, 3, 1, "HardSwish", ""},
+                          Case{{1, 2, 9, 11}, 40, 5, 5, 1, {2, 2, 2, 2}, 5, 1, "Relu", "Relu"},
+                          Case{{1, 4, 12, 10}, 20, 2, 2, 2, {0, 0, 0, 0}, 5, 2, "", "Sigmoid"},
+                          Case{{1, 8, 6, 6}, 32, 1, 1, 2, {0, 0, 0, 0}, 3, 1, "Relu", "Relu"},
+                          Case{{1, 3, 2, 2}, 16, 3, 3, 2, {1, 1, 1, 1}, 3, 2, "Relu", ""}}) {
+      SCOPED_TRACE(dims_str(c.x) + " -> " + std::to_string(c.e) + " " + std::to_string(c.kh) + "x" +
+                   std::to_string(c.kw) + " s" + std::to_string(c.s1) + " then k" +
+                   std::to_string(c.k) + " s" + std::to_string(c.s) + " " + layout_name(layout));
+      std::map<std::string, Attribute> a = ed_attrs(c.e, c.k, c.s, c.act1, c.act2);
+      a["expand_kernel_shape"] = attr_ints({c.kh, c.kw});
+      a["expand_strides"] = attr_ints({c.s1, c.s1});
+      a["expand_pads"] = attr_ints(c.pads1);
+      std::vector<testing::FastInput> in = {
+          {random_tensor(c.x, seed++), false, layout},
+          {random_tensor({c.e, c.x[1], c.kh, c.kw}, seed++, -0.5f, 0.5f), true},
+          {random_tensor({c.e}, seed++), true},
+          {random_tensor({c.e, 1, c.k, c.k}, seed++, -0.5f, 0.5f), true},
+          {random_tensor({c.e}, seed++), true}};
+      expect_matches_ref("cpu.expand_depthwise", "ExpandDepthwise", in, a, 1, 1e-5f, 1e-4f);
+    }
+  }
+}
+
 TEST(CpuExpandDepthwise, RegisterActivationsHoldOverTheirWholeRange) {
   // Inputs up to +-60 and weights up to +-3: the expanded values reach the hundreds, where the
   // sigmoid rounds to 0 or 1 and the exponential under it is clamped. The outputs reach the
@@ -123,7 +161,10 @@ TEST(CpuExpandDepthwise, DeclinesWhatItDoesNotRun) {
   EXPECT_FALSE(build(w1, w2, false, ok).accepted);                              // run-time weights
   EXPECT_FALSE(build(random_tensor({32, 6, 1, 1}, 4), w2, true, ok).accepted);  // C mismatch
   EXPECT_FALSE(build(w1, random_tensor({16, 1, 3, 3}, 5), true, ok).accepted);  // E mismatch
-  EXPECT_FALSE(build(random_tensor({32, 8, 3, 3}, 6), w2, true, ok).accepted);  // not 1x1
+  // A 3x3 expansion (of 4x4 outputs here) gathers its taps.
+  EXPECT_TRUE(build(random_tensor({32, 8, 3, 3}, 6), w2, true, ok).accepted);
+  // One whose kernel is larger than the padded input has no output.
+  EXPECT_FALSE(build(random_tensor({32, 8, 7, 7}, 6), w2, true, ok).accepted);
   const Tensor w4 = random_tensor({32, 1, 4, 4}, 7);
   EXPECT_FALSE(build(w1, w4, true, with("depthwise_kernel_shape", attr_ints({4, 4}))).accepted);
   EXPECT_FALSE(build(w1, w2, true, with("depthwise_strides", attr_ints({3, 3}))).accepted);
@@ -131,7 +172,11 @@ TEST(CpuExpandDepthwise, DeclinesWhatItDoesNotRun) {
   EXPECT_FALSE(build(w1, w2, true, with("depthwise_pads", attr_ints({0, 0, 0, 0}))).accepted);
   EXPECT_FALSE(build(w1, w2, true, with("depthwise_dilations", attr_ints({2, 2}))).accepted);
   EXPECT_FALSE(build(w1, w2, true, with("depthwise_group", attr_int(16))).accepted);
-  EXPECT_FALSE(build(w1, w2, true, with("expand_strides", attr_ints({2, 2}))).accepted);
+  EXPECT_TRUE(build(w1, w2, true, with("expand_strides", attr_ints({2, 2}))).accepted);
+  EXPECT_FALSE(build(w1, w2, true, with("expand_strides", attr_ints({0, 1}))).accepted);
+  EXPECT_FALSE(build(w1, w2, true, with("expand_pads", attr_ints({1, 1}))).accepted);
+  EXPECT_FALSE(build(w1, w2, true, with("expand_group", attr_int(2))).accepted);
+  EXPECT_FALSE(build(w1, w2, true, with("expand_dilations", attr_ints({2, 2}))).accepted);
   EXPECT_FALSE(build(w1, w2, true, with("expand_activation", attr_string("Cube"))).accepted);
   // Empty: no expanded channels, or an image of no rows (the reference kernel runs those).
   EXPECT_FALSE(build(random_tensor({0, 8, 1, 1}, 8), random_tensor({0, 1, 3, 3}, 9), true,

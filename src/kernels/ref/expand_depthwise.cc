@@ -20,13 +20,30 @@ const Value* input_or_null(const Node& n, size_t i) {
   return i < n.num_inputs() ? n.input(i) : nullptr;
 }
 
-// [N, E, H, W]: X's shape with the expansion's output channels, or unknown.
+// [N, E, He, We]: the expansion's output, X's shape with its output channels and the
+// spatial dims its kernel, pads and strides give (unknown where they are).
 Shape expanded_shape(const Node& fused) {
   const Value* x = input_or_null(fused, 0);
   const Value* w1 = input_or_null(fused, kExpandWeight);
   if (!x || !x->shape().has_rank || x->shape().dims.size() != 4) return {};
   Shape s = x->shape();
+  const bool w1_4d = w1 && w1->shape().has_rank && w1->shape().dims.size() == 4;
   s.dims[1] = w1 && w1->shape().has_rank && !w1->shape().dims.empty() ? w1->shape().dims[0] : Dim{};
+  const std::string prefix = kExpandAttrPrefix;
+  const std::vector<int64_t> pads = fused.attr_ints(prefix + "pads", {0, 0, 0, 0});
+  const std::vector<int64_t> strides = fused.attr_ints(prefix + "strides", {1, 1});
+  for (size_t a = 0; a < 2; ++a) {
+    Dim& d = s.dims[2 + a];
+    const int64_t k = w1_4d ? w1->shape().dims[2 + a].value : -1;
+    const bool valid = k >= 1 && pads.size() == 4 && strides.size() == 2 && strides[a] >= 1;
+    if (valid && k == 1 && pads[a] == 0 && pads[a + 2] == 0 && strides[a] == 1) continue;  // X's
+    if (!valid || !d.known()) {
+      d = Dim{};
+      continue;
+    }
+    const int64_t span = d.value + pads[a] + pads[a + 2] - k;
+    d = span < 0 ? Dim{} : Dim{span / strides[a] + 1, ""};
+  }
   return s;
 }
 
@@ -70,9 +87,7 @@ std::string expand_depthwise_reason(const Node& fused) {
   int64_t expanded = -1;
   if (w1->shape().has_rank) {
     const Shape& s = w1->shape();
-    if (s.dims.size() != 4 || s.dims[2].value != 1 || s.dims[3].value != 1) {
-      return "the expansion's weight is not [E, C, 1, 1]";
-    }
+    if (s.dims.size() != 4) return "the expansion's weight is not [E, C, kh, kw]";
     const int64_t c = x->shape().has_rank ? x->shape().dims[1].value : -1;
     if (c >= 0 && s.dims[1].value >= 0 && s.dims[1].value != c) {
       return "the expansion reads " + std::to_string(s.dims[1].value) + " channels, not " +
@@ -101,12 +116,13 @@ std::string expand_depthwise_reason(const Node& fused) {
     }
     if (!depthwise) {
       if (p.node->attr_int("group", 1) != 1) return part + " is grouped";
-      for (int64_t v : p.node->attr_ints("pads", {})) {
-        if (v != 0) return part + " is padded";
-      }
-      for (int64_t v : p.node->attr_ints("strides", {})) {
-        if (v != 1) return part + " is strided";
-      }
+      const std::vector<int64_t> pads = p.node->attr_ints("pads", {0, 0, 0, 0});
+      const std::vector<int64_t> strides = p.node->attr_ints("strides", {1, 1});
+      if (pads.size() != 4 ||
+          std::any_of(pads.begin(), pads.end(), [](int64_t v) { return v < 0; }))
+        return part + " does not have four non-negative pads";
+      if (strides.size() != 2 || strides[0] < 1 || strides[1] < 1)
+        return part + " does not have two positive strides";
     } else if (expanded >= 0 && p.node->attr_int("group", 1) != expanded) {
       return part + " is not grouped by its " + std::to_string(expanded) + " channels";
     }

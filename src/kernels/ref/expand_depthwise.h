@@ -1,13 +1,15 @@
-// ExpandDepthwise (ai.nnfuse): an inverted residual's 1x1 expansion and the depthwise
-// convolution after it, in one kernel:
+// ExpandDepthwise (ai.nnfuse): a convolution and the depthwise convolution after it, in one
+// kernel:
 //   ExpandDepthwise(X, W1, B1?, W2, B2?) = FusedConv(FusedConv(X, W1, B1), W2, B2)
-// The first convolution is an ungrouped, unpadded, unstrided 1x1 (C -> E channels); the second a
+// The first convolution (the "expansion", C -> E channels) is ungrouped and undilated, with
+// explicit pads and any strides: an inverted residual's 1x1 expansion, or a network's stem (a
+// 3x3 conv of stride 2 over the image) before its first depthwise conv. The second is a
 // depthwise k x k (group = E, W2 [E, 1, k, k]), with any stride and symmetric padding. Each
 // carries its FusedConv attributes (activation, activation_alpha, activation_beta and the Conv's
 // own) with a prefix: "expand_" for the first, "depthwise_" for the second. The output is the
-// depthwise convolution's [N, E, H', W']. The expanded [N, E, H, W] tensor, six times X in
-// MobileNetV2, never leaves the kernel: it is computed a few rows ahead of the depthwise
-// convolution that reads it.
+// depthwise convolution's [N, E, H', W']. The expanded [N, E, He, We] tensor (six times X in
+// MobileNetV2's blocks) never leaves the kernel: it is computed a few rows ahead of the
+// depthwise convolution that reads it.
 #pragma once
 
 #include <memory>
@@ -33,10 +35,10 @@ struct ExpandDepthwisePart {
 };
 ExpandDepthwisePart expand_depthwise_part(const Node& fused, bool depthwise);
 
-// "" when `fused` is an ExpandDepthwise its kernels can run: float32, a 4-D X, a 1x1 expansion
-// weight [E, C, 1, 1] and a depthwise weight [E, 1, k, k], biases of one value per output, the
-// expansion ungrouped, unpadded and unstrided, the depthwise conv grouped by E and undilated,
-// known activations; else why not.
+// "" when `fused` is an ExpandDepthwise its kernels can run: float32, a 4-D X, an expansion
+// weight [E, C, kh, kw] and a depthwise weight [E, 1, k, k], biases of one value per output, the
+// expansion ungrouped and undilated with explicit pads, the depthwise conv grouped by E and
+// undilated, known activations; else why not.
 std::string expand_depthwise_reason(const Node& fused);
 
 // "" when a depthwise convolution (`dw`: a Conv, FusedConv or the depthwise part's node, with

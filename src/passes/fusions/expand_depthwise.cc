@@ -1,11 +1,12 @@
-// ExpandDepthwiseFusionPass: an inverted residual's 1x1 expansion and the depthwise convolution
-// that alone reads it,
-//   FusedConv(FusedConv(X, W1, B1), W2, B2)   (1x1 C -> E, then depthwise k x k over E)
+// ExpandDepthwiseFusionPass: an inverted residual's 1x1 expansion, or a network's stem
+// convolution, and the depthwise convolution that alone reads it,
+//   FusedConv(FusedConv(X, W1, B1), W2, B2)   (C -> E, then depthwise k x k over E)
 // become ExpandDepthwise(X, W1, B1, W2, B2) (ai.nnfuse, kernels/ref/expand_depthwise.h): the
 // expanded tensor (E = 4 to 6 times C channels at the input's resolution: MobileNetV2's,
-// MobileNetV3's, EfficientNet's, MnasNet's blocks) is computed a few rows ahead of the depthwise
-// convolution and read back from the cache, instead of being written to memory whole and read
-// back by a second kernel.
+// MobileNetV3's, EfficientNet's, MnasNet's blocks; or the stem's 32 channels at half the image's
+// resolution, before MobileNetV2's, EfficientNet's and MnasNet's first depthwise conv) is
+// computed a few rows ahead of the depthwise convolution and read back from the cache, instead
+// of being written to memory whole and read back by a second kernel.
 //
 // Where it pays: the decision is made per block, on the size of the expanded tensor and the
 // expansion's input channels. Where the tensor is small (the late 14x14 and 7x7 blocks), it
@@ -33,10 +34,11 @@ namespace {
 // 7x7 ones (0.2 MiB) 1.03 to 1.04. MobileNetV3-small with all its blocks (0.9 MiB and less)
 // fused ran 1.00 of the unfused time end to end (bench/compare_switches.py).
 constexpr int64_t kMinExpandedBytes = int64_t{1} << 20;
-// Expansions of more input channels are products where oneDNN's GEMM, blocked for the cache
-// along the inputs, beats the fused kernel's, and the traffic saved no longer pays for it:
-// EfficientNetV2-S at 384 (15 blocks of 128 and 160 inputs, 1.1 to 2.2 MiB expanded) ran 1.03
-// and 1.04x the unfused graph's time with them fused (bench/compare_switches.py, 7 x 5, twice).
+// Expansions of more inputs (channels times kernel taps: 27 for a 3x3 stem over RGB) are
+// products where oneDNN's GEMM, blocked for the cache along the inputs, beats the fused
+// kernel's, and the traffic saved no longer pays for it: EfficientNetV2-S at 384 (15 blocks of
+// 128 and 160 inputs, 1.1 to 2.2 MiB expanded) ran 1.03 and 1.04x the unfused graph's time with
+// them fused (bench/compare_switches.py, 7 x 5, twice).
 constexpr int64_t kMaxExpansionInputs = 64;
 
 // NNFUSE_EXPAND_DEPTHWISE=force fuses every block whatever its size (to measure where it pays,
@@ -53,26 +55,22 @@ bool all_equal(const std::vector<int64_t>& v, int64_t x) {
   return true;
 }
 
-// A 1x1 convolution's output read by a depthwise one over all its channels: the rule's matches
+// A 2-D convolution's output read by a depthwise one over all its channels: the rule's matches
 // (any other chain of two convolutions is not one, so it is neither counted nor declined).
 bool expansion_then_depthwise(const pattern::Match& m) {
   const Tensor* w1 = pattern::constant_value(m.value("w1"));
   const Tensor* w2 = pattern::constant_value(m.value("w2"));
   if (!w1 || !w2 || w1->rank() != 4 || w2->rank() != 4) return false;
   const int64_t e = w1->dim(0);
-  return w1->dim(2) == 1 && w1->dim(3) == 1 && w2->dim(0) == e && w2->dim(1) == 1 &&
-         m.node("depthwise")->attr_int("group", 1) == e;
+  return w2->dim(0) == e && w2->dim(1) == 1 && m.node("depthwise")->attr_int("group", 1) == e;
 }
 
-// "" when the expansion is a plain ungrouped 1x1 product (no padding, stride or dilation), else
-// why not.
+// "" when the expansion is an ungrouped, undilated convolution with explicit pads (a 1x1
+// expansion, a stem), else why not.
 std::string expansion_reason(const Node& ex) {
   if (ex.attr_int("group", 1) != 1) return "the expansion is grouped";
-  if (!all_equal(ex.attr_ints("pads", {}), 0) || !all_equal(ex.attr_ints("strides", {}), 1) ||
-      !all_equal(ex.attr_ints("dilations", {}), 1) ||
-      ex.attr_string("auto_pad", "NOTSET") != "NOTSET") {
-    return "the expansion is padded, strided or dilated";
-  }
+  if (!all_equal(ex.attr_ints("dilations", {}), 1)) return "the expansion is dilated";
+  if (ex.attr_string("auto_pad", "NOTSET") != "NOTSET") return "the expansion uses auto_pad";
   return conv_part_reason(ex, "the expansion");
 }
 
@@ -91,12 +89,15 @@ std::string pays(const Value& expanded, int64_t inputs) {
   }
   if (inputs > kMaxExpansionInputs) {
     return "does not pay: the expansion reads " + std::to_string(inputs) +
-           " channels, so its product, not the expanded tensor's traffic, takes the time, and "
-           "oneDNN's is the faster (fused up to " +
+           " inputs a pixel (channels times taps), so its product, not the expanded tensor's "
+           "traffic, takes the time, and oneDNN's is the faster (fused up to " +
            std::to_string(kMaxExpansionInputs) + ")";
   }
   return "";
 }
+
+// What the expansion multiplies per output pixel: its input channels times its kernel's taps.
+int64_t inputs_per_pixel(const Tensor& w1) { return w1.dim(1) * w1.dim(2) * w1.dim(3); }
 
 // Both convolutions' attributes, each with its part's prefix.
 std::map<std::string, Attribute> part_attrs(const Node& ex, const Node& dw) {
@@ -114,8 +115,8 @@ Rule expand_depthwise() {
   };
   return {.name = "ExpandDepthwiseFusionPass",
           .description =
-              "Fuses a 1x1 expansion conv and the depthwise conv after it into one kernel "
-              "that keeps the expanded tensor in the cache, where that tensor is large",
+              "Fuses a 1x1 expansion conv (or a stem conv) and the depthwise conv after it into "
+              "one kernel that keeps the expanded tensor in the cache, where that tensor is large",
           .ops = {"Conv", "Conv"},
           .patterns = {{"", conv(conv(any("x"), "w1", "expand"), "w2", "depthwise")}},
           .guards = {guard::float32({"x", "w1", "w2"})},
@@ -125,7 +126,7 @@ Rule expand_depthwise() {
             for (std::string why :
                  {expansion_reason(*ex), conv_part_reason(*dw, "the depthwise convolution"),
                   ref::fast_depthwise_reason(*dw, pattern::constant_value(m["w2"])->shape()),
-                  pays(*ex->output(0), pattern::constant_value(m["w1"])->dim(1))}) {
+                  pays(*ex->output(0), inputs_per_pixel(*pattern::constant_value(m["w1"])))}) {
               if (!why.empty()) return why;
             }
             auto bias = [](const Node* c) { return c->num_inputs() > 2 ? c->input(2) : nullptr; };
