@@ -11,8 +11,9 @@
 //
 // A 1x1 expansion reads the input rows channels-last (converting a plain input first). Any other
 // expansion (a stem's 3x3 of stride 2 over 3 channels) gathers each of its output rows' taps,
-// [We][kh * kw * C], from the input as it arrives, plain or channels-last, and multiplies them
-// as a 1x1 expansion of kh * kw * C channels would its input row.
+// [kh * kw * C][We], from the input as it arrives, plain or channels-last, and multiplies them
+// as a 1x1 expansion of kh * kw * C channels would its input row (reading a tap's row of pixels
+// instead of a pixel's channels).
 //
 // The ring holds each row blocked by 16 channels (vector v of pixel p at (v * Wp + p) * 16,
 // Wp = W + 2 * pad, the pad pixels zero), so the depthwise taps of a channel vector lie at
