@@ -94,10 +94,9 @@ int64_t flops(const Node& n) {
     const std::vector<int64_t> pads = n.attr_ints(prefix + "pads", {0, 0, 0, 0});
     const std::vector<int64_t> strides = n.attr_ints(prefix + "strides", {1, 1});
     if (pads.size() != 4 || strides.size() != 2 || strides[0] < 1 || strides[1] < 1) return -1;
-    const int64_t he =
-        std::max<int64_t>(0, ((*x)[2] + pads[0] + pads[2] - (*w1)[2]) / strides[0] + 1);
-    const int64_t we =
-        std::max<int64_t>(0, ((*x)[3] + pads[1] + pads[3] - (*w1)[3]) / strides[1] + 1);
+    auto extent = [](int64_t span, int64_t stride) { return span < 0 ? 0 : span / stride + 1; };
+    const int64_t he = extent((*x)[2] + pads[0] + pads[2] - (*w1)[2], strides[0]);
+    const int64_t we = extent((*x)[3] + pads[1] + pads[3] - (*w1)[3], strides[1]);
     const int64_t expanded = sat_mul(sat_mul((*x)[0], (*w1)[0]), sat_mul(he, we));
     return sat_add(sat_mul(sat_mul(2, expanded), sat_mul((*w1)[1], sat_mul((*w1)[2], (*w1)[3]))),
                    sat_mul(sat_mul(2, out), sat_mul((*w2)[2], (*w2)[3])));

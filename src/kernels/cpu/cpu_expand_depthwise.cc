@@ -9,20 +9,20 @@
 // its channels, at most a few hundred KiB) stays in the core's cache: the expanded tensor is
 // never written to memory.
 //
-// A 1x1 expansion reads the input rows channels-last (converting a plain input first). Any other
-// expansion (a stem's 3x3 of stride 2 over 3 channels) gathers each of its output rows' taps,
-// [kh * kw * C][We], from the input as it arrives, plain or channels-last, and multiplies them
-// as a 1x1 expansion of kh * kw * C channels would its input row (reading a tap's row of pixels
-// instead of a pixel's channels).
+// A plain 1x1 expansion (unpadded, unstrided) reads the input rows channels-last (converting a
+// plain input first). Any other expansion (a stem's 3x3 of stride 2 over 3 channels) gathers each
+// of its output rows' taps, [kh * kw * C][We], from the input as it arrives, plain or
+// channels-last, and multiplies them as a 1x1 expansion of kh * kw * C channels would its input row
+// (reading a tap's row of pixels instead of a pixel's channels).
 //
 // The ring holds each row blocked by 16 channels (vector v of pixel p at (v * Wp + p) * 16,
-// Wp = W + 2 * pad, the pad pixels zero), so the depthwise taps of a channel vector lie at
-// constant offsets from one pointer per row. The expansion is a register-blocked product of
-// about 24 sums (6 pixels by 4 vectors, 8 by 3 or 12 by 2); the depthwise convolution computes
-// 8 output pixels of one vector at a time. Both are written on GCC's vector extensions and compiled
-// for AVX-512, AVX2 and baseline x86-64 (NNFUSE_TARGET_CLONES). ReLU, Clip (ReLU6), HardSwish, SiLU
-// and Sigmoid are applied in registers; other activations over the rows just written
-// (activation_row).
+// Wp = We + 2 * pad for the expanded width We, the pad pixels zero), so the depthwise taps of a
+// channel vector lie at constant offsets from one pointer per row. The expansion is a
+// register-blocked product of about 24 sums (6 pixels by 4 vectors, 8 by 3 or 12 by 2); the
+// depthwise convolution computes 8 output pixels of one vector at a time. Both are written on GCC's
+// vector extensions and compiled for AVX-512, AVX2 and baseline x86-64 (NNFUSE_TARGET_CLONES).
+// ReLU, Clip (ReLU6), HardSwish, SiLU and Sigmoid are applied in registers; other activations over
+// the rows just written (activation_row).
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -426,7 +426,7 @@ class ExpandDepthwiseKernel : public Kernel {
   struct Slice {
     int64_t v0 = 0, v1 = 0;
     std::vector<int> panels;  // vectors per panel, as even as they come (9 -> 3 + 3 + 3)
-    std::vector<float> w1;    // per panel: [C][nv * 16]
+    std::vector<float> w1;    // per panel: [taps][nv * 16]
     int64_t vectors() const { return v1 - v0; }
   };
   // One thread's work: output rows [oh0, oh1) of one slice.
@@ -451,8 +451,9 @@ class ExpandDepthwiseKernel : public Kernel {
   // Splits the work over `threads`: by output rows (every thread all channels, the rows of the
   // depthwise window's overlap at each seam expanded twice) or by channel vectors (every thread
   // all rows, no work twice, but the threads' shares uneven when the vectors do not divide),
-  // whichever leaves the busiest thread the fewest expanded row-vectors; by rows where the
-  // expansion gathers its taps.
+  // whichever leaves the busiest thread the fewest expanded row-vectors; by rows whenever rows
+  // can be split and the expansion gathers its taps (split by channels, each thread would
+  // gather every row's taps).
   void split(int threads) {
     const int64_t vectors = (e_ + kLanes - 1) / kLanes;
     const int64_t by_rows = std::min<int64_t>(threads, std::max<int64_t>(1, ho_ / 2));

@@ -78,26 +78,31 @@ TEST(CpuExpandDepthwise, MatchesTheReference) {
 TEST(CpuExpandDepthwise, GatheredExpansionsMatchTheReference) {
   struct Case {
     Dims x;
-    int64_t e, kh, kw, s1;
-    std::vector<int64_t> pads1;
+    int64_t e, kh, kw;
+    std::vector<int64_t> s1, pads1;  // the expansion's strides and pads
     int64_t k, s;
     std::string act1, act2;
   };
   uint32_t seed = 70;
   for (Layout layout : {Layout::kPlain, Layout::kNHWC}) {
-    for (const Case& c : {Case{{1, 3, 32, 30}, 32, 3, 3, 2, {1, 1, 1, 1}, 3, 1, "Clip", "Clip"},
-                          Case{{2, 3, 17, 19}, 24, 3, 3, 2, {1, 1, 1, 1}, 3, 2, "SiLU", "SiLU"},
-                          Case{{1, 3, 16, 16}, 16, 3, 3, 2, {0, 0, 1, 1}, 3, 1, "HardSwish", ""},
-                          Case{{1, 2, 9, 11}, 40, 5, 5, 1, {2, 2, 2, 2}, 5, 1, "Relu", "Relu"},
-                          Case{{1, 4, 12, 10}, 20, 2, 2, 2, {0, 0, 0, 0}, 5, 2, "", "Sigmoid"},
-                          Case{{1, 8, 6, 6}, 32, 1, 1, 2, {0, 0, 0, 0}, 3, 1, "Relu", "Relu"},
-                          Case{{1, 3, 2, 2}, 16, 3, 3, 2, {1, 1, 1, 1}, 3, 2, "Relu", ""}}) {
+    for (const Case& c :
+         {Case{{1, 3, 32, 30}, 32, 3, 3, {2, 2}, {1, 1, 1, 1}, 3, 1, "Clip", "Clip"},
+          Case{{2, 3, 17, 19}, 24, 3, 3, {2, 2}, {1, 1, 1, 1}, 3, 2, "SiLU", "SiLU"},
+          Case{{1, 3, 16, 16}, 16, 3, 3, {2, 2}, {0, 0, 1, 1}, 3, 1, "HardSwish", ""},
+          Case{{1, 2, 9, 11}, 40, 5, 5, {1, 1}, {2, 2, 2, 2}, 5, 1, "Relu", "Relu"},
+          Case{{1, 4, 12, 10}, 20, 2, 2, {2, 2}, {0, 0, 0, 0}, 5, 2, "", "Sigmoid"},
+          Case{{1, 8, 6, 6}, 32, 1, 1, {2, 2}, {0, 0, 0, 0}, 3, 1, "Relu", "Relu"},
+          Case{{1, 3, 2, 2}, 16, 3, 3, {2, 2}, {1, 1, 1, 1}, 3, 2, "Relu", ""},
+          // Unlike axes: kernel, strides and pads each differ between height and width.
+          Case{{1, 3, 17, 12}, 16, 3, 1, {2, 1}, {1, 0, 0, 2}, 3, 1, "Relu", ""},
+          Case{{1, 2, 9, 10}, 24, 1, 3, {1, 2}, {0, 1, 2, 0}, 3, 1, "", "Clip"}}) {
       SCOPED_TRACE(dims_str(c.x) + " -> " + std::to_string(c.e) + " " + std::to_string(c.kh) + "x" +
-                   std::to_string(c.kw) + " s" + std::to_string(c.s1) + " then k" +
-                   std::to_string(c.k) + " s" + std::to_string(c.s) + " " + layout_name(layout));
+                   std::to_string(c.kw) + " s" + std::to_string(c.s1[0]) + "," +
+                   std::to_string(c.s1[1]) + " then k" + std::to_string(c.k) + " s" +
+                   std::to_string(c.s) + " " + layout_name(layout));
       std::map<std::string, Attribute> a = ed_attrs(c.e, c.k, c.s, c.act1, c.act2);
       a["expand_kernel_shape"] = attr_ints({c.kh, c.kw});
-      a["expand_strides"] = attr_ints({c.s1, c.s1});
+      a["expand_strides"] = attr_ints(c.s1);
       a["expand_pads"] = attr_ints(c.pads1);
       std::vector<testing::FastInput> in = {
           {random_tensor(c.x, seed++), false, layout},

@@ -472,6 +472,8 @@ class RecurrentKernel : public Kernel {
       team_.push_back(std::move(mb));
     }
     hbuf_.assign(static_cast<size_t>(2 * s_.n * h), 0.0f);
+    r_rows_.clear();  // the tasks' panels of all of R: team mode never reads them
+    r_rows_.shrink_to_fit();
   }
 
   // One step of member m: the products over its units' rows of R from the state hp, then the
@@ -512,6 +514,7 @@ class RecurrentKernel : public Kernel {
     init(s_.init_h, 5, hb);
     init(s_.init_c, 6, c_.data());
     const int64_t members = static_cast<int64_t>(team_.size());
+    float* py = y ? y->data<float>() : nullptr;
     const int nt =
         omp_in_parallel() ? 1 : static_cast<int>(std::min<int64_t>(members, omp_get_max_threads()));
 #pragma omp parallel num_threads(nt)
@@ -524,9 +527,9 @@ class RecurrentKernel : public Kernel {
         for (int64_t m = tid; m < members; m += threads) {
           const Member& mb = team_[static_cast<size_t>(m)];
           team_step(mb, gates_.data() + ts * n * g, hp, hn);
-          if (!y) continue;
+          if (!py) continue;
           for (int64_t q = 0; q < n; ++q) {
-            std::memcpy(y->data<float>() + (ts * n + q) * h + mb.u0, hn + q * h + mb.u0,
+            std::memcpy(py + (ts * n + q) * h + mb.u0, hn + q * h + mb.u0,
                         (mb.u1 - mb.u0) * sizeof(float));
           }
         }

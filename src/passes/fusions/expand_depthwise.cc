@@ -16,6 +16,7 @@
 // fusion_result.json names the decision for every block.
 #include "kernels/ref/expand_depthwise.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "cost/cost.h"
@@ -71,6 +72,12 @@ std::string expansion_reason(const Node& ex) {
   if (ex.attr_int("group", 1) != 1) return "the expansion is grouped";
   if (!all_equal(ex.attr_ints("dilations", {}), 1)) return "the expansion is dilated";
   if (ex.attr_string("auto_pad", "NOTSET") != "NOTSET") return "the expansion uses auto_pad";
+  const std::vector<int64_t> pads = ex.attr_ints("pads", {0, 0, 0, 0});
+  const std::vector<int64_t> strides = ex.attr_ints("strides", {1, 1});
+  if (pads.size() != 4 || std::any_of(pads.begin(), pads.end(), [](int64_t v) { return v < 0; }))
+    return "the expansion does not have four non-negative pads";
+  if (strides.size() != 2 || strides[0] < 1 || strides[1] < 1)
+    return "the expansion does not have two positive strides";
   return conv_part_reason(ex, "the expansion");
 }
 
