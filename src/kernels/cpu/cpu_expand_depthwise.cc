@@ -34,6 +34,7 @@
 #include "kernels/cpu/layout.h"
 #include "kernels/ref/expand_depthwise.h"
 #include "kernels/ref/fused.h"
+#include "kernels/ref/nn_internal.h"
 
 namespace nnfuse::cpu {
 namespace {
@@ -319,28 +320,11 @@ NNFUSE_TARGET_CLONES void strided_copy(const float* src, int64_t step, int64_t n
   }
 }
 
-// The expansion's strides, pads (top, left, bottom, right) and output dims over an input x
-// [N, C, H, W] with weight dims w [E, C, kh, kw] (he, we below 1 where its output is empty; the
-// reference's checks guarantee two strides of at least 1 and four pads).
-struct ExpansionGeometry {
-  std::vector<int64_t> strides, pads;
-  int64_t kh = 1, kw = 1, he = 0, we = 0;
-  bool pointwise() const {
-    return kh == 1 && kw == 1 && strides == std::vector<int64_t>{1, 1} &&
-           pads == std::vector<int64_t>{0, 0, 0, 0};
-  }
-};
-ExpansionGeometry expansion_geometry(const Node& ex, const Dims& x, const Dims& w) {
-  ExpansionGeometry g;
-  g.strides = ex.attr_ints("strides", {1, 1});
-  g.pads = ex.attr_ints("pads", {0, 0, 0, 0});
-  g.kh = w[2];
-  g.kw = w[3];
-  g.he = (x[2] + g.pads[0] + g.pads[2] - g.kh) / g.strides[0] + 1;
-  g.we = (x[3] + g.pads[1] + g.pads[3] - g.kw) / g.strides[1] + 1;
-  if (x[2] + g.pads[0] + g.pads[2] < g.kh) g.he = 0;
-  if (x[3] + g.pads[1] + g.pads[3] < g.kw) g.we = 0;
-  return g;
+// The expansion's window over X [N, C, H, W] with weight dims w [E, C, kh, kw]: its strides,
+// pads and output dims, as the reference's convolutions compute them (throws where the output
+// would be empty).
+ref::WindowGeometry expansion_geometry(const Node& ex, const Dims& x, const Dims& w) {
+  return ref::window_geometry(ex, {x[2], x[3]}, {w[2], w[3]}, false);
 }
 
 class ExpandDepthwiseKernel : public Kernel {
@@ -357,17 +341,18 @@ class ExpandDepthwiseKernel : public Kernel {
     k_ = w2->dim(2);
     const ref::ExpandDepthwisePart ex = ref::expand_depthwise_part(info.node, false);
     const ref::ExpandDepthwisePart dw = ref::expand_depthwise_part(info.node, true);
-    const ExpansionGeometry g = expansion_geometry(*ex.node, x, w1->shape());
+    const ref::WindowGeometry g = expansion_geometry(*ex.node, x, w1->shape());
     kh1_ = w1->dim(2);
     kw1_ = w1->dim(3);
     sh1_ = g.strides[0];
     sw1_ = g.strides[1];
-    pt1_ = g.pads[0];
-    pl1_ = g.pads[1];
-    he_ = g.he;
-    we_ = g.we;
+    pt1_ = g.pad_begin[0];
+    pl1_ = g.pad_begin[1];
+    he_ = g.out[0];
+    we_ = g.out[1];
     taps_ = c_ * kh1_ * kw1_;
-    gathers_ = !g.pointwise();
+    gathers_ = !(kh1_ == 1 && kw1_ == 1 && sh1_ == 1 && sw1_ == 1 && g.pad_begin == Dims{0, 0} &&
+                 g.pad_end == Dims{0, 0});
     s_ = dw.node->attr_ints("strides", {1, 1})[0];
     pad_ = k_ / 2;
     ho_ = (he_ + 2 * pad_ - k_) / s_ + 1;
@@ -656,9 +641,11 @@ std::string expand_depthwise_declines(const NodeInfo& info) {
   }
   const int64_t e = w1->dim(0);
   if (e == 0) return "the expansion has no output channels";
-  const ExpansionGeometry g =
-      expansion_geometry(*ref::expand_depthwise_part(info.node, false).node, x, w1->shape());
-  if (g.he < 1 || g.we < 1) return "the expansion's output is empty";
+  try {
+    expansion_geometry(*ref::expand_depthwise_part(info.node, false).node, x, w1->shape());
+  } catch (const Error& err) {
+    return err.what();  // an empty output
+  }
   if (!w2 || w2->dtype() != DType::kFloat32 || w2->rank() != 4 || w2->dim(0) != e ||
       w2->dim(1) != 1) {
     return input_label(info, ref::kDepthwiseWeight) + " is not a float32 constant [" +

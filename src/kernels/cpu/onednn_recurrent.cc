@@ -46,7 +46,7 @@ enum class Cell { kGru, kLstm, kRnn };
 
 // Batches of up to this many rows run as tasks of whole sequences with row-panel products.
 constexpr int64_t kMaxRowBatch = 8;
-// Team mode (RecurrentKernel::plan_team) splits the hidden units in multiples of this many, for
+// Team mode (RecurrentKernel::team_members) splits the hidden units in multiples of this many, for
 // one direction whose step's product has at least kMinTeamProduct multiply-adds. Measured on a
 // 2-core Zen 4, batch 1, against one thread: LSTM of hidden 256 0.54x the time, GRU of 192
 // 0.78x; LSTM of hidden 96 (37K multiply-adds a step) 1.6x, its step too short for the
@@ -224,6 +224,7 @@ class RecurrentKernel : public Kernel {
     const int64_t h = s_.h, g = s_.gates * h;
     // GRU with linear_before_reset 0 splits R into its z, r rows and its h rows.
     const bool split = cell == Cell::kGru && !s_.linear_before_reset;
+    const int64_t team = team_members(split, std::max(1, info.num_threads));
     guarded(what_, [&] {
       dnnl::primitive_attr plain = user_scratchpad_attr();
       dnnl::primitive_attr acc = user_scratchpad_attr();
@@ -264,7 +265,9 @@ class RecurrentKernel : public Kernel {
       for (int64_t d = 0; d < s_.dirs; ++d) {
         const float* rd = r.data<float>() + d * g * h;
         w_.push_back(pack(w.data<float>() + d * g * s_.i, g, s_.i, in_pd));
-        if (rows_) {
+        if (team > 0) {
+          plan_team(rd, team);
+        } else if (rows_) {
           r_rows_.push_back(cpu::pack_row_panels(rd, split ? 2 * h : g, h));
           if (split) rh_rows_.push_back(cpu::pack_row_panels(rd + 2 * h * h, h, h));
         } else {
@@ -286,7 +289,6 @@ class RecurrentKernel : public Kernel {
         rbh_.push_back(std::move(rbh));
       }
     });
-    plan_team(*info.constant(2), split, std::max(1, info.num_threads));
     // Per direction: its gate rows, state and GRU work row.
     gates_.resize(static_cast<size_t>(s_.dirs * s_.t * s_.n * g));
     h_.resize(static_cast<size_t>(s_.dirs * s_.n * h));
@@ -326,15 +328,8 @@ class RecurrentKernel : public Kernel {
       float* hd = h_.data() + d * state + b0 * h;
       float* cd = c_.data() + d * state + b0 * h;
       float* wd = work_.data() + d * work_stride_ + b0 * work_row;
-      auto init = [&](bool given, size_t k, float* v) {
-        if (given) {
-          std::memcpy(v, io.in(k).data<float>() + d * state + b0 * h, part * sizeof(float));
-        } else {
-          std::fill(v, v + part, 0.0f);
-        }
-      };
-      init(s_.init_h, 5, hd);
-      init(s_.init_c, 6, cd);
+      initial_state(io, s_.init_h, 5, d * state + b0 * h, part, hd);
+      initial_state(io, s_.init_c, 6, d * state + b0 * h, part, cd);
       const bool backwards = s_.reverse || d == 1;
       for (int64_t step = 0; step < t; ++step) {
         const int64_t ts = backwards ? t - 1 - step : step;
@@ -438,42 +433,55 @@ class RecurrentKernel : public Kernel {
     }
   }
 
+  // v[0, count) = input k's values from `offset` on, where it is given, else zeros: an initial
+  // state.
+  static void initial_state(KernelIO& io, bool given, size_t k, int64_t offset, int64_t count,
+                            float* v) {
+    if (given) {
+      std::memcpy(v, io.in(k).data<float>() + offset, count * sizeof(float));
+    } else {
+      std::fill(v, v + count, 0.0f);
+    }
+  }
+
   // Team mode: one direction of fewer rows than threads (the tasks of whole sequences would
   // leave threads idle) whose recurrent product is worth more threads than one. The hidden
-  // units are split over the team, in whole vectors; member m
-  // owns units [u0, u1): its rows of R for each gate, packed in panels, and its slice of the
-  // gates, state and outputs. The members meet once a step, the state double-buffered (hbuf_).
-  // Not for GRU with linear_before_reset 0, whose second product needs every unit's reset
-  // state within the step.
+  // units are split over the team, in whole vectors; member m owns units [u0, u1): its rows of R
+  // for each gate, packed in panels, and its slice of the gates, state and outputs. The members
+  // meet once a step, the state double-buffered (hbuf_). Not for GRU with linear_before_reset 0,
+  // whose second product needs every unit's reset state within the step.
   struct Member {
     int64_t u0 = 0, u1 = 0;
     std::vector<std::vector<float>> r;  // per gate: R's rows [gate * H + u0, gate * H + u1)
   };
 
-  void plan_team(const Tensor& r, bool split, int threads) {
+  // Team mode's member count for `threads` threads: 0 where it is off.
+  int64_t team_members(bool split, int threads) const {
     const int64_t h = s_.h;
     const int64_t most = std::min<int64_t>(threads, h / kTeamUnits);
     // With as many rows as threads the tasks keep every thread busy without meeting every step,
     // which a busy machine makes costly (a thread held up holds up the team).
     if (!rows_ || s_.dirs != 1 || split || most < 2 || s_.n >= threads ||
         s_.gates * h * h * s_.n < kMinTeamProduct) {
-      return;
+      return 0;
     }
-    for (int64_t m = 0; m < most; ++m) {
+    return most;
+  }
+
+  // The members over the one direction's R (r, [gates * H, H]).
+  void plan_team(const float* r, int64_t members) {
+    const int64_t h = s_.h, vectors = h / kTeamUnits;
+    for (int64_t m = 0; m < members; ++m) {
       Member mb;
       // Whole vectors of units, as even as they come.
-      const int64_t vectors = h / kTeamUnits;
-      mb.u0 = vectors * m / most * kTeamUnits;
-      mb.u1 = m + 1 == most ? h : vectors * (m + 1) / most * kTeamUnits;
+      mb.u0 = vectors * m / members * kTeamUnits;
+      mb.u1 = m + 1 == members ? h : vectors * (m + 1) / members * kTeamUnits;
       for (int64_t k = 0; k < s_.gates; ++k) {
-        mb.r.push_back(
-            cpu::pack_row_panels(r.data<float>() + (k * h + mb.u0) * h, mb.u1 - mb.u0, h));
+        mb.r.push_back(cpu::pack_row_panels(r + (k * h + mb.u0) * h, mb.u1 - mb.u0, h));
       }
       team_.push_back(std::move(mb));
     }
     hbuf_.assign(static_cast<size_t>(2 * s_.n * h), 0.0f);
-    r_rows_.clear();  // the tasks' panels of all of R: team mode never reads them
-    r_rows_.shrink_to_fit();
   }
 
   // One step of member m: the products over its units' rows of R from the state hp, then the
@@ -504,15 +512,8 @@ class RecurrentKernel : public Kernel {
   void run_team(KernelIO& io, Tensor* y, Tensor* yh, Tensor* yc) {
     const int64_t t = s_.t, n = s_.n, h = s_.h, g = s_.gates * h, state = n * h;
     float* hb = hbuf_.data();
-    auto init = [&](bool given, size_t k, float* v) {
-      if (given) {
-        std::memcpy(v, io.in(k).data<float>(), state * sizeof(float));
-      } else {
-        std::fill(v, v + state, 0.0f);
-      }
-    };
-    init(s_.init_h, 5, hb);
-    init(s_.init_c, 6, c_.data());
+    initial_state(io, s_.init_h, 5, 0, state, hb);
+    initial_state(io, s_.init_c, 6, 0, state, c_.data());
     const int64_t members = static_cast<int64_t>(team_.size());
     float* py = y ? y->data<float>() : nullptr;
     const int nt =

@@ -115,18 +115,26 @@ std::string expand_depthwise_reason(const Node& fused) {
       if (v != 1) return part + " is dilated";
     }
     if (!depthwise) {
-      if (p.node->attr_int("group", 1) != 1) return part + " is grouped";
-      const std::vector<int64_t> pads = p.node->attr_ints("pads", {0, 0, 0, 0});
-      const std::vector<int64_t> strides = p.node->attr_ints("strides", {1, 1});
-      if (pads.size() != 4 ||
-          std::any_of(pads.begin(), pads.end(), [](int64_t v) { return v < 0; }))
-        return part + " does not have four non-negative pads";
-      if (strides.size() != 2 || strides[0] < 1 || strides[1] < 1)
-        return part + " does not have two positive strides";
+      if (std::string why = expansion_attrs_reason(*p.node); !why.empty()) return why;
     } else if (expanded >= 0 && p.node->attr_int("group", 1) != expanded) {
       return part + " is not grouped by its " + std::to_string(expanded) + " channels";
     }
   }
+  return "";
+}
+
+std::string expansion_attrs_reason(const Node& conv) {
+  if (conv.attr_int("group", 1) != 1) return "the expansion is grouped";
+  for (int64_t v : conv.attr_ints("dilations", {})) {
+    if (v != 1) return "the expansion is dilated";
+  }
+  if (conv.attr_string("auto_pad", "NOTSET") != "NOTSET") return "the expansion uses auto_pad";
+  const std::vector<int64_t> pads = conv.attr_ints("pads", {0, 0, 0, 0});
+  const std::vector<int64_t> strides = conv.attr_ints("strides", {1, 1});
+  if (pads.size() != 4 || std::any_of(pads.begin(), pads.end(), [](int64_t v) { return v < 0; }))
+    return "the expansion does not have four non-negative pads";
+  if (strides.size() != 2 || strides[0] < 1 || strides[1] < 1)
+    return "the expansion does not have two positive strides";
   return "";
 }
 

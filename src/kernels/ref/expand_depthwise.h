@@ -41,6 +41,11 @@ ExpandDepthwisePart expand_depthwise_part(const Node& fused, bool depthwise);
 // undilated, known activations; else why not.
 std::string expand_depthwise_reason(const Node& fused);
 
+// "" when a convolution's attributes are an expansion's the kernels take (the rule asks this of
+// the Conv it fuses, expand_depthwise_reason of the fused node's part): ungrouped, undilated,
+// explicit pads (not auto_pad), four of them non-negative, two positive strides; else why not.
+std::string expansion_attrs_reason(const Node& conv);
+
 // "" when a depthwise convolution (`dw`: a Conv, FusedConv or the depthwise part's node, with
 // a weight of dims `w`, [E, 1, kh, kw]) has the geometry cpu.expand_depthwise computes: 3x3 or
 // 5x5, both strides 1 or both 2, padding k / 2 on every side, undilated, not auto-padded; else

@@ -16,7 +16,6 @@
 // fusion_result.json names the decision for every block.
 #include "kernels/ref/expand_depthwise.h"
 
-#include <algorithm>
 #include <cstdlib>
 
 #include "cost/cost.h"
@@ -49,13 +48,6 @@ bool forced() {
   return v && std::string(v) == "force";
 }
 
-bool all_equal(const std::vector<int64_t>& v, int64_t x) {
-  for (int64_t e : v) {
-    if (e != x) return false;
-  }
-  return true;
-}
-
 // A 2-D convolution's output read by a depthwise one over all its channels: the rule's matches
 // (any other chain of two convolutions is not one, so it is neither counted nor declined).
 bool expansion_then_depthwise(const pattern::Match& m) {
@@ -69,15 +61,7 @@ bool expansion_then_depthwise(const pattern::Match& m) {
 // "" when the expansion is an ungrouped, undilated convolution with explicit pads (a 1x1
 // expansion, a stem), else why not.
 std::string expansion_reason(const Node& ex) {
-  if (ex.attr_int("group", 1) != 1) return "the expansion is grouped";
-  if (!all_equal(ex.attr_ints("dilations", {}), 1)) return "the expansion is dilated";
-  if (ex.attr_string("auto_pad", "NOTSET") != "NOTSET") return "the expansion uses auto_pad";
-  const std::vector<int64_t> pads = ex.attr_ints("pads", {0, 0, 0, 0});
-  const std::vector<int64_t> strides = ex.attr_ints("strides", {1, 1});
-  if (pads.size() != 4 || std::any_of(pads.begin(), pads.end(), [](int64_t v) { return v < 0; }))
-    return "the expansion does not have four non-negative pads";
-  if (strides.size() != 2 || strides[0] < 1 || strides[1] < 1)
-    return "the expansion does not have two positive strides";
+  if (std::string why = ref::expansion_attrs_reason(ex); !why.empty()) return why;
   return conv_part_reason(ex, "the expansion");
 }
 
