@@ -29,8 +29,10 @@
 // ConvMaxPoolFusionPass, which decides before the scratchpad is known, may so fuse a pool into a
 // conv that runs direct: that costs nothing over the two kernels.
 //
-// Below the rule's sizes, the outcome depends on the machine (winograd_contested): there the
-// conv kernels time both algorithms once per geometry and keep the faster.
+// Those measurements are one machine's; the outcome depends on the machine (winograd_measured):
+// the conv kernels time both algorithms once per geometry and keep the faster. winograd_pays
+// answers where nothing is measured (NNFUSE_WINOGRAD=rule, a conv with a skip convolution) and
+// for ConvMaxPoolFusionPass, which decides before any kernel is built.
 #pragma once
 
 #include <algorithm>
@@ -74,15 +76,17 @@ inline bool winograd_pays(int64_t cin, int64_t cout, int64_t out_h, int64_t out_
   return area >= 28 * 28 || (area >= 14 * 14 && cout >= 96);
 }
 
-// Where winograd_pays says no but Winograd may still win, depending on the machine: 16 to 47
-// output channels on 28x28 and larger outputs, or fewer than 96 on 14x14 to 27x27 ones (from 32
-// input channels). DenseNet-121's growth convs (128 -> 32) lost by up to 1.2x on an Intel
-// machine with AVX-512, and on an AMD EPYC (Zen 4) ran in 0.64x the time on 56x56 and 28x28 and
-// 0.96x on 14x14 (forced Winograd in `nnfuse profile`, 2 threads). The conv kernels measure both
-// algorithms there when they are built, once per geometry.
-inline bool winograd_contested(int64_t cin, int64_t cout, int64_t out_h, int64_t out_w) {
-  if (cin < 32 || cout < 16 || winograd_pays(cin, cout, out_h, out_w)) return false;
-  return out_h * out_w >= 14 * 14;
+// Where Winograd may win, depending on the machine: from 32 input and 16 output channels, on
+// 14x14 and larger outputs. winograd_pays's answer there comes from the machines that
+// calibrated it; others differ. DenseNet-121's growth convs (128 -> 32), outside it, lost by up
+// to 1.2x on an Intel machine with AVX-512, and on an AMD EPYC (Zen 4) ran in 0.64x the time on
+// 56x56 and 28x28 and 0.96x on 14x14 (forced Winograd in `nnfuse profile`, 2 threads). On a
+// Zen 5 EPYC, whose full-width AVX-512 doubles the direct algorithm's FMAs, GoogLeNet's convs on
+// 14x14 inside it (96 -> 208, 160 -> 320) ran in 0.45-0.74x the time on the direct algorithm,
+// while its 64 -> 192 on 56x56 and 128 -> 192 on 28x28 kept winning with Winograd (1.2x). So
+// the conv kernels measure both algorithms here when they are built, once per geometry.
+inline bool winograd_measured(int64_t cin, int64_t cout, int64_t out_h, int64_t out_w) {
+  return cin >= 32 && cout >= 16 && out_h * out_w >= 14 * 14;
 }
 
 // Whether a Winograd conv of `flops` direct-algorithm FLOPs (2 * Cin * Cout * 9 * output

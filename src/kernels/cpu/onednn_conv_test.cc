@@ -82,17 +82,24 @@ TEST(OnednnConv, Sweep2d) {
   }
 }
 
-TEST(OnednnConv, ContestedWinogradGeometriesMeasureAndMatch) {
-  // 3x3 convs with few outputs on large maps (DenseNet's growth convs): the kernel times both
-  // algorithms when it is built and keeps the faster; either way it matches the reference, and
-  // a second kernel of the same geometry (the choice remembered) does too.
-  ASSERT_TRUE(winograd_contested(64, 32, 28, 28));
-  ASSERT_FALSE(winograd_contested(64, 64, 28, 28));  // the rule takes it: nothing to measure
-  ASSERT_FALSE(winograd_contested(64, 32, 7, 7));
+TEST(OnednnConv, MeasuredWinogradGeometriesMatch) {
+  // 3x3 convs where Winograd may win on some machine, whether the rule says it pays (64 -> 64
+  // on 28x28, 96 -> 208 on 14x14) or not (64 -> 32: DenseNet's growth convs): the kernel times
+  // both algorithms when it is built and keeps the faster; either way it matches the reference,
+  // and a second kernel of the same geometry (the choice remembered) does too.
+  ASSERT_TRUE(winograd_measured(64, 32, 28, 28));
+  ASSERT_TRUE(winograd_measured(64, 64, 28, 28) && winograd_pays(64, 64, 28, 28));
+  ASSERT_TRUE(winograd_measured(96, 208, 14, 14) && winograd_pays(96, 208, 14, 14));
+  ASSERT_FALSE(winograd_measured(64, 32, 7, 7));    // Winograd loses on 7x7 maps
+  ASSERT_FALSE(winograd_measured(16, 64, 28, 28));  // and with few inputs
   uint32_t seed = 4100;
   for (Layout layout : {Layout::kPlain, Layout::kNHWC}) {
     for (int rep = 0; rep < 2; ++rep) {
       check_conv({{1, 64, 28, 28}, 32, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, {}, true, layout}, seed);
+      check_conv({{1, 64, 28, 28}, 64, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, {}, true, layout},
+                 seed + 1);
+      check_conv({{1, 96, 14, 14}, 208, {3, 3}, 1, {}, {}, {1, 1, 1, 1}, {}, false, layout},
+                 seed + 2);
       seed += 3;
     }
   }

@@ -296,7 +296,9 @@ TEST(OnednnFusedConv, ResidualInPlaceAndInAnOutputOfItsOwn) {
 TEST(OnednnFusedConv, WinogradShapes) {
   // Unstrided 3x3 convs where Winograd pays (kernels/winograd_rule.h) run it (on AVX-512
   // machines) through blocked buffers of the kernel's own: every input and residual layout,
-  // every activation kind, odd sizes that leave partial Winograd tiles.
+  // every activation kind, odd sizes that leave partial Winograd tiles. By the rule, not
+  // measured: the measuring may pick the direct algorithm on this machine.
+  const testing::ScopedWinogradMode by_rule("rule");
   const Attrs pads = {{"pads", attr_ints({1, 1, 1, 1})}};
   const std::vector<ConvCase> cases = {{{1, 32, 28, 28}, 64, {3, 3}, 1, pads},
                                        {{2, 48, 15, 17}, 128, {3, 3}, 1, pads},
@@ -351,7 +353,9 @@ TEST(OnednnFusedConv, TransientBuffersInTheCallersScratch) {
   // The conv's transient buffers (a plain X reordered to NHWC, Winograd's blocked X and Y, the
   // full-size output a pool reads) live in KernelIO::scratch when the caller gives one (the
   // session's region every kernel shares), else in a buffer of the kernel's own: the same
-  // numbers either way, nothing carried from one run's scratch to the next.
+  // numbers either way, nothing carried from one run's scratch to the next. Winograd by the
+  // rule, so its buffers are among them.
+  const testing::ScopedWinogradMode by_rule("rule");
   const Attrs pads = {{"pads", attr_ints({1, 1, 1, 1})}};
   struct Case {
     ConvCase conv;
@@ -427,8 +431,8 @@ TEST(WinogradRule, LastLevelCacheIsReadOnce) {
   }
 }
 
-TEST(OnednnFusedConvPool, MatchesTheReferenceOnBothConvPaths) {
-  // MaxPool over the conv's own buffer: the Winograd one (blocked) and the direct one (NHWC).
+// FusedConvPool against the reference over conv and pool geometries, both input layouts.
+void check_conv_pool_paths() {
   const Attrs pads = {{"pads", attr_ints({1, 1, 1, 1})}};
   const std::vector<ConvCase> convs = {{{1, 32, 28, 28}, 64, {3, 3}, 1, pads},
                                        {{2, 40, 15, 17}, 128, {3, 3}, 1, pads},
@@ -459,6 +463,17 @@ TEST(OnednnFusedConvPool, MatchesTheReferenceOnBothConvPaths) {
         }
       }
     }
+  }
+}
+
+TEST(OnednnFusedConvPool, MatchesTheReferenceOnBothConvPaths) {
+  // MaxPool over the conv's own buffer: the Winograd one (blocked) and the direct one (NHWC),
+  // by the rule and as measured (either algorithm, the choice remembered for the second
+  // round's kernels).
+  for (const char* mode : {"rule", "1"}) {
+    SCOPED_TRACE(std::string("NNFUSE_WINOGRAD=") + mode);
+    const testing::ScopedWinogradMode winograd(mode);
+    check_conv_pool_paths();
   }
 }
 
