@@ -81,10 +81,11 @@ inline bool winograd_pays(int64_t cin, int64_t cout, int64_t out_h, int64_t out_
 // calibrated it; others differ. DenseNet-121's growth convs (128 -> 32), outside it, lost by up
 // to 1.2x on an Intel machine with AVX-512, and on an AMD EPYC (Zen 4) ran in 0.64x the time on
 // 56x56 and 28x28 and 0.96x on 14x14 (forced Winograd in `nnfuse profile`, 2 threads). On a
-// Zen 5 EPYC, whose full-width AVX-512 doubles the direct algorithm's FMAs, GoogLeNet's convs on
-// 14x14 inside it (96 -> 208, 160 -> 320) ran in 0.45-0.74x the time on the direct algorithm,
-// while its 64 -> 192 on 56x56 and 128 -> 192 on 28x28 kept winning with Winograd (1.2x). So
-// the conv kernels measure both algorithms here when they are built, once per geometry.
+// Zen 5 EPYC, whose full-width AVX-512 doubles the direct algorithm's FMAs, GoogLeNet's five
+// 3x3 convs on 14x14 inside it (96 -> 208 to 160 -> 320) ran in 0.45-0.85x the time on the
+// direct algorithm, while its 64 -> 192 on 56x56 and 128 -> 192 on 28x28 kept winning with
+// Winograd (1.2x). So the conv kernels measure both algorithms here when they are built, once
+// per geometry.
 inline bool winograd_measured(int64_t cin, int64_t cout, int64_t out_h, int64_t out_w) {
   return cin >= 32 && cout >= 16 && out_h * out_w >= 14 * 14;
 }

@@ -256,17 +256,11 @@ TEST(CpuAttention, LongSequences) {
   check({1, 1, 8, 513, 200, Mask::kNone, true}, seed += 4);
 }
 
-// The kernel runs the widest ISA the CPU has; NNFUSE_ATTENTION_ISA caps it, for the others.
-class IsaCap {
- public:
-  explicit IsaCap(const char* isa) { setenv("NNFUSE_ATTENTION_ISA", isa, 1); }
-  ~IsaCap() { unsetenv("NNFUSE_ATTENTION_ISA"); }
-};
-
 TEST(CpuAttention, NarrowerIsaPaths) {
+  // The kernel runs the widest ISA the CPU has; NNFUSE_ATTENTION_ISA caps it, for the others.
   for (const char* isa : {"avx2", "sse2"}) {
     SCOPED_TRACE(isa);
-    const IsaCap cap(isa);
+    const testing::ScopedEnv cap("NNFUSE_ATTENTION_ISA", isa);
     uint32_t seed = 5000;
     for (int64_t d : {1, 8, 24, 64}) {
       for (Mask m : {Mask::kNone, Mask::kPadding, Mask::kPerRow, Mask::kKeyBcast}) {

@@ -221,14 +221,12 @@ bool winograd_eligible(const ConvSpec& s) {
 
 // Convs whose algorithm is measured when their kernel is built (create(): both timed, the
 // faster kept): every one where Winograd may win on some machine (winograd_rule.h:
-// winograd_measured), whether the rule, calibrated on other machines, says it pays or not. How
-// far the direct algorithm's FMAs outrun Winograd's transforms differs between CPUs: on an AMD
-// EPYC of the Zen 5 generation (full-width AVX-512), GoogLeNet's 3x3 convs on 14x14 maps that the
-// rule sends to Winograd ran in 0.45-0.85x the time on the direct one. A conv with a skip
-// convolution keeps the rule's answer (time_kernel feeds no skip inputs). Not under
-// ThreadSanitizer: OpenMP's runtime is not built for it, and the Winograd kernel built for the
-// measuring transforms its weights in OpenMP's threads, which it then reports as racing with
-// the caller that allocated the buffers (the rule alone decides there).
+// winograd_measured, which says why), whether the rule, calibrated on other machines, says it
+// pays or not. A conv with a skip convolution keeps the rule's answer (time_kernel feeds no
+// skip inputs). Not under ThreadSanitizer: OpenMP's runtime is not built for it, and the
+// Winograd kernel built for the measuring transforms its weights in OpenMP's threads, which it
+// then reports as racing with the caller that allocated the buffers (the rule alone decides
+// there).
 bool winograd_measured_here(const ConvSpec& s) {
 #if defined(__SANITIZE_THREAD__)
   (void)s;

@@ -298,7 +298,7 @@ TEST(OnednnFusedConv, WinogradShapes) {
   // machines) through blocked buffers of the kernel's own: every input and residual layout,
   // every activation kind, odd sizes that leave partial Winograd tiles. By the rule, not
   // measured: the measuring may pick the direct algorithm on this machine.
-  const testing::ScopedWinogradMode by_rule("rule");
+  const testing::ScopedEnv by_rule("NNFUSE_WINOGRAD", "rule");
   const Attrs pads = {{"pads", attr_ints({1, 1, 1, 1})}};
   const std::vector<ConvCase> cases = {{{1, 32, 28, 28}, 64, {3, 3}, 1, pads},
                                        {{2, 48, 15, 17}, 128, {3, 3}, 1, pads},
@@ -355,7 +355,7 @@ TEST(OnednnFusedConv, TransientBuffersInTheCallersScratch) {
   // session's region every kernel shares), else in a buffer of the kernel's own: the same
   // numbers either way, nothing carried from one run's scratch to the next. Winograd by the
   // rule, so its buffers are among them.
-  const testing::ScopedWinogradMode by_rule("rule");
+  const testing::ScopedEnv by_rule("NNFUSE_WINOGRAD", "rule");
   const Attrs pads = {{"pads", attr_ints({1, 1, 1, 1})}};
   struct Case {
     ConvCase conv;
@@ -472,7 +472,7 @@ TEST(OnednnFusedConvPool, MatchesTheReferenceOnBothConvPaths) {
   // round's kernels).
   for (const char* mode : {"rule", "1"}) {
     SCOPED_TRACE(std::string("NNFUSE_WINOGRAD=") + mode);
-    const testing::ScopedWinogradMode winograd(mode);
+    const testing::ScopedEnv winograd("NNFUSE_WINOGRAD", mode);
     check_conv_pool_paths();
   }
 }

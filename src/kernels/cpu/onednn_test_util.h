@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,17 +14,6 @@
 namespace nnfuse::testing {
 
 using Attrs = std::map<std::string, Attribute>;
-
-// NNFUSE_WINOGRAD set to `mode` for the kernels built in its scope ("rule": Winograd exactly
-// where kernels/winograd_rule.h says it pays, so a test of the Winograd path runs it on every
-// AVX-512 machine, whatever the measuring would pick there), unset after.
-class ScopedWinogradMode {
- public:
-  explicit ScopedWinogradMode(const char* mode) { setenv("NNFUSE_WINOGRAD", mode, 1); }
-  ~ScopedWinogradMode() { unsetenv("NNFUSE_WINOGRAD"); }
-  ScopedWinogradMode(const ScopedWinogradMode&) = delete;
-  ScopedWinogradMode& operator=(const ScopedWinogradMode&) = delete;
-};
 
 // One node of `op` over `inputs` in a graph of its own, with the factory named `kernel`
 // created for it (when it accepts; `accepted` says whether it did).

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,6 +16,20 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse::testing {
+
+// Environment variable `name` set to `value` for the kernels built in its scope (a switch the
+// kernels read when they are built, such as NNFUSE_WINOGRAD or NNFUSE_ATTENTION_ISA), unset
+// after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_.c_str()); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+};
 
 struct FastInput {
   Tensor value;
