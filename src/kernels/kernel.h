@@ -67,6 +67,12 @@ class Kernel {
   virtual bool reads_input(size_t /*i*/) const { return true; }
   // Bytes of KernelIO::scratch the kernel uses while it runs (a multiple of 64).
   virtual size_t scratch_bytes() const { return 0; }
+  // Concat in place: asks the kernel to store output k as rows of its last stored dim (a
+  // channels-last output's pixels) `pitch` elements apart: its part of a wider buffer, which
+  // the planned output tensor then starts (and which the kernel must not touch outside its
+  // rows). True when the kernel will, on every run from now on, into planned storage only;
+  // it may grow scratch_bytes(). Asked at plan time, before scratch_bytes().
+  virtual bool write_output_rows(size_t /*k*/, int64_t /*pitch*/) { return false; }
 };
 
 struct KernelFactory {

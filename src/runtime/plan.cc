@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "ir/error.h"
+#include "kernels/cpu/layout.h"
 #include "kernels/ref/ref_kernels.h"
 
 namespace nnfuse {
@@ -133,7 +134,16 @@ ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : opts_(op
       step.outputs.push_back(o ? add_value(o, l) : -1);
       step.in_place.push_back(chosen->in_place_input ? chosen->in_place_input(info, k) : -1);
     }
+    if (n->op_type() == "Concat" && n->domain().empty() && opts.plan_memory &&
+        !opts.reference_only && std::string(chosen->name) == "cpu.concat") {
+      place_concat_inputs(step);
+    }
     consumed(step.inputs, step.kernel.get());
+    if (step.kind == PlanStep::Kind::kKernel) {
+      for (size_t k = 0; k < step.outputs.size(); ++k) {
+        if (step.outputs[k] >= 0) producer_[step.outputs[k]] = {steps_.size(), k};
+      }
+    }
     steps_.push_back(std::move(step));
   }
 
@@ -320,6 +330,94 @@ bool ExecutionPlan::try_layout_view(const Node& n, const std::vector<int>& in_id
   return true;
 }
 
+namespace {
+
+// True when `v`, or a value that may become a view of it (through reshape-like ops and
+// Transposes), is a graph output: storage the arena does not hold.
+bool reaches_graph_output(const Value* v, int depth = 0) {
+  if (v->is_graph_output()) return true;
+  if (depth > 64) return true;
+  for (const Use& u : v->uses()) {
+    const Node& n = *u.node;
+    if (!n.domain().empty() || (!is_view_op(n) && n.op_type() != "Transpose")) continue;
+    for (const Value* o : n.outputs()) {
+      if (o && reaches_graph_output(o, depth + 1)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+// Concat in place. Along an axis whose parts are single ranges of the output's storage (every
+// dim stored before it of extent 1: a batch-1 concat of plain tensors along their channels or
+// tokens), any kernel writes its part there. Along a channels-last tensor's channels (the last
+// stored dim), each part is a row of every pixel, and a kernel that can store its output's
+// pixels at the concat's pitch (Kernel::write_output_rows) writes them there. An input so
+// placed is copied by no one; with every input placed the Concat runs no kernel at all. Inputs
+// qualify when a kernel of this plan produces them for this Concat alone (no other reader, no
+// graph output) in the output's layout and type.
+void ExecutionPlan::place_concat_inputs(PlanStep& step) {
+  const Node& n = *step.node;
+  const int out = step.outputs.empty() ? -1 : step.outputs[0];
+  if (out < 0) return;
+  const PlanValue& ov = values_[out];
+  const size_t es = dtype_size(ov.dtype);
+  if (!ov.static_shape || ov.shape.empty() || es == 0 || reaches_graph_output(ov.value)) return;
+  const int64_t rank = static_cast<int64_t>(ov.shape.size());
+  int64_t axis = 0;
+  try {
+    axis = n.attr_int("axis", 0);
+  } catch (const Error&) {
+    return;
+  }
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return;
+  const Dims stored = storage_dims(ov.shape, ov.layout);
+  const size_t saxis = storage_axis(static_cast<size_t>(axis), ov.shape.size(), ov.layout);
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < saxis; ++d) outer *= stored[d];
+  for (size_t d = saxis + 1; d < stored.size(); ++d) inner *= stored[d];
+  const bool ranges = outer == 1;
+  if (!ranges && inner != 1) return;  // parts neither ranges nor rows of the last stored dim
+  size_t offset = 0, placed = 0, empty = 0;
+  std::vector<int> seen;
+  for (int id : step.inputs) {
+    if (id < 0) return;
+    const PlanValue& iv = values_[id];
+    if (!iv.static_shape || iv.shape.size() != ov.shape.size()) return;
+    const size_t at = offset;
+    offset += static_cast<size_t>(iv.shape[static_cast<size_t>(axis)] * inner) * es;
+    if (checked_numel(iv.shape) == 0) {
+      ++empty;
+      continue;
+    }
+    auto p = producer_.find(id);
+    if (p == producer_.end() || std::count(seen.begin(), seen.end(), id) != 0) continue;
+    seen.push_back(id);
+    PlanStep& from = steps_[p->second.first];
+    if (from.kind != PlanStep::Kind::kKernel || !from.kernel || iv.alias_of >= 0 || iv.constant ||
+        iv.graph_input || iv.layout != ov.layout || iv.dtype != ov.dtype ||
+        iv.value->is_graph_output() || iv.value->uses().size() != 1) {
+      continue;
+    }
+    const int64_t pitch = ranges ? 0 : stored[saxis];
+    if (!ranges && !from.kernel->write_output_rows(p->second.second, pitch)) continue;
+    PlanValue& slice = values_[id];
+    slice.alias_of = out;
+    slice.slice = true;
+    slice.slice_offset = at;
+    slice.slice_pitch = pitch;
+    ++placed;
+  }
+  if (placed > 0 && placed + empty == step.inputs.size()) {
+    step.kind = PlanStep::Kind::kView;
+    step.assembled = true;
+    step.kernel.reset();
+    step.kernel_name = "concat in place";
+  }
+}
+
 void ExecutionPlan::plan_buffers() {
   const int nv = static_cast<int>(values_.size());
   const int64_t ns = static_cast<int64_t>(steps_.size());
@@ -336,8 +434,8 @@ void ExecutionPlan::plan_buffers() {
   for (int id = 0; id < nv; ++id) {
     if (last[id] < produced[id]) last[id] = produced[id];
     total_activation_bytes_ +=
-        (produced[id] >= 0 && values_[id].static_shape &&
-         steps_[produced[id]].kind != PlanStep::Kind::kView)
+        (produced[id] >= 0 && values_[id].static_shape && !values_[id].slice &&
+         (steps_[produced[id]].kind != PlanStep::Kind::kView || steps_[produced[id]].assembled))
             ? static_cast<size_t>(checked_numel(values_[id].shape)) * dtype_size(values_[id].dtype)
             : 0;
   }
@@ -348,14 +446,19 @@ void ExecutionPlan::plan_buffers() {
   // planning stays linear in the number of values.
   std::vector<int> root_of(nv);
   std::vector<std::vector<int>> group(nv);
-  std::vector<int64_t> group_last(nv, -1);
-  std::vector<char> group_output(nv, 0);
+  std::vector<int64_t> group_last(nv, -1), group_first(nv, -1);
+  std::vector<char> group_output(nv, 0), group_sliced(nv, 0);
   for (int id = 0; id < nv; ++id) {
     const int r = root(id);
     root_of[id] = r;
     group[r].push_back(id);
     group_last[r] = std::max(group_last[r], last[id]);
     group_output[r] |= values_[id].graph_output ? 1 : 0;
+    group_sliced[r] |= values_[id].slice ? 1 : 0;
+    // Concat in place: the parts are written before the Concat's step.
+    if (produced[id] >= 0 && (group_first[r] < 0 || produced[id] < group_first[r])) {
+      group_first[r] = produced[id];
+    }
   }
   auto plannable = [&](int r) {
     const PlanValue& v = values_[r];
@@ -375,6 +478,9 @@ void ExecutionPlan::plan_buffers() {
       int in = st.inputs[i];
       const PlanValue& ov = values_[out];
       const PlanValue& iv = values_[in];
+      // A part of a Concat in place has its place already; storage shared from a part would
+      // start at the Concat's.
+      if (ov.alias_of >= 0 || iv.slice) continue;
       if (!ov.static_shape || ov.graph_output || !iv.static_shape || ov.dtype != iv.dtype ||
           checked_numel(ov.shape) != checked_numel(iv.shape) || ov.layout != iv.layout) {
         continue;
@@ -391,9 +497,11 @@ void ExecutionPlan::plan_buffers() {
         }
       }
       if (!dead) continue;
+      const int o = root_of[out];
+      // A graph output (or a view of one) is not arena storage, which the parts need.
+      if (group_sliced[r] && group_output[o]) continue;
       // `out` (a root: it is produced here and has aliased nothing yet) joins r's group with
       // the views of it.
-      const int o = root_of[out];
       values_[out].alias_of = r;
       for (int m : group[o]) {
         root_of[m] = r;
@@ -401,7 +509,9 @@ void ExecutionPlan::plan_buffers() {
       }
       group[o].clear();
       group_last[r] = std::max(group_last[r], group_last[o]);
+      group_first[r] = std::min(group_first[r], group_first[o]);
       group_output[r] |= group_output[o];
+      group_sliced[r] |= group_sliced[o];
     }
   }
 
@@ -409,10 +519,16 @@ void ExecutionPlan::plan_buffers() {
     if (!plannable(r)) continue;
     BufferRequest req;
     req.bytes = static_cast<size_t>(checked_numel(values_[r].shape)) * dtype_size(values_[r].dtype);
-    req.first = produced[r];
+    req.first = group_first[r];
     req.last = std::max(produced[r], group_last[r]);
     values_[r].buffer = static_cast<int64_t>(buffers_.size());
     buffers_.push_back(req);
+  }
+  for (int id = 0; id < nv; ++id) {
+    if (values_[id].slice && values_[root_of[id]].buffer < 0) {
+      fail(ErrorKind::kInternal, "the Concat in place of '", values_[id].name,
+           "' has no planned storage");
+    }
   }
   memory_ = plan_memory(buffers_);
   check_memory_plan(buffers_, memory_);

@@ -2,12 +2,14 @@
 // table, decides the layout of every value (chains of convolutions stay channels-last, with
 // reorders only where a consumer needs plain tensors), turns reshape-like nodes into zero-copy
 // views, and gives every activation with a static shape a slot in one arena, reusing memory
-// by liveness (and in place for elementwise kernels).
+// by liveness (and in place for elementwise kernels, and for a Concat's inputs: their parts
+// of its output, where their producers can write there).
 #pragma once
 
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/graph.h"
@@ -41,7 +43,13 @@ struct PlanValue {
   bool static_shape = false;
   Dims shape;
   Layout layout = Layout::kPlain;
-  int alias_of = -1;    // storage shared with this plan value (views, in-place outputs)
+  int alias_of = -1;  // storage shared with this plan value (views, in-place outputs)
+  // Concat in place: this value is its part of alias_of's storage (a Concat's output), starting
+  // `slice_offset` bytes in; with a slice_pitch, a strided part: rows of its last stored dim
+  // slice_pitch elements apart (the producing kernel writes so: Kernel::write_output_rows).
+  bool slice = false;
+  size_t slice_offset = 0;
+  int64_t slice_pitch = 0;
   int64_t buffer = -1;  // index into the memory plan's requests, or -1: allocated at run time
   bool graph_input = false, constant = false, graph_output = false;
   Tensor folded;  // the value of a Constant node, computed once when the plan is built
@@ -62,6 +70,8 @@ struct PlanStep {
   std::vector<int> outputs;   // plan value ids; -1 for omitted outputs
   std::vector<int> in_place;  // per output: the input index it may overwrite, or -1
   std::vector<int> frees;     // values whose last reader is this step
+  // A Concat in place (kView, no kernel): its inputs' producers wrote its output's storage.
+  bool assembled = false;
 };
 
 class ExecutionPlan {
@@ -97,6 +107,7 @@ class ExecutionPlan {
   bool try_view(const Node& n, const std::vector<int>& in_ids);
   bool try_layout_view(const Node& n, const std::vector<int>& in_ids);
   void add_view(const Node& n, std::vector<int> inputs, const Value* out, Layout layout);
+  void place_concat_inputs(PlanStep& step);
   void plan_buffers();
 
   PlanOptions opts_;
@@ -104,6 +115,7 @@ class ExecutionPlan {
   std::vector<PlanStep> steps_;
   std::map<const Value*, int> id_of_;
   std::map<int, int> plain_copy_of_;
+  std::unordered_map<int, std::pair<size_t, size_t>> producer_;  // value -> (kernel step, output)
   std::vector<int> inputs_, outputs_;
   std::vector<BufferRequest> buffers_;
   MemoryPlan memory_;

@@ -232,14 +232,20 @@ std::vector<Tensor> PlanSession::run(const std::map<std::string, Tensor>& feeds,
   } lease{this, acquire_arena()};
   std::byte* const arena_base = lease.arena.get();
 
-  // Storage for a value: its slot in the arena (shared with the group's root), or none.
+  // Storage for a value: its slot in the arena (shared with the group's root, at the offset of
+  // its part for a Concat's input in place), or none.
   auto planned = [&](int id) -> Tensor {
     int r = id;
-    while (values[r].alias_of >= 0) r = values[r].alias_of;
+    size_t offset = 0;
+    while (values[r].alias_of >= 0) {
+      offset += values[r].slice_offset;
+      r = values[r].alias_of;
+    }
     const PlanValue& rv = values[r];
     if (rv.buffer < 0) return {};
     const PlanValue& v = values[id];
-    return Tensor::over(lease.arena, plan.memory().offsets[rv.buffer], v.dtype, v.shape, v.layout);
+    return Tensor::over(lease.arena, plan.memory().offsets[rv.buffer] + offset, v.dtype, v.shape,
+                        v.layout);
   };
   auto t_start = std::chrono::steady_clock::now();
   if (timings) timings->clear();
@@ -248,7 +254,13 @@ std::vector<Tensor> PlanSession::run(const std::map<std::string, Tensor>& feeds,
     const PlanStep& st = steps[si];
     auto t0 = std::chrono::steady_clock::now();
     try {
-      if (st.kind == PlanStep::Kind::kView) {
+      if (st.assembled) {
+        // A Concat in place: its inputs' kernels wrote the output's storage.
+        Tensor out = planned(st.outputs[0]);
+        NNFUSE_CHECK(out.defined(), st.node->describe(), ": the Concat in place has no storage");
+        check_output(*st.node, values[st.outputs[0]].value, out);
+        env[st.outputs[0]] = std::move(out);
+      } else if (st.kind == PlanStep::Kind::kView) {
         const PlanValue& ov = values[st.outputs[0]];
         const Tensor& in = env[st.inputs[0]];
         if (!ov.static_shape) {

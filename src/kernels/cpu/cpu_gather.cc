@@ -193,6 +193,10 @@ class ConcatKernel : public Kernel {
       biggest = std::max(biggest, block[i]);
     }
     std::byte* dst = bytes_of(y);
+    // An input whose storage is its part of the output already (the plan's Concat in place: its
+    // kernel wrote it there) is not copied; nothing else reads it.
+    std::vector<char> placed(nin);
+    for (size_t i = 0; i < nin; ++i) placed[i] = bytes_of(io.in(i)) == dst + offset[i] ? 1 : 0;
     if (biggest <= 32) {
       // Blocks of a few elements (torch.stack of coordinates along a new last dim: [..., 1]
       // pieces of a grid or of boxes): rows of the output in parallel, each block a copy
@@ -201,6 +205,7 @@ class ConcatKernel : public Kernel {
         for (int64_t o = o0; o < o1; ++o) {
           std::byte* out = dst + static_cast<size_t>(o) * row;
           for (size_t i = 0; i < nin; ++i) {
+            if (placed[i]) continue;
             copy_block(out + offset[i], bytes_of(io.in(i)) + static_cast<size_t>(o) * block[i],
                        block[i]);
           }
@@ -224,7 +229,7 @@ class ConcatKernel : public Kernel {
           (block[i] + static_cast<size_t>(pieces) - 1) / static_cast<size_t>(pieces);
       const size_t lo = std::min(block[i], static_cast<size_t>(p) * piece);
       const size_t hi = std::min(block[i], lo + piece);
-      if (lo < hi) {
+      if (lo < hi && !placed[i]) {
         std::memcpy(dst + static_cast<size_t>(o) * row + offset[i] + lo,
                     bytes_of(io.in(i)) + static_cast<size_t>(o) * block[i] + lo, hi - lo);
       }

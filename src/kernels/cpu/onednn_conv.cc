@@ -599,6 +599,7 @@ dnnl::primitive_desc make_pd(ConvSpec& s) {
 class ConvKernel : public Kernel {
  public:
   ConvKernel(const NodeInfo& info, ConvSpec spec) : what_(info.node.describe()), s_(spec) {
+    rows_pitch_.assign(s_.split.empty() ? 1 : s_.split.size(), 0);
     ThreadScope threads(info.num_threads);
     guarded(what_, [&] {
       dnnl::primitive_desc pd = make_pd(s_);
@@ -656,9 +657,46 @@ class ConvKernel : public Kernel {
     return std::max(scratch_bytes_, skip_ ? skip_->scratch_bytes() : size_t{0});
   }
 
+  // Concat in place: a channels-last 4-D output (a split's part) stored at the Concat's pitch,
+  // where the kernel copies or reorders its result anyway: the split's copy, and the reorder
+  // out of Winograd's blocked buffer or the pooled one, write the rows where they belong. Not
+  // the direct conv, whose oneDNN kernels write dense outputs only: its result copied to the
+  // rows from the scratch cost GoogLeNet's as much as the Concat's copy of it did. Not with a
+  // residual either (its sum post-op reads the output).
+  bool write_output_rows(size_t k, int64_t pitch) override {
+    const Dims& y = s_.pool ? s_.pool_spec.y_shape : s_.y_shape;
+    const Layout layout = s_.pool ? s_.pool_out_layout : s_.out_layout;
+    if (layout != Layout::kNHWC || y.size() != 4 || s_.transpose || s_.lift || s_.nchw_in ||
+        k >= rows_pitch_.size() || rows_pitch_[k] != 0) {
+      return false;
+    }
+    if (pitch < (s_.split.empty() ? y[1] : s_.split[k])) return false;
+    if (s_.split.empty()) {
+      if (s_.sum || skip_ || !(s_.pool || s_.winograd || s_.blocked)) return false;
+      guarded(what_, [&] {
+        const memory::desc rows(to_dims(y), memory::data_type::f32,
+                                to_dims(Dims{y[2] * y[3] * pitch, 1, y[3] * pitch, pitch}));
+        if (s_.pool) {
+          if (!pooled_) pooled_ = scratch_memory(user_dst_.get_desc());
+          user_dst_ = memory(rows, engine(), DNNL_MEMORY_NONE);
+          from_dst_ = make_reorder(pooled_, user_dst_);
+        } else {
+          user_dst_ = memory(rows, engine(), DNNL_MEMORY_NONE);
+          from_dst_ = make_reorder(dst_, user_dst_);
+        }
+      });
+    }
+    rows_pitch_[k] = pitch;
+    return true;
+  }
+
   void run(KernelIO& io) override {
     const Tensor& x = io.in(0);
     check_input(x, s_.x_shape, s_.in_layout, what_, 0);
+    for (size_t k = 0; k < rows_pitch_.size(); ++k) {
+      NNFUSE_CHECK(rows_pitch_[k] == 0 || io.outputs[k].defined(), what_, ": output ", k,
+                   " is a part of a Concat in place but has no planned storage");
+    }
     if (!s_.split.empty()) {
       run_split(io, x);
       return;
@@ -686,13 +724,16 @@ class ConvKernel : public Kernel {
 
  private:
   // FusedConvSplit: the conv into the scratch buffer dst_ ([N, H, W, C] of all the parts), then
-  // each pixel's channels of part k copied into output k, the threads over the pixels.
+  // each pixel's channels of part k copied into output k (at its pitch for a part of a Concat in
+  // place), the threads over the pixels.
   void run_split(KernelIO& io, const Tensor& x) {
     std::vector<float*> outs;
+    std::vector<int64_t> pitch;
     for (size_t k = 0; k < s_.split.size(); ++k) {
       Dims shape = s_.y_shape;
       shape[1] = s_.split[k];
       outs.push_back(io.output(k, DType::kFloat32, shape, s_.out_layout).data<float>());
+      pitch.push_back(rows_pitch_[k] != 0 ? rows_pitch_[k] : s_.split[k]);
     }
     std::lock_guard<std::mutex> lock(mu_);
     bind_scratch(io.scratch);
@@ -707,7 +748,7 @@ class ConvKernel : public Kernel {
                           for (int64_t p = lo; p < hi; ++p) {
                             const float* from = all + p * c;
                             for (size_t k = 0; k < outs.size(); ++k) {
-                              std::memcpy(outs[k] + p * s_.split[k], from,
+                              std::memcpy(outs[k] + p * pitch[k], from,
                                           static_cast<size_t>(s_.split[k]) * sizeof(float));
                               from += s_.split[k];
                             }
@@ -906,6 +947,8 @@ class ConvKernel : public Kernel {
   dnnl::primitive prim_, to_nhwc_, sum_to_dst_, from_dst_, pool_;
   std::vector<dnnl::primitive> act_after_;
   memory src_, dst_, weights_, user_src_, user_sum_, user_dst_, pooled_;
+  // Per output: the pitch of its rows as a part of a Concat in place (write_output_rows), or 0.
+  std::vector<int64_t> rows_pitch_;
   std::unordered_map<int, memory> args_;
   std::mutex mu_;  // the memory objects are rebound on every run
 };

@@ -26,7 +26,7 @@ struct BuiltKernel {
   bool accepted = false;
 
   BuiltKernel(const std::string& name, const std::string& op, const std::vector<FastInput>& inputs,
-              const Attrs& attrs = {}) {
+              const Attrs& attrs = {}, size_t num_outputs = 1) {
     std::vector<Value*> ins;
     std::vector<Layout> layouts;
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -45,7 +45,10 @@ struct BuiltKernel {
       ins.push_back(v);
       layouts.push_back(inputs[i].layout);
     }
-    node = graph.add_node(op, "node", ins, {graph.add_value("out0")}, ref_op_domain(op));
+    std::vector<Value*> outs;
+    for (size_t k = 0; k < num_outputs; ++k)
+      outs.push_back(graph.add_value("out" + std::to_string(k)));
+    node = graph.add_node(op, "node", ins, outs, ref_op_domain(op));
     for (auto& [k, a] : attrs) node->set_attr(k, a);
     info = std::make_unique<NodeInfo>(NodeInfo{*node, 17, layouts, 2});
     for (const KernelFactory& f : kernels_for(op)) {
