@@ -381,7 +381,6 @@ void ExecutionPlan::place_concat_inputs(PlanStep& step) {
   const bool ranges = outer == 1;
   if (!ranges && inner != 1) return;  // parts neither ranges nor rows of the last stored dim
   size_t offset = 0, placed = 0, empty = 0;
-  std::vector<int> seen;
   for (int id : step.inputs) {
     if (id < 0) return;
     const PlanValue& iv = values_[id];
@@ -392,9 +391,9 @@ void ExecutionPlan::place_concat_inputs(PlanStep& step) {
       ++empty;
       continue;
     }
+    // One use (a use per input slot): not an input this Concat takes twice either.
     auto p = producer_.find(id);
-    if (p == producer_.end() || std::count(seen.begin(), seen.end(), id) != 0) continue;
-    seen.push_back(id);
+    if (p == producer_.end()) continue;
     PlanStep& from = steps_[p->second.first];
     if (from.kind != PlanStep::Kind::kKernel || !from.kernel || iv.alias_of >= 0 || iv.constant ||
         iv.graph_input || iv.layout != ov.layout || iv.dtype != ov.dtype ||

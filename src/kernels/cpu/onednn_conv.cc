@@ -676,14 +676,10 @@ class ConvKernel : public Kernel {
       guarded(what_, [&] {
         const memory::desc rows(to_dims(y), memory::data_type::f32,
                                 to_dims(Dims{y[2] * y[3] * pitch, 1, y[3] * pitch, pitch}));
-        if (s_.pool) {
-          if (!pooled_) pooled_ = scratch_memory(user_dst_.get_desc());
-          user_dst_ = memory(rows, engine(), DNNL_MEMORY_NONE);
-          from_dst_ = make_reorder(pooled_, user_dst_);
-        } else {
-          user_dst_ = memory(rows, engine(), DNNL_MEMORY_NONE);
-          from_dst_ = make_reorder(dst_, user_dst_);
-        }
+        // A pool that wrote Y itself (dense) pools into the scratch instead.
+        if (s_.pool && !pooled_) pooled_ = scratch_memory(user_dst_.get_desc());
+        user_dst_ = memory(rows, engine(), DNNL_MEMORY_NONE);
+        from_dst_ = make_reorder(s_.pool ? pooled_ : dst_, user_dst_);
       });
     }
     rows_pitch_[k] = pitch;
