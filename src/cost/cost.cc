@@ -102,13 +102,14 @@ int64_t flops(const Node& n) {
                    sat_mul(sat_mul(2, out), sat_mul((*w2)[2], (*w2)[3])));
   }
   if (op == "SqueezeExcite") {
-    // The pool adds every X value; each part sums `in` products per output.
+    // The pool adds every X value; each part sums `in` products per output; applied, every X
+    // value is multiplied once more.
     const auto x = dims_of(n.input(0));
     const auto w1 = dims_of(n.input(ref::kSqueezeWeight));
     const auto w2 = dims_of(n.input(ref::kExciteWeight));
     if (!x || !w1 || !w2 || x->empty()) return -1;
     const int64_t images = (*x)[0];
-    return sat_add(checked_numel(*x),
+    return sat_add(sat_mul(checked_numel(*x), ref::squeeze_excite_applies(n) ? 2 : 1),
                    sat_mul(sat_mul(2, images), sat_add(checked_numel(*w1), checked_numel(*w2))));
   }
   if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm" || op == "FusedGemm" ||

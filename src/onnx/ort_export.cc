@@ -494,7 +494,14 @@ void OrtLowering::lower_squeeze_excite(const Node& n) {
   const ref::SqueezeExcitePart excite = ref::squeeze_excite_part(n, true);
   const std::string squeezed = w_.fresh(out + "_squeezed");
   write_conv(*squeeze.node, pooled, 1, squeeze.node->output(0), squeezed, n.name() + "_squeeze");
-  write_conv(*excite.node, squeezed, 1, excite.node->output(0), out, n.name());
+  if (!ref::squeeze_excite_applies(n)) {
+    write_conv(*excite.node, squeezed, 1, excite.node->output(0), out, n.name());
+    return;
+  }
+  // Applied: X times the scale.
+  const std::string scale = w_.fresh(out + "_scale");
+  write_conv(*excite.node, squeezed, 1, excite.node->output(0), scale, n.name() + "_excite");
+  w_.node("Mul", {name_of(n.input(0)), scale}, {out}, "", n.name());
 }
 
 void OrtLowering::lower_expand_depthwise(const Node& n) {

@@ -231,6 +231,32 @@ TEST(OrtExport, SqueezeExciteIsAPoolAndTwoFusedConvs) {
   EXPECT_FLOAT_EQ(attr(excite, "activation_params")->floats(0), 0.25f);
 }
 
+TEST(OrtExport, AnAppliedSqueezeExciteEndsInTheMul) {
+  // apply = 1: the same pool and parts, the excite part's output a value of its own, then X
+  // times it as the node's output.
+  Builder b;
+  Value* x = b.in("x", {1, 8, 5, 5});
+  Node* se = b.node("SqueezeExcite",
+                    {x, b.c(random({4, 8, 1, 1}, 2)), b.c(random({4}, 5)),
+                     b.c(random({8, 4, 1, 1}, 3)), b.c(random({8}, 4))},
+                    {1, 8, 5, 5}, kFusedDomain);
+  se->set_attr("squeeze_activation", attr_string("Relu"));
+  se->set_attr("excite_activation", attr_string("Sigmoid"));
+  se->set_attr("apply", attr_int(1));
+  b.g->add_output(se->output(0));
+  const onnx::ModelProto m = export_ort(*b.g);
+  EXPECT_EQ(op_types(m),
+            (std::vector<std::string>{"GlobalAveragePool", "FusedConv", "FusedConv", "Mul"}))
+      << m.DebugString();
+  const onnx::NodeProto& excite = m.graph().node(2);
+  const onnx::NodeProto& mul = m.graph().node(3);
+  EXPECT_NE(excite.output(0), se->output(0)->name());
+  EXPECT_EQ(mul.input(0), "x");
+  EXPECT_EQ(mul.input(1), excite.output(0));
+  EXPECT_EQ(mul.output(0), se->output(0)->name());
+  EXPECT_EQ(attr(mul, "apply"), nullptr);
+}
+
 TEST(OrtExport, ExpandDepthwiseIsTwoFusedConvs) {
   // ExpandDepthwise(X, W1, B1, W2, -) (expand_depthwise.h): the 1x1 expansion into a value of
   // its own, then the depthwise conv, each a FusedConv of its prefixed attributes.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_internal.h"
+#include "kernels/cpu/cpu_math.h"
 #include "kernels/cpu/cpu_rows.h"
 #include "kernels/cpu/cpu_util.h"
 #include "kernels/ref/fused.h"
@@ -52,6 +53,16 @@ void sum_rows(const float* x, int64_t r0, int64_t r1, int64_t c, double* total) 
     }
     for (int64_t k = 0; k < c; ++k) total[k] += a[k];
   }
+}
+
+// y[k] = x[k] * s[k] for k in [0, c): one channels-last pixel scaled per channel. x may be y.
+NNFUSE_TARGET_CLONES void scale_row(const float* x, const float* s, float* y, int64_t c) {
+  for (int64_t k = 0; k < c; ++k) y[k] = x[k] * s[k];
+}
+
+// y[k] = x[k] * s for k in [0, n): one plain channel's plane. x may be y.
+NNFUSE_TARGET_CLONES void scale_plane(const float* x, float s, float* y, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) y[k] = x[k] * s;
 }
 
 // y[k] = inv * the sum over `parts` of partial[p * stride + k], for k in [k0, k1).
@@ -144,7 +155,8 @@ class GlobalAveragePoolKernel : public Kernel {
 // EfficientNet-B0) but read from the last-level cache on every run.
 class SqueezeExciteKernel : public Kernel {
  public:
-  explicit SqueezeExciteKernel(const NodeInfo& info) : who_(info.node.describe()) {
+  explicit SqueezeExciteKernel(const NodeInfo& info)
+      : who_(info.node.describe()), apply_(ref::squeeze_excite_applies(info.node)) {
     const Dims x = *info.input_shape(0);
     n_ = x[0];
     for (bool excite : {false, true}) {
@@ -171,15 +183,20 @@ class SqueezeExciteKernel : public Kernel {
     NNFUSE_CHECK(x.rank() == 4 && x.dim(0) == n_ && x.dim(1) == parts_[0].in, who_,
                  ": X has shape ", dims_str(x.shape()), ", expected [", n_, ", ", parts_[0].in,
                  ", H, W]");
-    Tensor& y = io.output(0, DType::kFloat32, {n_, parts_[1].out, 1, 1});
     const int64_t c = parts_[0].in, pixels = x.dim(2) * x.dim(3);
     const bool nhwc = x.layout() == Layout::kNHWC;
     if (!nhwc && x.layout() != Layout::kPlain) {
       fail(ErrorKind::kRuntime, who_, ": input in ", layout_name(x.layout()), " layout");
     }
+    // The scale, or X times it in X's layout (apply_).
+    Tensor& y = apply_ ? io.output(0, DType::kFloat32, x.shape(), x.layout())
+                       : io.output(0, DType::kFloat32, {n_, parts_[1].out, 1, 1});
     std::vector<float> pooled(static_cast<size_t>(n_ * c));
     std::vector<float> squeezed(static_cast<size_t>(n_ * parts_[0].out));
-    const int64_t work = x.numel() + n_ * (c * parts_[0].out + parts_[1].in * parts_[1].out);
+    std::vector<float> scale(apply_ ? static_cast<size_t>(n_ * c) : 0);
+    float* excited = apply_ ? scale.data() : y.data<float>();
+    const int64_t work =
+        x.numel() * (apply_ ? 2 : 1) + n_ * (c * parts_[0].out + parts_[1].in * parts_[1].out);
     const int nt = work < kParallelGrain / 2 || omp_in_parallel()
                        ? 1
                        : static_cast<int>(std::min<int64_t>(omp_get_max_threads(), pixels));
@@ -205,7 +222,25 @@ class SqueezeExciteKernel : public Kernel {
 #pragma omp barrier
       product(parts_[0], pooled.data(), squeezed.data(), t, tn);
 #pragma omp barrier
-      product(parts_[1], squeezed.data(), y.data<float>(), t, tn);
+      product(parts_[1], squeezed.data(), excited, t, tn);
+      if (apply_) {
+#pragma omp barrier
+        // Each thread scales the rows it pooled (channels-last) or its planes (plain); X may be
+        // Y's storage: every read of X for the pool is behind the barriers above.
+        float* py = y.data<float>();
+        for (int64_t i = 0; i < n_; ++i) {
+          const float* s = excited + i * c;
+          if (nhwc) {
+            for (int64_t p = pixels * t / tn; p < pixels * (t + 1) / tn; ++p) {
+              scale_row(px + (i * pixels + p) * c, s, py + (i * pixels + p) * c, c);
+            }
+          } else {
+            for (int64_t k = c * t / tn; k < c * (t + 1) / tn; ++k) {
+              scale_plane(px + (i * c + k) * pixels, s[k], py + (i * c + k) * pixels, pixels);
+            }
+          }
+        }
+      }
     }
   }
 
@@ -232,6 +267,7 @@ class SqueezeExciteKernel : public Kernel {
   }
 
   std::string who_;
+  bool apply_ = false;
   int64_t n_ = 0;
   Part parts_[2];
 };
@@ -270,13 +306,22 @@ void append_global_pool_kernels(FactoryTable& t) {
                       return std::make_unique<GlobalAveragePoolKernel>(info);
                     },
                     nullptr, pooled_input_declines});
+  // The scale is [N, C, 1, 1] plain; X times it (apply) is in X's layout, and may overwrite X.
   t.emplace_back(
       "SqueezeExcite",
-      KernelFactory{"cpu.squeeze_excite", accepts_unless_declined<squeeze_excite_declines>, nullptr,
+      KernelFactory{"cpu.squeeze_excite", accepts_unless_declined<squeeze_excite_declines>,
+                    [](const NodeInfo& info, size_t k) {
+                      return ref::squeeze_excite_applies(info.node) ? same_as_input(info, k)
+                                                                    : Layout::kPlain;
+                    },
                     [](const NodeInfo& info) -> std::unique_ptr<Kernel> {
                       return std::make_unique<SqueezeExciteKernel>(info);
                     },
-                    nullptr, squeeze_excite_declines});
+                    [](const NodeInfo& info, size_t k) {
+                      return ref::squeeze_excite_applies(info.node) ? in_place_output0(info, k)
+                                                                    : -1;
+                    },
+                    squeeze_excite_declines});
 }
 
 }  // namespace nnfuse::cpu

@@ -108,6 +108,27 @@ TEST(CpuSqueezeExcite, MatchesTheReference) {
   }
 }
 
+TEST(CpuSqueezeExcite, AppliedMatchesTheReference) {
+  // apply = 1: X times the scale, in X's layout; one image and several, pixel counts that the
+  // two threads split unevenly.
+  uint32_t seed = 100;
+  for (Layout layout : {Layout::kPlain, Layout::kNHWC}) {
+    for (const Dims& x : {Dims{1, 112, 14, 14}, Dims{2, 40, 7, 5}, Dims{1, 16, 1, 1}}) {
+      SCOPED_TRACE(dims_str(x) + " " + layout_name(layout));
+      const int64_t ch = x[1], squeezed = std::max<int64_t>(ch / 4, 4);
+      std::vector<testing::FastInput> in = {
+          {random_tensor(x, seed++), false, layout},
+          {random_tensor({squeezed, ch, 1, 1}, seed++, -0.2f, 0.2f), true},
+          {random_tensor({squeezed}, seed++), true},
+          {random_tensor({ch, squeezed, 1, 1}, seed++, -0.2f, 0.2f), true},
+          {random_tensor({ch}, seed++), true}};
+      std::map<std::string, Attribute> a = se_attrs("Relu", "HardSigmoid");
+      a["apply"] = attr_int(1);
+      expect_matches_ref("cpu.squeeze_excite", "SqueezeExcite", in, a, 1, kTol, 1e-4f);
+    }
+  }
+}
+
 TEST(CpuSqueezeExcite, DeclinesWhatItDoesNotRun) {
   const Tensor x = random_tensor({1, 8, 4, 4}, 1);
   auto build = [&](const Tensor& w1, const Tensor& w2, bool constant,
@@ -126,6 +147,10 @@ TEST(CpuSqueezeExcite, DeclinesWhatItDoesNotRun) {
   EXPECT_FALSE(build(w1, w2, true, {{"squeeze_group", attr_int(2)}}).accepted);
   EXPECT_FALSE(build(w1, w2, true, {{"excite_pads", attr_ints({1, 1, 1, 1})}}).accepted);
   EXPECT_FALSE(build(w1, w2, true, {{"excite_activation", attr_string("Cube")}}).accepted);
+  EXPECT_FALSE(build(w1, w2, true, {{"apply", attr_int(2)}}).accepted);
+  // Applied, the scale must have X's channels.
+  EXPECT_TRUE(build(w1, w2, true, {{"apply", attr_int(1)}}).accepted);
+  EXPECT_FALSE(build(w1, random_tensor({6, 4, 1, 1}, 7), true, {{"apply", attr_int(1)}}).accepted);
 }
 
 }  // namespace

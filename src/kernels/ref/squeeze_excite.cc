@@ -62,6 +62,8 @@ std::string squeeze_excite_reason(const Node& fused) {
     return "expects X, W1, B1 (may be empty), W2 and B2 (optional)";
   }
   if (fused.num_outputs() != 1) return "SqueezeExcite has one output";
+  const int64_t apply = fused.attr_int(kApplyAttr, 0);
+  if (apply != 0 && apply != 1) return "apply is " + std::to_string(apply) + ", not 0 or 1";
   int64_t channels = -1;
   const Value* x = fused.input(0);
   if (x->shape().has_rank) {
@@ -85,6 +87,11 @@ std::string squeeze_excite_reason(const Node& fused) {
     } else {
       channels = -1;
     }
+    if (excite && apply == 1 && channels >= 0 && x->shape().has_rank &&
+        x->shape().dims[1].value >= 0 && channels != x->shape().dims[1].value) {
+      return "apply: the scale has " + std::to_string(channels) + " channels, X " +
+             std::to_string(x->shape().dims[1].value);
+    }
     const SqueezeExcitePart p = squeeze_excite_part(fused, excite);
     if (p.node->attr_int("group", 1) != 1) return part + " is grouped";
     for (int64_t v : p.node->attr_ints("pads", {})) {
@@ -105,8 +112,25 @@ void run_squeeze_excite(KernelContext& ctx) {
   pool->run(pooled);
   const Tensor squeezed = run_conv_part(ctx, *squeeze_excite_part(ctx.node, false).node,
                                         pooled.outputs[0], kSqueezeWeight);
-  ctx.outputs[0] =
+  Tensor scale =
       run_conv_part(ctx, *squeeze_excite_part(ctx.node, true).node, squeezed, kExciteWeight);
+  if (!squeeze_excite_applies(ctx.node)) {
+    ctx.outputs[0] = std::move(scale);
+    return;
+  }
+  // X times the scale of its image and channel.
+  const Tensor& x = ctx.in(0);
+  NNFUSE_CHECK(x.dtype() == DType::kFloat32 && scale.dim(1) == x.dim(1), ctx.node.describe(),
+               ": the scale has ", scale.dim(1), " channels, X ", x.dim(1));
+  Tensor y(DType::kFloat32, x.shape());
+  const int64_t planes = x.dim(0) * x.dim(1), pixels = x.dim(2) * x.dim(3);
+  const float* px = x.data<float>();
+  const float* ps = scale.data<float>();
+  float* py = y.data<float>();
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t i = 0; i < pixels; ++i) py[p * pixels + i] = px[p * pixels + i] * ps[p];
+  }
+  ctx.outputs[0] = std::move(y);
 }
 
 std::string support_squeeze_excite(const Node& node, int64_t /*opset*/) {

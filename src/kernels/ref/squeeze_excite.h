@@ -5,7 +5,8 @@
 // row per image. Each carries its FusedConv attributes (activation, activation_alpha,
 // activation_beta and the Conv's own) with a prefix: "squeeze_" for the first (C -> C1, Relu or
 // SiLU in torchvision's blocks), "excite_" for the second (C1 -> C2, Sigmoid or HardSigmoid).
-// The output is [N, C2, 1, 1].
+// The output is [N, C2, 1, 1]; or, with the attribute apply = 1 (C2 == C), X times that scale,
+// X's shape: the block's Mul in the same kernel, SqueezeExcite(X, ...) * X.
 #pragma once
 
 #include <memory>
@@ -19,6 +20,10 @@ inline constexpr char kSqueezeAttrPrefix[] = "squeeze_";
 inline constexpr char kExciteAttrPrefix[] = "excite_";
 inline constexpr size_t kSqueezeWeight = 1;  // W1; B1 follows
 inline constexpr size_t kExciteWeight = 3;   // W2; B2 follows
+inline constexpr char kApplyAttr[] = "apply";
+
+// Whether the node's output is X times the scale (the attribute apply = 1).
+inline bool squeeze_excite_applies(const Node& fused) { return fused.attr_int(kApplyAttr, 0) == 1; }
 
 // A one-node graph holding one convolution of `fused` as a FusedConv: its attributes without
 // the prefix, reading values named, typed and shaped as the fused node's (the pooled or squeezed

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 
+#include "ir/builder.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 
@@ -83,8 +84,39 @@ Rule squeeze_excite() {
           }};
 }
 
+// The block's Mul of X by the SqueezeExcite of X, where ScaledConvFusionPass left it (no 1x1
+// projection reads it, or folding the scale into one does not pay): one kernel that multiplies
+// each thread's rows of X by the scale right after pooling them, instead of a separate Mul that
+// reads X back, half of it from the other core's cache (MobileNetV3's and EfficientNet's late
+// blocks: 14x14 and 7x7 images against 80 to 320 outputs).
+Rule squeeze_excite_apply() {
+  using namespace pattern;
+  Pat se = op_in(kFusedDomain, "SqueezeExcite", {any("sx")}, false).named("se");
+  return {.name = "SqueezeExciteScaleFusionPass",
+          .description =
+              "Fuses the Mul of a tensor by its squeeze-and-excitation scale into the "
+              "SqueezeExcite kernel, where no projection conv took the scale",
+          .ops = {"SqueezeExcite", "Mul"},
+          .patterns = {{"", op("Mul", {any("x"), se}).named("mul")}},
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            const Node* n = m.node("se");
+            if (m["x"] != m["sx"]) return "the Mul scales another tensor than the one pooled";
+            if (ref::squeeze_excite_applies(*n)) return "the SqueezeExcite already applies";
+            const Shape& xs = m["x"]->shape();
+            if (!xs.fully_known() || m.root()->output(0)->shape().static_dims() != xs.static_dims())
+              return "the Mul's output is not X's shape";
+            std::vector<Value*> ins(n->inputs().begin(), n->inputs().end());
+            std::map<std::string, Attribute> attrs = n->attrs();
+            attrs[ref::kApplyAttr] = attr_int(1);
+            return m.fuse("SqueezeExcite", ins, attrs);
+          }};
+}
+
 }  // namespace
 
 std::unique_ptr<Pass> make_squeeze_excite_pass() { return make_rule_pass(squeeze_excite()); }
+std::unique_ptr<Pass> make_squeeze_excite_apply_pass() {
+  return make_rule_pass(squeeze_excite_apply());
+}
 
 }  // namespace nnfuse

@@ -1,7 +1,8 @@
 // SqueezeExciteFusionPass: a squeeze-and-excitation scale (GlobalAveragePool, two 1x1 convs with
 // their activations) becomes one SqueezeExcite whatever the activations and biases; a pooled or
 // squeezed value read elsewhere, a runtime bias or a padded part keeps the nodes, with the
-// reason; fused == unfused; the switch file turns it off.
+// reason; fused == unfused; the switch file turns it off. SqueezeExciteScaleFusionPass: the Mul
+// of the pooled tensor by that scale joins the kernel (apply), the Mul of another one does not.
 #include <gtest/gtest.h>
 
 #include "passes/fusions/fusion_test_util.h"
@@ -18,6 +19,8 @@ struct Block {
   bool pooled_read_elsewhere = false;
   bool runtime_bias = false;
   bool padded = false;
+  bool scale_first = false;   // Mul(scale, x) rather than Mul(x, scale)
+  bool scales_other = false;  // the Mul scales the graph input, not the pooled tensor
 };
 
 // x -> dw conv -> [GlobalAveragePool -> Conv -> act -> Conv -> act] -> Mul(x, scale).
@@ -44,7 +47,9 @@ std::unique_ptr<Graph> se_block(const Block& k) {
   Value* s = b.n("Conv", ins2, {k.n, k.c, sq_hw, sq_hw}, {}, "excite");
   if (!k.excite_act.empty()) s = b.n(k.excite_act, {s}, {k.n, k.c, sq_hw, sq_hw}, {}, "gate");
   if (k.padded) s = b.n("GlobalAveragePool", {s}, {k.n, k.c, 1, 1}, {}, "gap2");
-  Value* y = b.n("Mul", {a, s}, xs, {}, "scale");
+  Value* t = k.scales_other ? x : a;
+  Value* y = b.n("Mul", k.scale_first ? std::vector<Value*>{s, t} : std::vector<Value*>{t, s}, xs,
+                 {}, "scale");
   b.out(y);
   if (k.pooled_read_elsewhere) b.out(g);
   return std::move(b.g);
@@ -92,6 +97,50 @@ TEST(SqueezeExciteFusion, DeclinedWithTheReason) {
     EXPECT_NE(r->rejected[0].reason.find(c.reason), std::string::npos) << r->rejected[0].reason;
     expect_same_numbers(std::move(f.graph), se_block(c.k));
   }
+}
+
+TEST(SqueezeExciteFusion, TheMulByTheScaleJoinsTheKernel) {
+  // No projection conv reads the scaled tensor (ScaledConvFusionPass has nothing to fold into):
+  // the Mul becomes the kernel's last step, in either operand order, for one image or several.
+  for (bool scale_first : {false, true}) {
+    for (int64_t n : {1, 2}) {
+      Block k;
+      k.scale_first = scale_first;
+      k.n = n;
+      SCOPED_TRACE(std::string(scale_first ? "Mul(scale, x)" : "Mul(x, scale)") +
+                   " n=" + std::to_string(n));
+      auto f = fuse(se_block(k));
+      EXPECT_EQ(count_op(*f.graph, "Mul"), 0u) << graph_to_text(*f.graph);
+      ASSERT_EQ(count_op(*f.graph, "SqueezeExcite"), 1u);
+      for (const Node* node : f.graph->nodes()) {
+        if (node->op_type() == "SqueezeExcite") {
+          EXPECT_EQ(node->attr_int("apply", 0), 1);
+        }
+      }
+      EXPECT_EQ(record(f.report, "SqueezeExciteScaleFusionPass")->effect_times, 1);
+      expect_same_numbers(std::move(f.graph), se_block(k));
+    }
+  }
+}
+
+TEST(SqueezeExciteFusion, TheScaleOfAnotherTensorStaysApart) {
+  Block k;
+  k.scales_other = true;
+  auto f = fuse(se_block(k));
+  EXPECT_EQ(count_op(*f.graph, "Mul"), 1u) << graph_to_text(*f.graph);
+  const PassRecord* r = record(f.report, "SqueezeExciteScaleFusionPass");
+  ASSERT_NE(r, nullptr);
+  ASSERT_FALSE(r->rejected.empty());
+  EXPECT_NE(r->rejected[0].reason.find("another tensor"), std::string::npos)
+      << r->rejected[0].reason;
+  expect_same_numbers(std::move(f.graph), se_block(k));
+}
+
+TEST(SqueezeExciteFusion, TheSwitchFileTurnsTheMulFusionOff) {
+  FusionSwitches sw = switched_off("SqueezeExciteScaleFusionPass");
+  auto f = fuse(se_block(Block{}), &sw);
+  EXPECT_EQ(count_op(*f.graph, "SqueezeExcite"), 1u);
+  EXPECT_EQ(count_op(*f.graph, "Mul"), 1u);
 }
 
 TEST(SqueezeExciteFusion, TheSwitchFileTurnsItOff) {
