@@ -53,7 +53,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   // conv (both after the conv epilogues), or else the Mul by it into the scale's kernel.
   p.push_back(make_squeeze_excite_pass());
   p.push_back(make_scaled_conv_pass());
-  p.push_back(make_squeeze_excite_apply_pass());
+  p.push_back(make_squeeze_excite_scale_pass());
   // A residual computed by a second conv, into the FusedConv it feeds (after the passes that
   // read FusedConv's plain form).
   p.push_back(make_conv_skip_conv_pass());

@@ -118,19 +118,12 @@ void run_squeeze_excite(KernelContext& ctx) {
     ctx.outputs[0] = std::move(scale);
     return;
   }
-  // X times the scale of its image and channel.
-  const Tensor& x = ctx.in(0);
-  NNFUSE_CHECK(x.dtype() == DType::kFloat32 && scale.dim(1) == x.dim(1), ctx.node.describe(),
-               ": the scale has ", scale.dim(1), " channels, X ", x.dim(1));
-  Tensor y(DType::kFloat32, x.shape());
-  const int64_t planes = x.dim(0) * x.dim(1), pixels = x.dim(2) * x.dim(3);
-  const float* px = x.data<float>();
-  const float* ps = scale.data<float>();
-  float* py = y.data<float>();
-  for (int64_t p = 0; p < planes; ++p) {
-    for (int64_t i = 0; i < pixels; ++i) py[p * pixels + i] = px[p * pixels + i] * ps[p];
-  }
-  ctx.outputs[0] = std::move(y);
+  // X times the scale of its image and channel: the Mul reference kernel, broadcasting.
+  const RefKernelEntry* mul = find_ref_kernel("Mul");
+  NNFUSE_CHECK(mul, "SqueezeExcite needs the Mul reference kernel");
+  KernelContext scaled{ctx.node, ctx.opset, {&ctx.in(0), &scale}, std::vector<Tensor>(1)};
+  mul->run(scaled);
+  ctx.outputs[0] = std::move(scaled.outputs[0]);
 }
 
 std::string support_squeeze_excite(const Node& node, int64_t /*opset*/) {

@@ -18,7 +18,7 @@ std::unique_ptr<Pass> make_pad_pool_pass();              // pad_conv.cc
 std::unique_ptr<Pass> make_channel_shuffle_pass();       // channel_shuffle.cc
 std::unique_ptr<Pass> make_scaled_conv_pass();           // scaled_conv.cc
 std::unique_ptr<Pass> make_squeeze_excite_pass();        // squeeze_excite.cc
-std::unique_ptr<Pass> make_squeeze_excite_apply_pass();  // squeeze_excite.cc
+std::unique_ptr<Pass> make_squeeze_excite_scale_pass();  // squeeze_excite.cc
 std::unique_ptr<Pass> make_expand_depthwise_pass();      // expand_depthwise.cc
 std::unique_ptr<Pass> make_layer_scale_pass();           // layer_scale.cc
 std::unique_ptr<Pass> make_conv_add_act_pass();          // conv_act.cc

@@ -89,7 +89,7 @@ Rule squeeze_excite() {
 // each thread's rows of X by the scale right after pooling them, instead of a separate Mul that
 // reads X back, half of it from the other core's cache (MobileNetV3's and EfficientNet's late
 // blocks: 14x14 and 7x7 images against 80 to 320 outputs).
-Rule squeeze_excite_apply() {
+Rule squeeze_excite_scale() {
   using namespace pattern;
   Pat se = op_in(kFusedDomain, "SqueezeExcite", {any("sx")}, false).named("se");
   return {.name = "SqueezeExciteScaleFusionPass",
@@ -115,8 +115,8 @@ Rule squeeze_excite_apply() {
 }  // namespace
 
 std::unique_ptr<Pass> make_squeeze_excite_pass() { return make_rule_pass(squeeze_excite()); }
-std::unique_ptr<Pass> make_squeeze_excite_apply_pass() {
-  return make_rule_pass(squeeze_excite_apply());
+std::unique_ptr<Pass> make_squeeze_excite_scale_pass() {
+  return make_rule_pass(squeeze_excite_scale());
 }
 
 }  // namespace nnfuse
