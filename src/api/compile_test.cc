@@ -9,7 +9,7 @@
 #include "ir/error.h"
 
 namespace nnfuse {
-namespace {
+namespace compile_test {
 
 const std::string kModel = std::string(NNFUSE_SOURCE_DIR) + "/models/tiny_resnet.onnx";
 
@@ -100,5 +100,5 @@ TEST(Compile, InputShapesSpecializeTheGraph) {
   for (const Value* out : r.graph->outputs()) EXPECT_TRUE(out->shape().fully_known());
 }
 
-}  // namespace
+}  // namespace compile_test
 }  // namespace nnfuse

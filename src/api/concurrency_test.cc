@@ -15,7 +15,7 @@
 #include "onnx/test_models.h"
 
 namespace nnfuse {
-namespace {
+namespace concurrency_test {
 
 TEST(Concurrency, SixteenThreadsMixedShapesOnOneSession) {
   const Model model = compile_bytes(testing::small_model().SerializeAsString());
@@ -63,5 +63,5 @@ TEST(Concurrency, SixteenThreadsMixedShapesOnOneSession) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
-}  // namespace
+}  // namespace concurrency_test
 }  // namespace nnfuse

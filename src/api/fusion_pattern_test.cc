@@ -14,7 +14,7 @@
 #include "runtime/npy.h"
 
 namespace nnfuse {
-namespace {
+namespace fusion_pattern_test {
 
 const std::string kDir = std::string(NNFUSE_SOURCE_DIR) + "/models/";
 
@@ -238,5 +238,5 @@ TEST(FusionPattern, AFusedModelNeedsItsPatternToRun) {
   }
 }
 
-}  // namespace
+}  // namespace fusion_pattern_test
 }  // namespace nnfuse

@@ -5,7 +5,7 @@
 #include "api/compile.h"
 
 namespace nnfuse {
-namespace {
+namespace insight_test {
 
 const std::string kModel = std::string(NNFUSE_SOURCE_DIR) + "/models/tiny_resnet.onnx";
 
@@ -65,5 +65,5 @@ TEST(Insight, TheReportCarriesEstimatesForTheWholeGraph) {
   EXPECT_FALSE(r.report.machine_source.empty());
 }
 
-}  // namespace
+}  // namespace insight_test
 }  // namespace nnfuse

@@ -18,7 +18,7 @@
 #include "runtime/npy.h"
 
 namespace nnfuse {
-namespace {
+namespace nnfuse_test {
 
 const std::string kDir = std::string(NNFUSE_SOURCE_DIR) + "/models/";
 
@@ -246,5 +246,5 @@ TEST(Api, SymbolicDimsRunOnFastKernelsAtEveryShape) {
   EXPECT_EQ(bad.load(), 0);
 }
 
-}  // namespace
+}  // namespace nnfuse_test
 }  // namespace nnfuse

@@ -30,7 +30,7 @@
 #include "runtime/plan.h"
 
 namespace nnfuse {
-namespace {
+namespace operator_sweep_test {
 
 using onnx::AttributeProto;
 
@@ -297,5 +297,5 @@ TEST(OperatorSweep, EveryOperatorWithBadRanksAndAttributesCompilesOrIsRefused) {
   std::printf("sweep: %d models, %d compiled, %d refused\n", models, compiled, refused);
 }
 
-}  // namespace
+}  // namespace operator_sweep_test
 }  // namespace nnfuse

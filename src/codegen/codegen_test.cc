@@ -15,7 +15,7 @@
 #include "codegen/test_reference.h"
 
 namespace nnfuse::codegen {
-namespace {
+namespace codegen_test {
 
 namespace fs = std::filesystem;
 using Shape = std::vector<int64_t>;
@@ -204,5 +204,5 @@ TEST_F(CodegenTest, InvalidRegionsAreRejected) {
   EXPECT_THROW(emit_cpp(ok, "1bad name"), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace codegen_test
 }  // namespace nnfuse::codegen

@@ -18,7 +18,7 @@
 #include "codegen/test_reference.h"
 
 namespace nnfuse::codegen {
-namespace {
+namespace cuda_test {
 
 namespace fs = std::filesystem;
 using testing::expect_close;
@@ -173,5 +173,5 @@ TEST_F(CudaTest, KernelRunOnTheHostMatchesEvaluate) {
   }
 }
 
-}  // namespace
+}  // namespace cuda_test
 }  // namespace nnfuse::codegen

@@ -10,7 +10,7 @@
 #include "codegen/codegen.h"
 
 namespace nnfuse::codegen {
-namespace {
+namespace encode_test {
 
 using Shape = std::vector<int64_t>;
 
@@ -123,5 +123,5 @@ TEST(Decode, Rejections) {
                   {2}, s, "more than one reduction");
 }
 
-}  // namespace
+}  // namespace encode_test
 }  // namespace nnfuse::codegen

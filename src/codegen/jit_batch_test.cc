@@ -8,7 +8,7 @@
 #include "codegen/test_cache_dir.h"
 
 namespace nnfuse::codegen {
-namespace {
+namespace jit_batch_test {
 
 namespace fs = std::filesystem;
 
@@ -86,5 +86,5 @@ TEST_F(JitBatchTest, MoreThanOneBatchAllBuild) {
   }
 }
 
-}  // namespace
+}  // namespace jit_batch_test
 }  // namespace nnfuse::codegen

@@ -17,7 +17,7 @@
 #include "codegen/test_cache_dir.h"
 
 namespace nnfuse::codegen {
-namespace {
+namespace jit_test {
 
 namespace fs = std::filesystem;
 
@@ -308,5 +308,5 @@ TEST_F(JitTest, CompilerAndCacheDirFromEnvironment) {
   EXPECT_EQ(fnv1a64(""), 14695981039346656037ull);
 }
 
-}  // namespace
+}  // namespace jit_test
 }  // namespace nnfuse::codegen

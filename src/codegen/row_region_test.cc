@@ -14,7 +14,7 @@
 #include "codegen/test_reference.h"
 
 namespace nnfuse::codegen {
-namespace {
+namespace row_region_test {
 
 using Shape = std::vector<int64_t>;
 using testing::expect_close;
@@ -286,5 +286,5 @@ TEST(RowRegionValidate, Rejections) {
   EXPECT_NE(validate(bcast).find("broadcast"), std::string::npos) << validate(bcast);
 }
 
-}  // namespace
+}  // namespace row_region_test
 }  // namespace nnfuse::codegen

@@ -8,7 +8,7 @@
 #include "ir/error.h"
 
 namespace nnfuse {
-namespace {
+namespace switches_test {
 
 const PassInfo kConvBn{"ConvBatchnormFusionPass", "Conv + BN", true, true};
 const PassInfo kConvAct{"ConvActivationFusionPass", "Conv + act", true, true};
@@ -245,8 +245,6 @@ TEST(Switches, LoadReadsTheFileAndNamesIt) {
   }
 }
 
-}  // namespace
-
 // Found by fuzz_switches: a number too large for a double made the JSON parser throw its
 // out_of_range, not parse_error, which escaped as an untyped exception.
 TEST(SwitchesErrors, NumberOutOfRangeIsMalformedJson) {
@@ -254,4 +252,5 @@ TEST(SwitchesErrors, NumberOutOfRangeIsMalformedJson) {
   EXPECT_HAS(error_of("{\"Switch\":{\"GraphFusion\":{\"ALL\":\"o\xff\"}}}"), "sw.cfg");
 }
 
+}  // namespace switches_test
 }  // namespace nnfuse

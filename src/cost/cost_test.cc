@@ -6,7 +6,7 @@
 #include <vector>
 
 namespace nnfuse {
-namespace {
+namespace cost_test {
 
 TEST(Cost, IntermediateBytesCountsStaticSizesTwice) {
   Graph g;
@@ -121,5 +121,5 @@ TEST(Cost, RecomputationOfBroadcastMembers) {
   EXPECT_EQ(cost::recomputation({exp, add}, 8).elements, 0);  // made once per row
 }
 
-}  // namespace
+}  // namespace cost_test
 }  // namespace nnfuse

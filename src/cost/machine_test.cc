@@ -7,7 +7,7 @@
 #include <fstream>
 
 namespace nnfuse::cost {
-namespace {
+namespace machine_test {
 
 class MachineTest : public ::testing::Test {
  protected:
@@ -84,5 +84,5 @@ TEST_F(MachineTest, EstimatesUseTheCalibrationOfThisCpuOnly) {
   EXPECT_EQ(source.rfind("calibrated on " + c.cpu, 0), 0u) << source;
 }
 
-}  // namespace
+}  // namespace machine_test
 }  // namespace nnfuse::cost

@@ -11,7 +11,7 @@
 #include "ir/error.h"
 
 namespace nnfuse {
-namespace {
+namespace atomic_file_test {
 
 namespace fs = std::filesystem;
 
@@ -78,5 +78,5 @@ TEST(AtomicFile, DevicesAreWrittenInPlaceAndLinksKept) {
   EXPECT_EQ(read(d / "target"), "b");
 }
 
-}  // namespace
+}  // namespace atomic_file_test
 }  // namespace nnfuse

@@ -8,7 +8,7 @@
 #include "ir/tensor.h"
 
 namespace nnfuse {
-namespace {
+namespace buffer_pool_test {
 
 // Runs with the pool on (it is off under the address sanitizer) and empty, and restores it.
 class BufferPool : public ::testing::Test {
@@ -93,5 +93,5 @@ TEST_F(BufferPool, ThreadsShareThePool) {
   EXPECT_LE(s.cached_bytes, s.limit_bytes);
 }
 
-}  // namespace
+}  // namespace buffer_pool_test
 }  // namespace nnfuse

@@ -230,7 +230,7 @@ std::string dot_id(char kind, size_t i) {
   return id;
 }
 
-std::string value_type(const Value* v) { return dtype_name(v->dtype()) + v->shape().str(); }
+std::string typed_shape(const Value* v) { return dtype_name(v->dtype()) + v->shape().str(); }
 
 }  // namespace
 
@@ -257,7 +257,7 @@ std::string graph_to_dot(const Graph& g) {
     std::string id = dot_id('i', i);
     source[inputs[i]] = id;
     os << "  " << id << " [shape=ellipse, style=filled, fillcolor=\"#dff0d8\", label="
-       << dot_label({inputs[i]->name(), value_type(inputs[i])}) << "];\n";
+       << dot_label({inputs[i]->name(), typed_shape(inputs[i])}) << "];\n";
   }
   std::vector<Node*> nodes = g.nodes();
   int clusters = 0;
@@ -286,7 +286,7 @@ std::string graph_to_dot(const Graph& g) {
   const std::vector<Value*>& outputs = g.outputs();
   for (size_t i = 0; i < outputs.size(); ++i) {
     os << "  o" << i << " [shape=ellipse, style=filled, fillcolor=\"#fcf3cf\", label="
-       << dot_label({outputs[i]->name(), value_type(outputs[i])}) << "];\n";
+       << dot_label({outputs[i]->name(), typed_shape(outputs[i])}) << "];\n";
   }
   // Edges: one per use of a non-constant value, labelled with the value and its shape.
   auto edge = [&](const Value* v, const std::string& to) {

@@ -10,7 +10,7 @@
 #include <sstream>
 
 namespace nnfuse {
-namespace {
+namespace dump_test {
 
 // x -> [fused conv1+bn1+relu1] -> h -> Neg "say \"hi\"" -> y, with a weight initializer.
 struct Sample {
@@ -196,5 +196,5 @@ TEST(Dump, DumpGraphErrors) {
   }
 }
 
-}  // namespace
+}  // namespace dump_test
 }  // namespace nnfuse

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace nnfuse {
-namespace {
+namespace graph_test {
 
 // x -> Relu -> y -> Neg -> z
 struct Chain {
@@ -95,11 +95,11 @@ TEST(Graph, AttributeKindMismatchIsAnError) {
   EXPECT_THROW(c.relu->attr_int("alpha", 0), Error);
 }
 
-}  // namespace
+}  // namespace graph_test
 }  // namespace nnfuse
 
 namespace nnfuse {
-namespace {
+namespace graph_test {
 
 TEST(Graph, ReplaceNodeTakesTheOldPlaceAndKeepsTheOrder) {
   // x -> a -> b -> c -> y; b replaced in place: no sort needed, positions keep their order.
@@ -179,5 +179,5 @@ TEST(Graph, RemovedNodesLeaveNoTraceAndNamesAreReusable) {
   verify_graph(c.g);
 }
 
-}  // namespace
+}  // namespace graph_test
 }  // namespace nnfuse

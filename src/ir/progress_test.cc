@@ -11,7 +11,7 @@
 #include <thread>
 
 namespace nnfuse {
-namespace {
+namespace progress_test {
 
 // A line on a string stream with a clock the test sets.
 struct FakeLine {
@@ -196,5 +196,5 @@ TEST(Progress, EnabledBySwitchAndEnvironment) {
   }
 }
 
-}  // namespace
+}  // namespace progress_test
 }  // namespace nnfuse

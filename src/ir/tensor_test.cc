@@ -7,7 +7,7 @@
 #include <memory>
 
 namespace nnfuse {
-namespace {
+namespace tensor_test {
 
 TEST(Tensor, AllocatesZeroedStorage) {
   Tensor t(DType::kFloat32, {2, 3});
@@ -67,5 +67,5 @@ TEST(Tensor, Strides) {
   EXPECT_EQ(dims_str(std::vector<int64_t>{2, 3}), "[2, 3]");
 }
 
-}  // namespace
+}  // namespace tensor_test
 }  // namespace nnfuse

@@ -14,7 +14,7 @@
 #include "onnx/test_models.h"
 
 namespace nnfuse {
-namespace {
+namespace importer_test {
 
 namespace fs = std::filesystem;
 
@@ -406,11 +406,11 @@ TEST(OnnxExport, RoundTripsAndPassesChecker) {
   EXPECT_EQ(g2->nodes()[1]->fused_from(), (std::vector<std::string>{"add", "relu"}));
 }
 
-}  // namespace
+}  // namespace importer_test
 }  // namespace nnfuse
 
 namespace nnfuse {
-namespace {
+namespace importer_test {
 
 TEST(ImporterInputShapes, OverrideSetsInputDimsAndReinfersTheRest) {
   const std::string bytes = testing::small_model().SerializeAsString();
@@ -438,11 +438,11 @@ TEST(ImporterInputShapes, BadOverridesNameTheInput) {
   EXPECT_NE(message({{"x", {0, 3}}}).find("must be positive"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace importer_test
 }  // namespace nnfuse
 
 namespace nnfuse {
-namespace {
+namespace importer_test {
 
 TEST(Provenance, DocStringRoundTripsAndOtherDocsAreIgnored) {
   const std::string doc = provenance_doc("ConvAddFusionPass", {"conv", "add", "relu"});
@@ -456,5 +456,5 @@ TEST(Provenance, DocStringRoundTripsAndOtherDocsAreIgnored) {
   EXPECT_FALSE(parse_provenance_doc("nnfuse: fused by X", &pass, &from));  // no " from "
 }
 
-}  // namespace
+}  // namespace importer_test
 }  // namespace nnfuse

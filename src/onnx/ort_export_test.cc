@@ -19,7 +19,7 @@
 #include "testing/graph_builder.h"
 
 namespace nnfuse {
-namespace {
+namespace ort_export_test {
 
 Tensor random(const Dims& shape, uint32_t seed) {
   Tensor t(DType::kFloat32, shape);
@@ -539,5 +539,5 @@ TEST(OrtExport, AUserPatternIsRefusedNamingIt) {
   EXPECT_THROW(export_format_from_name("tensorrt"), Error);
 }
 
-}  // namespace
+}  // namespace ort_export_test
 }  // namespace nnfuse

@@ -12,9 +12,9 @@ namespace nnfuse {
 
 namespace {
 
-std::string name_of(const Value* v) { return v ? v->name() : ""; }
+std::string value_name(const Value* v) { return v ? v->name() : ""; }
 
-std::optional<Dims> static_dims(const Value* v) {
+std::optional<Dims> known_dims(const Value* v) {
   if (!v || !v->shape().fully_known()) return std::nullopt;
   return v->shape().static_dims();
 }
@@ -35,7 +35,7 @@ bool is_decoder_attention(const Node& n) {
 // a reshaped copy of a constant, or a Reshape of it. "" stays "".
 static std::string as_vector(ProtoWriter& w, const Value* v, int64_t e) {
   if (!v) return "";
-  const auto d = static_dims(v);
+  const auto d = known_dims(v);
   if (d && *d == Dims{e}) return v->name();
   if (v->is_constant()) return w.constant(v->name() + "_vector", v->constant().reshaped({e}));
   const std::string r = w.fresh(v->name() + "_vector");
@@ -66,8 +66,8 @@ static void write_skip_layer_norm(ProtoWriter& w, const Value* x, const Value* s
                                   const Value* gamma, const Value* beta, const Value* bias,
                                   const std::string& x_name, const std::string& out,
                                   const std::string& sum, float eps, const std::string& name) {
-  const auto xd = static_dims(x);
-  const auto sd = static_dims(skip);
+  const auto xd = known_dims(x);
+  const auto sd = known_dims(skip);
   NNFUSE_CHECK(xd && !xd->empty(), name, ": the input needs a static shape to be exported");
   const int64_t e = xd->back();
   const std::string g = as_vector(w, gamma, e), b = as_vector(w, beta, e),
@@ -94,7 +94,7 @@ static void write_skip_layer_norm(ProtoWriter& w, const Value* x, const Value* s
 
 void OrtLowering::lower_skip_layer_norm(const Node& n) {
   write_skip_layer_norm(w_, n.input(0), n.input(1), n.input(2), n.input(3), n.input(4),
-                        name_of(n.input(0)), name_of(n.output(0)), name_of(n.output(1)),
+                        value_name(n.input(0)), value_name(n.output(0)), value_name(n.output(1)),
                         epsilon_of(n), n.name());
 }
 
@@ -117,17 +117,17 @@ static void write_rms_norm(ProtoWriter& w, const Node& n, const std::string& x,
 }
 
 void OrtLowering::lower_rms_norm(const Node& n) {
-  const auto xd = static_dims(n.input(0));
-  write_rms_norm(w_, n, name_of(n.input(0)), xd,
-                 xd ? as_vector(w_, n.input(1), xd->back()) : std::string(), name_of(n.output(0)),
-                 epsilon_of(n), n.name());
+  const auto xd = known_dims(n.input(0));
+  write_rms_norm(w_, n, value_name(n.input(0)), xd,
+                 xd ? as_vector(w_, n.input(1), xd->back()) : std::string(),
+                 value_name(n.output(0)), epsilon_of(n), n.name());
 }
 
 void OrtLowering::lower_layer_norm(const Node& n) {
   std::vector<std::string> ins;
-  for (const Value* v : n.inputs()) ins.push_back(name_of(v));
+  for (const Value* v : n.inputs()) ins.push_back(value_name(v));
   std::vector<std::string> outs;
-  for (const Value* v : n.outputs()) outs.push_back(name_of(v));
+  for (const Value* v : n.outputs()) outs.push_back(value_name(v));
   onnx::NodeProto* p = w_.node("LayerNormalization", ins, outs, "", n.name());
   for (const auto& [k, a] : n.attrs()) ProtoWriter::set_attr(p, k, a);
 }
@@ -138,8 +138,8 @@ void OrtLowering::lower_embed(const Node& n) {
   // lookups (or the word lookup alone) of [B, S] ids plus a position addend [S, E] or [1, S, E].
   const size_t pairs = (n.num_inputs() - 3) / 2;
   const Value* addend = n.input(2);
-  const auto ad = static_dims(addend);
-  const auto out_d = static_dims(n.output(0));
+  const auto ad = known_dims(addend);
+  const auto out_d = known_dims(n.output(0));
   NNFUSE_CHECK(out_d && !out_d->empty(), n.describe(), ": the output needs a static shape");
   const int64_t e = out_d->back();
   bool fits =
@@ -148,8 +148,8 @@ void OrtLowering::lower_embed(const Node& n) {
     const int64_t s = (*out_d)[1];
     fits = (*ad == Dims{s, e}) || (*ad == Dims{1, s, e});
     for (size_t k = 0; fits && k < pairs; ++k) {
-      const auto idd = static_dims(n.input(4 + 2 * k));
-      const auto td = static_dims(n.input(3 + 2 * k));
+      const auto idd = known_dims(n.input(4 + 2 * k));
+      const auto td = known_dims(n.input(3 + 2 * k));
       fits = idd && *idd == Dims{(*out_d)[0], s} && td && td->size() == 2 && (*td)[1] == e;
     }
   }
@@ -170,24 +170,24 @@ void OrtLowering::lower_embed(const Node& n) {
         w_.constant(addend->name() + "_positions", addend->constant().reshaped({s, e}));
     std::vector<std::string> ins = {word_ids,
                                     seg_ids,
-                                    name_of(n.input(3)),
+                                    value_name(n.input(3)),
                                     position,
-                                    pairs == 2 ? name_of(n.input(5)) : "",
+                                    pairs == 2 ? value_name(n.input(5)) : "",
                                     as_vector(w_, n.input(0), e),
                                     as_vector(w_, n.input(1), e)};
     if (ins[6].empty()) ins[6] = w_.constant(n.name() + "_beta", Tensor(DType::kFloat32, {e}));
-    std::vector<std::string> outs = {name_of(n.output(0))};
-    if (n.output(1)) outs = {name_of(n.output(0)), "", n.output(1)->name()};  // embedding_sum
+    std::vector<std::string> outs = {value_name(n.output(0))};
+    if (n.output(1)) outs = {value_name(n.output(0)), "", n.output(1)->name()};  // embedding_sum
     onnx::NodeProto* p = w_.node("EmbedLayerNormalization", ins, outs, kOrtDomain, n.name());
     ProtoWriter::set_float(p, "epsilon", epsilon_of(n));
     ProtoWriter::set_int(p, "mask_index_type", 0);  // no mask, no mask_index
     return;
   }
   // Standard ops: Gathers, Adds, LayerNormalization.
-  std::string sum = name_of(addend);
+  std::string sum = value_name(addend);
   for (size_t k = 0; k < pairs; ++k) {
     const std::string g = w_.fresh(n.name() + "_lookup");
-    w_.node("Gather", {name_of(n.input(3 + 2 * k)), name_of(n.input(4 + 2 * k))}, {g}, "",
+    w_.node("Gather", {value_name(n.input(3 + 2 * k)), value_name(n.input(4 + 2 * k))}, {g}, "",
             n.name() + "_gather" + std::to_string(k));
     if (sum.empty()) {
       sum = g;
@@ -202,13 +202,13 @@ void OrtLowering::lower_embed(const Node& n) {
     w_.node("Identity", {sum}, {n.output(1)->name()}, "", n.name() + "_sum");
   }
   write_layer_norm(w_, sum, as_vector(w_, n.input(0), e), as_vector(w_, n.input(1), e),
-                   name_of(n.output(0)), epsilon_of(n), n.name());
+                   value_name(n.output(0)), epsilon_of(n), n.name());
 }
 
 std::string OrtLowering::expanded_mask(const Value* mask, int64_t sq, int64_t sk) {
   // ORT's attention_bias is [B or 1, H or 1, Sq, Sk]; an additive mask broadcast along Sq (a
   // key padding mask [B, 1, 1, Sk]) is widened once, shared by every attention reading it.
-  const auto md = static_dims(mask);
+  const auto md = known_dims(mask);
   NNFUSE_CHECK(md && md->size() <= 4, mask->name(), ": the attention mask needs a static shape");
   Dims m4(4 - md->size(), 1);
   m4.insert(m4.end(), md->begin(), md->end());
@@ -236,10 +236,10 @@ void OrtLowering::plan() {
     if (!p || p->op_type() != "FusedMatMul" || p->domain() != kFusedDomain) continue;
     if (qkv->uses().size() != 1 || qkv->is_graph_output()) continue;
     if (!p->attr_string("activation", "").empty()) continue;
-    const auto xd = static_dims(p->input(0));
+    const auto xd = known_dims(p->input(0));
     const Value* wv = p->input(1);
-    const auto wd = static_dims(wv);
-    const auto bd = static_dims(p->input(2));
+    const auto wd = known_dims(wv);
+    const auto bd = known_dims(p->input(2));
     if (!xd || xd->size() != 3 || !wv || !wv->is_constant() || !wd || wd->size() != 2) continue;
     if (p->input(2) && (!bd || *bd != Dims{(*wd)[1]})) continue;
     absorbed_.insert(p);
@@ -313,36 +313,36 @@ void OrtLowering::lower_attention(const Node& n) {
   const bool packed = n.attr_int("qkv_packed", 0) != 0;
   const bool causal = n.attr_int("causal", 0) != 0;
   const Value* q = n.input(0);
-  const auto qd = static_dims(q);
+  const auto qd = known_dims(q);
   NNFUSE_CHECK(qd && qd->size() == 3 && heads > 0, n.describe(),
                ": attention needs static [B, S, E] inputs and num_heads");
   const int64_t sq = (*qd)[1];
-  const int64_t sk = packed ? sq : static_dims(n.input(1)).value_or(Dims{0, 0, 0})[1];
+  const int64_t sk = packed ? sq : known_dims(n.input(1)).value_or(Dims{0, 0, 0})[1];
   const std::string bias = n.input(3) ? expanded_mask(n.input(3), sq, sk) : "";
   auto set_common = [&](onnx::NodeProto* p) {
     ProtoWriter::set_int(p, "num_heads", heads);
     if (const Attribute* s = n.find_attr("scale")) ProtoWriter::set_float(p, "scale", s->f);
     if (causal) ProtoWriter::set_int(p, "unidirectional", 1);
   };
-  const std::string out = name_of(n.output(0));
+  const std::string out = value_name(n.output(0));
   if (packed && q->producer() && absorbed(*q->producer())) {
     const Node& proj = *q->producer();
-    const auto wd = static_dims(proj.input(1));
-    std::string b = name_of(proj.input(2));
+    const auto wd = known_dims(proj.input(1));
+    std::string b = value_name(proj.input(2));
     if (b.empty()) b = w_.constant(proj.name() + "_bias", Tensor(DType::kFloat32, {(*wd)[1]}));
-    std::vector<std::string> ins = {name_of(proj.input(0)), name_of(proj.input(1)), b};
+    std::vector<std::string> ins = {value_name(proj.input(0)), value_name(proj.input(1)), b};
     if (!bias.empty()) ins.insert(ins.end(), {"", "", bias});
     set_common(w_.node("Attention", ins, {out}, kOrtDomain, n.name()));
     return;
   }
-  std::string qn = name_of(q), kn = name_of(n.input(1)), vn = name_of(n.input(2));
+  std::string qn = value_name(q), kn = value_name(n.input(1)), vn = value_name(n.input(2));
   if (packed) {
     qn = w_.fresh(out + "_q");
     kn = w_.fresh(out + "_k");
     vn = w_.fresh(out + "_v");
     const int64_t e = (*qd)[2] / 3;
-    onnx::NodeProto* p =
-        w_.node("Split", {name_of(q), w_.int64s({e, e, e})}, {qn, kn, vn}, "", n.name() + "_split");
+    onnx::NodeProto* p = w_.node("Split", {value_name(q), w_.int64s({e, e, e})}, {qn, kn, vn}, "",
+                                 n.name() + "_split");
     ProtoWriter::set_int(p, "axis", -1);
   }
   std::vector<std::string> ins = {qn, kn, vn};
@@ -355,7 +355,7 @@ void OrtLowering::lower_decoder_attention(const Node& n) {
   // widening in standard ops, then ORT's MultiHeadAttention.
   const int64_t heads = n.attr_int("num_heads", 0), kv = n.attr_int("kv_num_heads", heads);
   const bool packed = n.attr_int("qkv_packed", 0) != 0;
-  const auto qd = static_dims(n.input(0));
+  const auto qd = known_dims(n.input(0));
   NNFUSE_CHECK(qd && qd->size() == 3 && heads > 0 && kv > 0 && heads % kv == 0, n.describe(),
                ": attention needs static [B, S, E] inputs, num_heads and kv_num_heads");
   const bool rotary = n.num_inputs() > 5 && n.input(4) && n.input(5);
@@ -363,19 +363,19 @@ void OrtLowering::lower_decoder_attention(const Node& n) {
                ": rotary tables that are not constants");
   const int64_t b = (*qd)[0], sq = (*qd)[1];
   const int64_t d = packed ? (*qd)[2] / (heads + 2 * kv) : (*qd)[2] / heads;
-  const std::string out = name_of(n.output(0));
-  std::string qn = name_of(n.input(0)), kn = packed ? "" : name_of(n.input(1));
-  std::string vn = packed ? "" : name_of(n.input(2));
+  const std::string out = value_name(n.output(0));
+  std::string qn = value_name(n.input(0)), kn = packed ? "" : value_name(n.input(1));
+  std::string vn = packed ? "" : value_name(n.input(2));
   if (packed) {
     qn = w_.fresh(out + "_q");
     kn = w_.fresh(out + "_k");
     vn = w_.fresh(out + "_v");
     onnx::NodeProto* p =
-        w_.node("Split", {name_of(n.input(0)), w_.int64s({heads * d, kv * d, kv * d})},
+        w_.node("Split", {value_name(n.input(0)), w_.int64s({heads * d, kv * d, kv * d})},
                 {qn, kn, vn}, "", n.name() + "_split");
     ProtoWriter::set_int(p, "axis", -1);
   }
-  const int64_t sk = packed ? sq : static_dims(n.input(1)).value_or(Dims{0, 0, 0})[1];
+  const int64_t sk = packed ? sq : known_dims(n.input(1)).value_or(Dims{0, 0, 0})[1];
   if (rotary) {
     qn = write_rotary(w_, n, qn, b, sq, heads, d, n.name() + "_q_rotary");
     kn = write_rotary(w_, n, kn, b, sk, kv, d, n.name() + "_k_rotary");
@@ -385,7 +385,7 @@ void OrtLowering::lower_decoder_attention(const Node& n) {
     // The KV cache: present = Concat(past, the new rows as [B, G, S, D]) over the sequence,
     // widened to [B, H, P + S, D], the form of ORT's MultiHeadAttention's key and value that
     // are already split into heads.
-    const auto pd = static_dims(n.input(6));
+    const auto pd = known_dims(n.input(6));
     NNFUSE_CHECK(pd && pd->size() == 4, n.describe(), ": the past needs a static shape");
     NNFUSE_CHECK(n.attr_int("causal", 0) == 0 || sq == 1, n.describe(),
                  ": a causal attention over a KV cache with more than one query row is not "
@@ -399,10 +399,10 @@ void OrtLowering::lower_decoder_attention(const Node& n) {
       ProtoWriter::set_ints(w_.node("Transpose", {split}, {bgsd}, "", stem + "_heads"), "perm",
                             {0, 2, 1, 3});
       const size_t o = 1 + static_cast<size_t>(c);
-      const std::string present =
-          n.num_outputs() > o && n.output(o) ? name_of(n.output(o)) : w_.fresh(stem + "_present");
+      const std::string present = n.num_outputs() > o && n.output(o) ? value_name(n.output(o))
+                                                                     : w_.fresh(stem + "_present");
       ProtoWriter::set_int(
-          w_.node("Concat", {name_of(n.input(5 + o)), bgsd}, {present}, "", stem + "_cache"),
+          w_.node("Concat", {value_name(n.input(5 + o)), bgsd}, {present}, "", stem + "_cache"),
           "axis", 2);
       x = kv == heads ? present
                       : write_widen(w_, present, {b, kv, 1, total, d},
@@ -429,32 +429,33 @@ void OrtLowering::lower_decoder_attention(const Node& n) {
 
 void OrtLowering::lower_matmul_layer_norm(const Node& n) {
   // FusedMatMulLayerNorm(A, B, Bias?, Residual, Gamma, Beta?) = LayerNorm(A B + Bias + Residual).
-  const std::string mm = w_.fresh(name_of(n.output(0)) + "_matmul");
-  w_.node("MatMul", {name_of(n.input(0)), name_of(n.input(1))}, {mm}, "", n.name() + "_matmul");
+  const std::string mm = w_.fresh(value_name(n.output(0)) + "_matmul");
+  w_.node("MatMul", {value_name(n.input(0)), value_name(n.input(1))}, {mm}, "",
+          n.name() + "_matmul");
   // The product has the residual's shape.
   write_skip_layer_norm(w_, n.input(3), n.input(3), n.input(4), n.input(5), n.input(2), mm,
-                        name_of(n.output(0)), "", epsilon_of(n), n.name());
+                        value_name(n.output(0)), "", epsilon_of(n), n.name());
 }
 
 std::string OrtLowering::write_norm_prologue(const Node& n) {
-  const auto xd = static_dims(n.input(0));
+  const auto xd = known_dims(n.input(0));
   NNFUSE_CHECK(xd && !xd->empty(), n.describe(), ": the input needs a static shape");
-  const std::string normed = w_.fresh(name_of(n.input(0)) + "_normed");
+  const std::string normed = w_.fresh(value_name(n.input(0)) + "_normed");
   const std::string gamma = as_vector(w_, n.input(3), xd->back());
   if (n.attr_string("norm", "layer") == "rms") {
-    write_rms_norm(w_, n, name_of(n.input(0)), xd, gamma, normed, epsilon_of(n),
+    write_rms_norm(w_, n, value_name(n.input(0)), xd, gamma, normed, epsilon_of(n),
                    n.name() + "_norm");
   } else {
-    write_layer_norm(w_, name_of(n.input(0)), gamma, as_vector(w_, n.input(4), xd->back()), normed,
-                     epsilon_of(n), n.name() + "_norm");
+    write_layer_norm(w_, value_name(n.input(0)), gamma, as_vector(w_, n.input(4), xd->back()),
+                     normed, epsilon_of(n), n.name() + "_norm");
   }
   return normed;
 }
 
 void OrtLowering::lower_layer_norm_matmul(const Node& n) {
   // FusedLayerNormMatMul(X, B, Bias?, Gamma, Beta?) = FusedMatMul(LayerNorm(X), B, Bias).
-  write_dense(n, write_norm_prologue(n), name_of(n.input(1)), name_of(n.input(2)),
-              name_of(n.output(0)), n.name());
+  write_dense(n, write_norm_prologue(n), value_name(n.input(1)), value_name(n.input(2)),
+              value_name(n.output(0)), n.name());
 }
 
 }  // namespace nnfuse

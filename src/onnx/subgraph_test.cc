@@ -12,7 +12,7 @@
 #include "runtime/session.h"
 
 namespace nnfuse {
-namespace {
+namespace subgraph_test {
 
 void value(onnx::ValueInfoProto* v, const std::string& name, int elem, std::vector<int64_t> dims) {
   v->set_name(name);
@@ -186,5 +186,5 @@ TEST(Subgraphs, NestingIsBounded) {
   }
 }
 
-}  // namespace
+}  // namespace subgraph_test
 }  // namespace nnfuse

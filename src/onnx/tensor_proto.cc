@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-[[noreturn]] void bad(const std::string& label, const std::string& what) {
+[[noreturn]] void bad_tensor(const std::string& label, const std::string& what) {
   fail(ErrorKind::kInvalidModel, label, ": ", what);
 }
 
@@ -37,38 +37,40 @@ std::string read_external(const onnx::TensorProto& p, const std::string& base_di
       if (kv.key() == "offset") offset = std::stoll(kv.value());
       if (kv.key() == "length") length = std::stoll(kv.value());
     } catch (const std::exception&) {
-      bad(label, "external data field '" + kv.key() + "' is not a number: '" + kv.value() + "'");
+      bad_tensor(label,
+                 "external data field '" + kv.key() + "' is not a number: '" + kv.value() + "'");
     }
   }
-  if (location.empty()) bad(label, "external data has no location");
-  if (base_dir.empty()) bad(label, "external data is not allowed here (no model folder)");
+  if (location.empty()) bad_tensor(label, "external data has no location");
+  if (base_dir.empty()) bad_tensor(label, "external data is not allowed here (no model folder)");
   fs::path loc(location);
-  if (loc.is_absolute()) bad(label, "external data location '" + location + "' is absolute");
+  if (loc.is_absolute()) bad_tensor(label, "external data location '" + location + "' is absolute");
   std::error_code ec;
   fs::path base = fs::weakly_canonical(fs::absolute(base_dir), ec);
   fs::path full = fs::weakly_canonical(base / loc, ec);
   auto rel = full.lexically_relative(base);
   if (ec || rel.empty() || *rel.begin() == "..") {
-    bad(label, "external data location '" + location + "' is outside the model's folder");
+    bad_tensor(label, "external data location '" + location + "' is outside the model's folder");
   }
   std::ifstream f(full, std::ios::binary);
-  if (!f) bad(label, "cannot open external data file '" + full.string() + "'");
+  if (!f) bad_tensor(label, "cannot open external data file '" + full.string() + "'");
   f.seekg(0, std::ios::end);
   int64_t file_size = static_cast<int64_t>(f.tellg());
   if (offset < 0 || offset > file_size) {
-    bad(label, "external data offset " + std::to_string(offset) + " is outside '" + location +
-                   "' (" + std::to_string(file_size) + " bytes)");
+    bad_tensor(label, "external data offset " + std::to_string(offset) + " is outside '" +
+                          location + "' (" + std::to_string(file_size) + " bytes)");
   }
   if (length < 0) length = file_size - offset;
   if (length != static_cast<int64_t>(want_bytes) || offset + length > file_size) {
-    bad(label, "external data in '" + location + "' has " + std::to_string(length) +
-                   " bytes at offset " + std::to_string(offset) + ", expected " +
-                   std::to_string(want_bytes) + " (file has " + std::to_string(file_size) + ")");
+    bad_tensor(label, "external data in '" + location + "' has " + std::to_string(length) +
+                          " bytes at offset " + std::to_string(offset) + ", expected " +
+                          std::to_string(want_bytes) + " (file has " + std::to_string(file_size) +
+                          ")");
   }
   std::string buf(static_cast<size_t>(length), '\0');
   f.seekg(offset);
   f.read(buf.data(), length);
-  if (!f) bad(label, "short read from external data file '" + location + "'");
+  if (!f) bad_tensor(label, "short read from external data file '" + location + "'");
   return buf;
 }
 
@@ -99,9 +101,9 @@ Tensor take_tensor_from_proto(onnx::TensorProto& p, const std::string& base_dir,
 
 Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir,
                          const std::string& label) {
-  if (!p.has_data_type()) bad(label, "tensor has no data type");
+  if (!p.has_data_type()) bad_tensor(label, "tensor has no data type");
   DType dt = dtype_from_onnx(p.data_type());
-  if (dt == DType::kUndefined) bad(label, "tensor has an undefined data type");
+  if (dt == DType::kUndefined) bad_tensor(label, "tensor has an undefined data type");
   if (dt == DType::kString) {
     fail(ErrorKind::kUnsupported, label, ": string tensors are not supported");
   }
@@ -120,8 +122,9 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
   }
   if (p.has_raw_data()) {
     if (p.raw_data().size() != bytes) {
-      bad(label, "raw_data has " + std::to_string(p.raw_data().size()) + " bytes, shape " +
-                     dims_str(dims) + " of " + dtype_name(dt) + " needs " + std::to_string(bytes));
+      bad_tensor(label, "raw_data has " + std::to_string(p.raw_data().size()) + " bytes, shape " +
+                            dims_str(dims) + " of " + dtype_name(dt) + " needs " +
+                            std::to_string(bytes));
     }
     Tensor t = Tensor::uninitialized(dt, dims);
     if (bytes) std::memcpy(t.raw(), p.raw_data().data(), bytes);
@@ -131,8 +134,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
   // its data must not ask for memory.
   auto from = [&]<typename T>(const auto& field, T*) {
     if (field.size() != n) {
-      bad(label, "tensor has " + std::to_string(field.size()) + " values, shape " + dims_str(dims) +
-                     " needs " + std::to_string(n));
+      bad_tensor(label, "tensor has " + std::to_string(field.size()) + " values, shape " +
+                            dims_str(dims) + " needs " + std::to_string(n));
     }
     Tensor t(dt, dims);
     copy_field<T>(field, t.raw(), n);

@@ -6,7 +6,7 @@
 #include "ir/error.h"
 
 namespace nnfuse {
-namespace {
+namespace tensor_proto_test {
 
 // Found by fuzz_tensor: a shape far larger than its typed data field was allocated before the
 // field's length was checked, so a few bytes could ask for hundreds of gigabytes.
@@ -75,5 +75,5 @@ TEST(TensorProto, EveryTypedFieldReadsBack) {
   EXPECT_THROW(read(P::BOOL, [](P& p) { p.add_int32_data(1); }), Error);
 }
 
-}  // namespace
+}  // namespace tensor_proto_test
 }  // namespace nnfuse

@@ -11,7 +11,7 @@
 #include "testing/graph_builder.h"
 
 namespace nnfuse {
-namespace {
+namespace widen_half_test {
 
 Tensor half_tensor(const Dims& d, const std::vector<float>& v) {
   Tensor t(DType::kFloat16, d);
@@ -72,5 +72,5 @@ TEST(WidenHalf, AWidenedGraphAndAFloatGraphStayAsTheyAre) {
   EXPECT_EQ(graph_to_text(*b.g), before);
 }
 
-}  // namespace
+}  // namespace widen_half_test
 }  // namespace nnfuse

@@ -5,7 +5,7 @@
 #include "kernels/ref/fused_region.h"
 
 namespace nnfuse {
-namespace {
+namespace overfusion_test {
 
 using codegen::OpKind;
 
@@ -83,5 +83,5 @@ TEST(OverFusion, MachineFiguresArePlausible) {
   EXPECT_TRUE(regs == 16 || regs == 32) << regs;
 }
 
-}  // namespace
+}  // namespace overfusion_test
 }  // namespace nnfuse

@@ -11,7 +11,7 @@
 #include "testing/graph_builder.h"
 
 namespace nnfuse::pattern {
-namespace {
+namespace pattern_test {
 
 constexpr float kSqrt2 = 1.41421356f;
 constexpr float kInvSqrt2 = 0.70710678f;
@@ -462,11 +462,11 @@ TEST(PatternBuild, EmptyPatternsAreRejected) {
   EXPECT_THROW(Pat().rank(2), Error);
 }
 
-}  // namespace
+}  // namespace pattern_test
 }  // namespace nnfuse::pattern
 
 namespace nnfuse::pattern {
-namespace {
+namespace pattern_test {
 
 TEST(PatternDomain, OpInMatchesOnlyItsDomain) {
   Builder b;
@@ -588,5 +588,5 @@ TEST(PatternOptional, OmittedOrMissingInputsBindNothing) {
   EXPECT_FALSE(match_at(*b.g, ln, z->producer()));
 }
 
-}  // namespace
+}  // namespace pattern_test
 }  // namespace nnfuse::pattern

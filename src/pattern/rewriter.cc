@@ -16,7 +16,7 @@ namespace nnfuse::pattern {
 
 namespace {
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
+std::string quote(const std::string& s) { return "'" + s + "'"; }
 
 // A path that leaves the set and comes back, as a reason; "" when there is none.
 std::string find_cycle(const Graph& g, const std::set<const Node*>& in_set) {
@@ -49,9 +49,9 @@ std::string find_cycle(const Graph& g, const std::set<const Node*>& in_set) {
       if (!o) continue;
       for (const Use& u : o->uses()) {
         if (in_set.count(u.node)) {
-          return "fusing would create a cycle: " + quoted(seen[x]->name()) +
+          return "fusing would create a cycle: " + quote(seen[x]->name()) +
                  " leaves the set and reaches " + x->describe() + ", whose output " +
-                 quoted(o->name()) + " flows back into " + u.node->describe();
+                 quote(o->name()) + " flows back into " + u.node->describe();
         }
         visit(u.node, seen[x]);
       }
@@ -88,19 +88,19 @@ std::string check_replaceable(const Graph& g, const std::vector<Node*>& nodes,
   for (const Value* v : outputs) {
     if (!v) return "a null value among the fused node's outputs";
     if (!v->producer() || !in_set.count(v->producer())) {
-      return "output " + quoted(v->name()) + " is not produced by the nodes being replaced";
+      return "output " + quote(v->name()) + " is not produced by the nodes being replaced";
     }
-    if (!kept.insert(v).second) return "output " + quoted(v->name()) + " is listed twice";
+    if (!kept.insert(v).second) return "output " + quote(v->name()) + " is listed twice";
   }
   for (const Node* n : nodes) {
     for (const Value* o : n->outputs()) {
       if (!o || kept.count(o)) continue;
       if (o->is_graph_output()) {
-        return "intermediate " + quoted(o->name()) + " of " + n->describe() + " is a graph output";
+        return "intermediate " + quote(o->name()) + " of " + n->describe() + " is a graph output";
       }
       for (const Use& u : o->uses()) {
         if (!in_set.count(u.node)) {
-          return "intermediate " + quoted(o->name()) + " is also used by " + u.node->describe();
+          return "intermediate " + quote(o->name()) + " is also used by " + u.node->describe();
         }
       }
     }
@@ -119,7 +119,7 @@ Node* replace_with(Graph& g, const std::vector<Node*>& nodes, const std::string&
   std::set<const Node*> in_set(nodes.begin(), nodes.end());
   for (const Value* v : inputs) {
     if (v && v->producer() && in_set.count(v->producer())) {
-      fail(ErrorKind::kInternal, pass, ": input ", quoted(v->name()), " of the fused ", op_type,
+      fail(ErrorKind::kInternal, pass, ": input ", quote(v->name()), " of the fused ", op_type,
            " is produced by ", v->producer()->describe(), ", which it replaces");
     }
   }

@@ -9,7 +9,7 @@
 #include "testing/graph_builder.h"
 
 namespace nnfuse::pattern {
-namespace {
+namespace rewriter_test {
 
 constexpr float kSqrt2 = 1.41421356f;
 
@@ -223,5 +223,5 @@ TEST(RewriterAddConstant, FreshNames) {
   EXPECT_FALSE(c1->is_graph_input());
 }
 
-}  // namespace
+}  // namespace rewriter_test
 }  // namespace nnfuse::pattern

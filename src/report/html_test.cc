@@ -6,7 +6,7 @@
 #include "report/graph_svg.h"
 
 namespace nnfuse {
-namespace {
+namespace html_test {
 
 // x -> Conv -> BatchNormalization -> Relu -> y, and the same after fusion: one FusedConv.
 struct Pair {
@@ -135,5 +135,5 @@ TEST(ReportHtml, WithoutGraphvizThePictureSaysWhy) {
   EXPECT_NE(error.find("graphviz"), std::string::npos) << error;
 }
 
-}  // namespace
+}  // namespace html_test
 }  // namespace nnfuse

@@ -9,7 +9,7 @@
 #include "ir/error.h"
 
 namespace nnfuse {
-namespace {
+namespace report_test {
 
 FusionReport sample_report() {
   FusionReport r;
@@ -136,5 +136,5 @@ TEST(Report, WriteRoundTripsAndNamesBadPath) {
   }
 }
 
-}  // namespace
+}  // namespace report_test
 }  // namespace nnfuse

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace nnfuse {
-namespace {
+namespace calibrate_test {
 
 TEST(Calibrate, MeasuresPositiveFiguresOnThisCpu) {
   const cost::Calibration c = calibrate_machine(1);
@@ -20,5 +20,5 @@ TEST(Calibrate, MeasuresPositiveFiguresOnThisCpu) {
   EXPECT_EQ(c.measured_at.size(), 20u);  // 2026-01-01T00:00:00Z
 }
 
-}  // namespace
+}  // namespace calibrate_test
 }  // namespace nnfuse

@@ -12,7 +12,7 @@
 #include "runtime/session.h"
 
 namespace nnfuse {
-namespace {
+namespace concat_in_place_test {
 
 using testing::expect_no_live_overlap;
 
@@ -232,5 +232,5 @@ TEST(ConcatInPlace, ChannelsLastPartsWrittenAtTheConcatsPitch) {
   }
 }
 
-}  // namespace
+}  // namespace concat_in_place_test
 }  // namespace nnfuse

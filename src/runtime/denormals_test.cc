@@ -14,7 +14,7 @@
 #endif
 
 namespace nnfuse {
-namespace {
+namespace denormals_test {
 
 // y = x * k for a constant k of 1s: the multiply reads x (denormals-are-zero applies).
 std::unique_ptr<Graph> scale_graph(int64_t n) {
@@ -92,5 +92,5 @@ TEST(Denormals, ScopesNestAndRestore) {
 }
 #endif
 
-}  // namespace
+}  // namespace denormals_test
 }  // namespace nnfuse

@@ -7,7 +7,7 @@
 #include "ir/error.h"
 
 namespace nnfuse {
-namespace {
+namespace memory_planner_test {
 
 TEST(MemoryPlanner, ReusesBuffersOfDisjointLifetimes) {
   // A chain: each buffer lives from its producer to the next step.
@@ -42,5 +42,5 @@ TEST(MemoryPlanner, CheckerCatchesOverlap) {
   EXPECT_THROW(check_memory_plan(reqs, bad), Error);
 }
 
-}  // namespace
+}  // namespace memory_planner_test
 }  // namespace nnfuse

@@ -5,7 +5,7 @@
 #include "ir/error.h"
 
 namespace nnfuse {
-namespace {
+namespace plan_cache_test {
 
 // x [batch, 4] -> Relu -> Mul(x, 2) -> y, built with x's dims as given (symbolic when empty).
 std::unique_ptr<Graph> relu_graph(const Dims& dims) {
@@ -109,5 +109,5 @@ TEST(PlanCache, DynamicInputsAreRecognized) {
   EXPECT_FALSE(has_dynamic_inputs(input_decls(*relu_graph({2, 4}))));
 }
 
-}  // namespace
+}  // namespace plan_cache_test
 }  // namespace nnfuse

@@ -9,7 +9,7 @@
 #include "runtime/session.h"
 
 namespace nnfuse {
-namespace {
+namespace plan_test {
 
 using testing::expect_no_live_overlap;
 
@@ -336,5 +336,5 @@ TEST(Plan, FastPathMatchesReferenceOnBundledModel) {
   EXPECT_LE(err, 1e-4 * scale);
 }
 
-}  // namespace
+}  // namespace plan_test
 }  // namespace nnfuse

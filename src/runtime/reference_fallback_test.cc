@@ -7,7 +7,7 @@
 #include "runtime/session.h"
 
 namespace nnfuse {
-namespace {
+namespace reference_fallback_test {
 
 // [1, 3, h, w]: rank and channels known, spatial dims symbolic.
 Shape nchw_with_symbolic_hw() {
@@ -275,5 +275,5 @@ TEST(ReferenceFallback, ManyFallbacksAreSummarizedAfterTheLimit) {
             "why\nnnfuse: warning: 3 more nodes run on the reference kernel (Add 2, Conv 1)\n");
 }
 
-}  // namespace
+}  // namespace reference_fallback_test
 }  // namespace nnfuse

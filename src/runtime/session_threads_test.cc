@@ -12,7 +12,7 @@
 #include "runtime/session.h"
 
 namespace nnfuse {
-namespace {
+namespace session_threads_test {
 
 Tensor input_for(int k) {
   Tensor x(DType::kFloat32, {1, 3, 32, 32});
@@ -70,5 +70,5 @@ TEST(SessionThreads, RunsOnAThreadOtherThanTheOneThatPlannedIt) {
   EXPECT_EQ(s.num_arenas(), 1u);  // one run at a time: one arena
 }
 
-}  // namespace
+}  // namespace session_threads_test
 }  // namespace nnfuse

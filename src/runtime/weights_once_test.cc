@@ -6,7 +6,7 @@
 #include "runtime/session.h"
 
 namespace nnfuse {
-namespace {
+namespace weights_once_test {
 
 Tensor filled(const Dims& d, float scale) {
   Tensor t(DType::kFloat32, d);
@@ -65,5 +65,5 @@ TEST(WeightsOnce, PrepackedWeightsAreDroppedAndTheRestKept) {
   }
 }
 
-}  // namespace
+}  // namespace weights_once_test
 }  // namespace nnfuse

@@ -8,7 +8,7 @@
 #include "testing/graph_builder.h"
 
 namespace nnfuse::shape {
-namespace {
+namespace shape_inference_test {
 
 // Exporters often leave values of unknown type and shape: the builder's untyped() nodes.
 struct G : testing::GraphBuilder {
@@ -133,5 +133,5 @@ TEST(ShapeInference, InferenceNeverForgetsWhatWasKnownAndSkipsFusedOps) {
   EXPECT_EQ(y->shape(), Shape::of({3}));
 }
 
-}  // namespace
+}  // namespace shape_inference_test
 }  // namespace nnfuse::shape

@@ -8,7 +8,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace batch_loop_test {
 
 using testing::random_tensor;
 
@@ -82,5 +82,5 @@ TEST(BatchLoop, ResizeThatChangesTheBatchOrNamesItIsDeclined) {
   EXPECT_STREQ(sized.chosen->name, "ref");
 }
 
-}  // namespace
+}  // namespace batch_loop_test
 }  // namespace nnfuse

@@ -11,7 +11,7 @@
 #include "kernels/cpu/cpu_test_support.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_attention_test {
 
 using testing::fast_accepts;
 using testing::FastInput;
@@ -369,5 +369,5 @@ TEST(CpuAttention, RunTimeShapeMismatchIsAnError) {
   }
 }
 
-}  // namespace
+}  // namespace cpu_attention_test
 }  // namespace nnfuse

@@ -7,7 +7,7 @@
 #include "kernels/cpu/cpu_test_support.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_binary_test {
 
 using testing::expect_in_place_matches_ref;
 using testing::expect_matches_ref;
@@ -309,5 +309,5 @@ TEST(CpuBinary, IncompatibleShapesThrow) {
                Error);
 }
 
-}  // namespace
+}  // namespace cpu_binary_test
 }  // namespace nnfuse

@@ -6,7 +6,7 @@
 #include "kernels/cpu/cpu_test_support.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_data_test {
 
 using testing::expect_matches_ref;
 using testing::fast_accepts;
@@ -451,5 +451,5 @@ TEST(CpuData, DeclineChannelsLastAndOddTypes) {
   EXPECT_TRUE(fast_accepts("cpu.transpose", "Transpose", {{Tensor(DType::kFloat64, {2, 3})}}));
 }
 
-}  // namespace
+}  // namespace cpu_data_test
 }  // namespace nnfuse

@@ -7,7 +7,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_depth_to_space_test {
 
 using testing::expect_matches_ref;
 using testing::FastInput;
@@ -58,5 +58,5 @@ TEST(CpuDepthToSpace, ShapesItCannotRearrangeAreErrors) {
                Error);
 }
 
-}  // namespace
+}  // namespace cpu_depth_to_space_test
 }  // namespace nnfuse

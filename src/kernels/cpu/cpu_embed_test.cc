@@ -5,7 +5,7 @@
 #include "kernels/cpu/cpu_test_support.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_embed_test {
 
 using testing::expect_in_place_matches_ref;
 using testing::expect_matches_ref;
@@ -139,5 +139,5 @@ TEST(CpuGelu, SpecialValues) {
   EXPECT_FALSE(fast_accepts("cpu.gelu", "Gelu", {{x}}, {{"approximate", attr_string("fast")}}));
 }
 
-}  // namespace
+}  // namespace cpu_embed_test
 }  // namespace nnfuse

@@ -10,7 +10,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_expand_depthwise_test {
 
 using testing::BuiltKernel;
 using testing::expect_matches_ref;
@@ -193,5 +193,5 @@ TEST(CpuExpandDepthwise, DeclinesWhatItDoesNotRun) {
   EXPECT_FALSE(no_rows.accepted);
 }
 
-}  // namespace
+}  // namespace cpu_expand_depthwise_test
 }  // namespace nnfuse

@@ -9,7 +9,7 @@
 #include "kernels/ref/fused_region.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_fused_region_test {
 
 using codegen::OpKind;
 using testing::FastInput;
@@ -139,5 +139,5 @@ TEST_F(CpuFusedRegion, MalformedRegionsAreUnsupportedWithTheReason) {
   }
 }
 
-}  // namespace
+}  // namespace cpu_fused_region_test
 }  // namespace nnfuse

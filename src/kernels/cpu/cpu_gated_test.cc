@@ -10,7 +10,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_gated_test {
 
 using ref::Activation;
 using ref::ActivationKind;
@@ -49,5 +49,5 @@ TEST(CpuActivationRow, MatchesTheReferenceActivations) {
   }
 }
 
-}  // namespace
+}  // namespace cpu_gated_test
 }  // namespace nnfuse

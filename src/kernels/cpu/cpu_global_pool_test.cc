@@ -5,7 +5,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_global_pool_test {
 
 using testing::BuiltKernel;
 using testing::expect_matches_ref;
@@ -153,5 +153,5 @@ TEST(CpuSqueezeExcite, DeclinesWhatItDoesNotRun) {
   EXPECT_FALSE(build(w1, random_tensor({6, 4, 1, 1}, 7), true, {{"apply", attr_int(1)}}).accepted);
 }
 
-}  // namespace
+}  // namespace cpu_global_pool_test
 }  // namespace nnfuse

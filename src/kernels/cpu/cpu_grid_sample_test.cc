@@ -9,7 +9,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_grid_sample_test {
 
 using testing::expect_matches_ref;
 using testing::FastInput;
@@ -62,5 +62,5 @@ TEST(CpuGridSample, DeclinesWhatItDoesNotRun) {
   EXPECT_THROW(testing::run_kernel("GridSample", five, {}, 1, "cpu.grid_sample", 20), Error);
 }
 
-}  // namespace
+}  // namespace cpu_grid_sample_test
 }  // namespace nnfuse

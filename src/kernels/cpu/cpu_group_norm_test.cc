@@ -3,7 +3,7 @@
 #include "kernels/cpu/cpu_test_support.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_group_norm_test {
 
 using testing::expect_in_place_matches_ref;
 using testing::expect_matches_ref;
@@ -129,5 +129,5 @@ TEST(CpuGroupNorm, Declines) {
                            gn_attrs(4, "SiLU")));
 }
 
-}  // namespace
+}  // namespace cpu_group_norm_test
 }  // namespace nnfuse

@@ -11,7 +11,7 @@
 #include "kernels/cpu/cpu_elementwise.h"
 
 namespace nnfuse::cpu {
-namespace {
+namespace cpu_math_test {
 
 struct Errors {
   double max_rel = 0, max_abs = 0;
@@ -220,5 +220,5 @@ TEST(CpuMath, Log1pKeepsTinyArguments) {
   EXPECT_LT(e.max_rel, 5e-7);
 }
 
-}  // namespace
+}  // namespace cpu_math_test
 }  // namespace nnfuse::cpu

@@ -3,7 +3,7 @@
 #include "kernels/cpu/cpu_test_support.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_norm_fused_test {
 
 using testing::expect_in_place_matches_ref;
 using testing::expect_matches_ref;
@@ -118,5 +118,5 @@ TEST(CpuLayerNorm, AlsoRunsInTheFusedDomain) {
   EXPECT_TRUE(f->accepts(NodeInfo{*n, 1, one.layouts, 2}));
 }
 
-}  // namespace
+}  // namespace cpu_norm_fused_test
 }  // namespace nnfuse

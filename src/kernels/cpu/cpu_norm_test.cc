@@ -5,7 +5,7 @@
 #include "kernels/cpu/cpu_test_support.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_norm_test {
 
 using testing::expect_in_place_matches_ref;
 using testing::expect_matches_ref;
@@ -240,5 +240,5 @@ TEST(CpuLayerNorm, Declines) {
   EXPECT_FALSE(fast_accepts("cpu.layer_norm", "LayerNormalization", nhwc));
 }
 
-}  // namespace
+}  // namespace cpu_norm_test
 }  // namespace nnfuse

@@ -7,7 +7,7 @@
 #include "kernels/cpu/cpu_test_support.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_pad_test {
 
 using testing::fast_accepts;
 using testing::FastInput;
@@ -399,5 +399,5 @@ TEST(CpuPad, DeclinesWithReasons) {
   EXPECT_FALSE(fast_accepts(kKernel, "Pad", {{x}, {i64s({0, 0, 1}), true}}, {}, 19));
 }
 
-}  // namespace
+}  // namespace cpu_pad_test
 }  // namespace nnfuse

@@ -10,7 +10,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_quantize_test {
 
 using testing::expect_matches_ref;
 using testing::FastInput;
@@ -119,5 +119,5 @@ TEST(CpuQuantize, DeclinesWhatItDoesNotRun) {
   EXPECT_THROW(testing::run_kernel("QuantizeLinear", bad, {}, 1, "cpu.quantize_linear", 13), Error);
 }
 
-}  // namespace
+}  // namespace cpu_quantize_test
 }  // namespace nnfuse

@@ -5,7 +5,7 @@
 #include "kernels/cpu/cpu_test_support.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_reduce_test {
 
 using testing::expect_matches_ref;
 using testing::fast_accepts;
@@ -182,5 +182,5 @@ TEST(CpuReduce, DeclinesAndErrors) {
                Error);
 }
 
-}  // namespace
+}  // namespace cpu_reduce_test
 }  // namespace nnfuse

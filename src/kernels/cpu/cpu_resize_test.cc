@@ -8,7 +8,7 @@
 #include "kernels/cpu/cpu_test_support.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_resize_test {
 
 using testing::fast_accepts;
 using testing::FastInput;
@@ -303,5 +303,5 @@ TEST(CpuResize, DeclinesWithReasons) {
   EXPECT_EQ(fast.kernel, "ref");
 }
 
-}  // namespace
+}  // namespace cpu_resize_test
 }  // namespace nnfuse

@@ -6,7 +6,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_roi_align_test {
 
 using testing::expect_matches_ref;
 using testing::FastInput;
@@ -53,5 +53,5 @@ TEST(CpuRoiAlign, BadBatchIndexIsAnErrorAndNoRoisGiveAnEmptyOutput) {
   EXPECT_EQ(r.outputs[0].shape(), (Dims{0, 5, 1, 1}));
 }
 
-}  // namespace
+}  // namespace cpu_roi_align_test
 }  // namespace nnfuse

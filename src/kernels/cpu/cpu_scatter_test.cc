@@ -10,7 +10,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_scatter_test {
 
 using testing::expect_matches_ref;
 using testing::FastInput;
@@ -110,5 +110,5 @@ TEST(CpuScatterElements, DeclinesReductions) {
             "ref");
 }
 
-}  // namespace
+}  // namespace cpu_scatter_test
 }  // namespace nnfuse

@@ -3,7 +3,7 @@
 #include "kernels/cpu/cpu_test_support.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_softmax_test {
 
 using testing::expect_in_place_matches_ref;
 using testing::expect_matches_ref;
@@ -82,5 +82,5 @@ TEST(CpuSoftmax, DeclinesAndErrors) {
                Error);
 }
 
-}  // namespace
+}  // namespace cpu_softmax_test
 }  // namespace nnfuse

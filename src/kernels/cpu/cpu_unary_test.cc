@@ -3,7 +3,7 @@
 #include "kernels/cpu/cpu_test_support.h"
 
 namespace nnfuse {
-namespace {
+namespace cpu_unary_test {
 
 using testing::expect_in_place_matches_ref;
 using testing::expect_matches_ref;
@@ -147,5 +147,5 @@ TEST(CpuUnary, SpecialValues) {
   }
 }
 
-}  // namespace
+}  // namespace cpu_unary_test
 }  // namespace nnfuse

@@ -7,7 +7,7 @@
 #include "kernels/cpu/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace layout_test {
 
 TEST(CpuLayout, NhwcRoundTripAndElementOrder) {
   Tensor t = testing::random_tensor({2, 3, 4, 5}, 1);
@@ -63,5 +63,5 @@ TEST(CpuLayout, ChannelsLastOfRanksThreeAndFive) {
   EXPECT_EQ(storage_axis(3, 4, Layout::kNHWC), 2u);
 }
 
-}  // namespace
+}  // namespace layout_test
 }  // namespace nnfuse

@@ -9,7 +9,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace onednn_conv_batch_test {
 
 using testing::Attrs;
 using testing::random_tensor;
@@ -159,5 +159,5 @@ TEST(OnednnConvBatch, DeclinesOtherUnknownDimsAndChecksRunShapes) {
   EXPECT_THROW(k->run(io), Error);
 }
 
-}  // namespace
+}  // namespace onednn_conv_batch_test
 }  // namespace nnfuse

@@ -6,7 +6,7 @@
 #include "kernels/winograd_rule.h"
 
 namespace nnfuse {
-namespace {
+namespace onednn_conv_test {
 
 using testing::Attrs;
 using testing::BuiltKernel;
@@ -431,5 +431,5 @@ TEST(OnednnConvTranspose, OutputIsNhwcAndDeclines) {
   EXPECT_FALSE(k2.accepted);
 }
 
-}  // namespace
+}  // namespace onednn_conv_test
 }  // namespace nnfuse

@@ -15,7 +15,7 @@
 #include "kernels/winograd_rule.h"
 
 namespace nnfuse {
-namespace {
+namespace onednn_fused_test {
 
 using testing::Attrs;
 using testing::BuiltKernel;
@@ -995,11 +995,11 @@ TEST(OnednnPoolGemm, ResNetHeadIsOneKernelAndDeclinesTransA) {
   EXPECT_FALSE(k.accepted);
 }
 
-}  // namespace
+}  // namespace onednn_fused_test
 }  // namespace nnfuse
 
 namespace nnfuse {
-namespace {
+namespace onednn_fused_test {
 
 // FusedMatMulLayerNorm: product + bias + residual, then LayerNorm rows.
 std::vector<FastInput> matmul_ln_inputs(const Dims& a, int64_t n, bool bias, bool beta,
@@ -1042,11 +1042,11 @@ TEST(OnednnFusedMatMulLayerNorm, DeclinesGammaKnownOnlyAtRunTime) {
   EXPECT_EQ(run_kernel("FusedMatMulLayerNorm", in, {}).kernel, "ref");
 }
 
-}  // namespace
+}  // namespace onednn_fused_test
 }  // namespace nnfuse
 
 namespace nnfuse {
-namespace {
+namespace onednn_fused_test {
 
 // FusedLayerNormMatMul: LayerNorm rows of X, then the product with bias and activation.
 TEST(OnednnFusedLayerNormMatMul, MatchesTheReference) {
@@ -1104,5 +1104,5 @@ TEST(OnednnNormPrologue, RmsAndGatedMatchTheReference) {
   }
 }
 
-}  // namespace
+}  // namespace onednn_fused_test
 }  // namespace nnfuse

@@ -7,7 +7,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace onednn_matmul_rows_test {
 
 using testing::Attrs;
 using testing::random_tensor;
@@ -133,5 +133,5 @@ TEST(OnednnRowsMatMul, StaticShapesGoToThePrepackedKernelsAndBadInputsFail) {
   EXPECT_THROW(gemm.run(random_tensor({2, 3, 24}, 12), {b}), Error);
 }
 
-}  // namespace
+}  // namespace onednn_matmul_rows_test
 }  // namespace nnfuse

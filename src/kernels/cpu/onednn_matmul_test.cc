@@ -5,7 +5,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace onednn_matmul_test {
 
 using testing::Attrs;
 using testing::BuiltKernel;
@@ -172,5 +172,5 @@ TEST(OnednnGemm, Declines) {
   EXPECT_FALSE(BuiltKernel("onednn.gemm", "Gemm", gemm_inputs(bad, 1), gemm_attrs(bad)).accepted);
 }
 
-}  // namespace
+}  // namespace onednn_matmul_test
 }  // namespace nnfuse

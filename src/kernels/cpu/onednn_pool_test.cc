@@ -5,7 +5,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace onednn_pool_test {
 
 using testing::Attrs;
 using testing::BuiltKernel;
@@ -211,5 +211,5 @@ TEST(OnednnGlobalPool, NhwcInPlainOut) {
   EXPECT_THROW(k.run({random_tensor({2, 5, 3, 4}, 1)}), Error);  // plain, planned NHWC
 }
 
-}  // namespace
+}  // namespace onednn_pool_test
 }  // namespace nnfuse

@@ -12,7 +12,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace onednn_recurrent_test {
 
 using testing::expect_matches_ref;
 using testing::FastInput;
@@ -227,5 +227,5 @@ TEST(OnednnRecurrent, RnnDeclinesWhatItDoesNotRun) {
   EXPECT_FALSE(accepts(in2, both));
 }
 
-}  // namespace
+}  // namespace onednn_recurrent_test
 }  // namespace nnfuse

@@ -12,7 +12,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace onednn_rows_test {
 
 using testing::Attrs;
 using testing::BuiltKernel;
@@ -168,5 +168,5 @@ TEST(OnednnRows, DeclinedWhereTheKernelWritesItsOutputDirectly) {
   EXPECT_FALSE(s.kernel->write_output_rows(2, 64));  // no such output
 }
 
-}  // namespace
+}  // namespace onednn_rows_test
 }  // namespace nnfuse

@@ -8,7 +8,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace onednn_scaled_conv_test {
 
 using testing::expect_close;
 using testing::expect_matches_ref;
@@ -86,5 +86,5 @@ TEST(OnednnScaledConv, DeclinesWhatItDoesNotRun) {
   EXPECT_FALSE(testing::fast_accepts("onednn.scaled_conv", "ScaledConv", dyn));
 }
 
-}  // namespace
+}  // namespace onednn_scaled_conv_test
 }  // namespace nnfuse

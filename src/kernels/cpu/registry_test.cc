@@ -7,7 +7,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace registry_test {
 
 TEST(RunReference, ReadsAndWritesChannelsLast) {
   const Tensor x = testing::random_tensor({1, 5, 3, 4}, 1);
@@ -31,5 +31,5 @@ TEST(RunReference, ReadsAndWritesChannelsLast) {
   }
 }
 
-}  // namespace
+}  // namespace registry_test
 }  // namespace nnfuse

@@ -11,7 +11,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace attention_test {
 
 using testing::expect_close;
 using testing::run_ref;
@@ -370,5 +370,5 @@ TEST(RefAttention, Errors) {
   expect_error({half, half, half}, mha_attrs(2), "float16");
 }
 
-}  // namespace
+}  // namespace attention_test
 }  // namespace nnfuse

@@ -4,7 +4,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace conv_test {
 
 using testing::expect_close;
 using testing::run_ref1;
@@ -334,5 +334,5 @@ TEST(RefNnConvTranspose, BadShapesThrow) {
                Error);
 }
 
-}  // namespace
+}  // namespace conv_test
 }  // namespace nnfuse

@@ -10,7 +10,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace elementwise_test {
 
 using testing::run_ref1;
 using testing::values;
@@ -465,5 +465,5 @@ TEST(RefElementwiseSupport, UnsupportedTypesGiveReasons) {
   EXPECT_NE(reason("Max", {DType::kString, DType::kString}), "");
 }
 
-}  // namespace
+}  // namespace elementwise_test
 }  // namespace nnfuse

@@ -8,7 +8,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace embed_test {
 
 using testing::expect_close;
 using testing::run_ref;
@@ -134,5 +134,5 @@ TEST(GeluRef, ErfAndTanhFormsAndSwish) {
   EXPECT_THROW(run_ref1("Gelu", {x}, {{"approximate", attr_string("fast")}}), Error);
 }
 
-}  // namespace
+}  // namespace embed_test
 }  // namespace nnfuse

@@ -46,8 +46,8 @@ const std::map<std::string, ActivationKind>& activation_names() {
   return m;
 }
 
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-double clamp01(double x) { return std::fmax(0.0, std::fmin(1.0, x)); }
+double logistic(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double clamp_unit(double x) { return std::fmax(0.0, std::fmin(1.0, x)); }
 
 }  // namespace
 
@@ -106,15 +106,15 @@ double apply_activation(const Activation& a, double x) {
       return a.beta < v ? a.beta : v;
     }
     case ActivationKind::kSigmoid:
-      return sigmoid(x);
+      return logistic(x);
     case ActivationKind::kTanh:
       return std::tanh(x);
     case ActivationKind::kHardSigmoid:
-      return clamp01(a.alpha * x + a.beta);
+      return clamp_unit(a.alpha * x + a.beta);
     case ActivationKind::kHardSwish:
-      return x * clamp01(x / 6.0 + 0.5);
+      return x * clamp_unit(x / 6.0 + 0.5);
     case ActivationKind::kSiLU:
-      return x * sigmoid(x);
+      return x * logistic(x);
     case ActivationKind::kGelu:
       return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
     case ActivationKind::kGeluTanh: {
@@ -122,7 +122,7 @@ double apply_activation(const Activation& a, double x) {
       return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
     }
     case ActivationKind::kSwish:
-      return x * sigmoid(a.alpha * x);
+      return x * logistic(a.alpha * x);
   }
   return x;
 }

@@ -8,7 +8,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace fused_test {
 
 using testing::expect_close;
 using testing::run_ref1;
@@ -280,5 +280,5 @@ TEST(RefFused, ActivationDefaultsAndNaN) {
   EXPECT_THROW(ref::read_activation(*n), Error);
 }
 
-}  // namespace
+}  // namespace fused_test
 }  // namespace nnfuse

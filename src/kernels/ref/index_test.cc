@@ -4,7 +4,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace index_test {
 
 using testing::run_ref1;
 using testing::values;
@@ -230,5 +230,5 @@ TEST(RefShapeNonZero, Coordinates) {
   EXPECT_EQ(iv(r3), (I{0, 1, 1, 0, 0, 0, 1, 0, 2}));
 }
 
-}  // namespace
+}  // namespace index_test
 }  // namespace nnfuse

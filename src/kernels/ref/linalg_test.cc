@@ -2,7 +2,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace linalg_test {
 
 using testing::run_ref1;
 using testing::values;
@@ -36,5 +36,5 @@ TEST(RefLinalg, Determinants) {
   EXPECT_THROW(run_ref1("Det", {m23()}, {}, 11), Error);
 }
 
-}  // namespace
+}  // namespace linalg_test
 }  // namespace nnfuse

@@ -5,7 +5,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace loss_test {
 
 using testing::run_ref;
 using testing::run_ref1;
@@ -64,5 +64,5 @@ TEST(RefLoss, BadShapesAndAttributesAreErrors) {
                Error);
 }
 
-}  // namespace
+}  // namespace loss_test
 }  // namespace nnfuse

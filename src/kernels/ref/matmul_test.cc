@@ -3,7 +3,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace matmul_test {
 
 using testing::expect_close;
 using testing::run_ref1;
@@ -153,5 +153,5 @@ TEST(RefNnGemm, Errors) {
   EXPECT_THROW(run_ref1("Gemm", {random_tensor({3}, 1), random_tensor({3, 4}, 2)}), Error);
 }
 
-}  // namespace
+}  // namespace matmul_test
 }  // namespace nnfuse

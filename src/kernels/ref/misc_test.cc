@@ -8,7 +8,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace misc_test {
 
 using testing::expect_close;
 using testing::run_ref1;
@@ -292,5 +292,5 @@ TEST(RefMiscPad, Int64AndOpset2Attributes) {
   EXPECT_EQ(bits_of(h), (H{0x3c00, 0x3e00}));
 }
 
-}  // namespace
+}  // namespace misc_test
 }  // namespace nnfuse

@@ -5,7 +5,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace norm_fused_test {
 
 using testing::expect_close;
 using testing::run_ref;
@@ -110,5 +110,5 @@ TEST(RefLayerNorm, AlsoRunsInTheFusedDomain) {
   EXPECT_EQ(ref_op_domain("RMSNorm"), kFusedDomain);
 }
 
-}  // namespace
+}  // namespace norm_fused_test
 }  // namespace nnfuse

@@ -4,7 +4,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace norm_test {
 
 using testing::expect_close;
 using testing::run_ref;
@@ -208,5 +208,5 @@ TEST(RefNnNorm, UnsupportedDtypes) {
   }
 }
 
-}  // namespace
+}  // namespace norm_test
 }  // namespace nnfuse

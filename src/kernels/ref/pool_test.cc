@@ -5,7 +5,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace pool_test {
 
 using testing::expect_close;
 using testing::run_ref;
@@ -196,5 +196,5 @@ TEST(RefNnPool, ErrorsAndUnsupported) {
                Error);
 }
 
-}  // namespace
+}  // namespace pool_test
 }  // namespace nnfuse

@@ -495,7 +495,7 @@ double scalar_param(const KernelContext& ctx, size_t i) {
 
 // A per-output-channel quantization parameter (input i): one value or 1-D with m values, as m
 // values. An absent one (a zero point) is 0.
-std::vector<double> channel_param(const KernelContext& ctx, size_t i, int64_t m) {
+std::vector<double> per_channel_param(const KernelContext& ctx, size_t i, int64_t m) {
   std::vector<double> v(static_cast<size_t>(m), 0.0);
   if (!ctx.has_input(i)) return v;
   const Tensor& p = ctx.in(i);
@@ -556,7 +556,7 @@ void run_conv_integer(KernelContext& ctx) {
   check_zero_point_dtype(ctx, 3, w.dtype());
   const ConvShapes s = conv_shapes(ctx, 0, 1);
   const std::vector<int64_t> acc =
-      int_conv(s, x, static_cast<int64_t>(scalar_param(ctx, 2)), w, channel_param(ctx, 3, s.m));
+      int_conv(s, x, static_cast<int64_t>(scalar_param(ctx, 2)), w, per_channel_param(ctx, 3, s.m));
   Tensor y(DType::kInt32, s.out);
   int32_t* py = y.data<int32_t>();
   // Wraps modulo 2^32, as int32 accumulation does.
@@ -577,7 +577,7 @@ void run_qlinear_conv(KernelContext& ctx) {
   check_same_shape(ctx, 4, 5);
   const ConvShapes s = conv_shapes(ctx, 0, 3);
   const double x_scale = scalar_param(ctx, 1), y_scale = scalar_param(ctx, 6);
-  const std::vector<double> w_scale = channel_param(ctx, 4, s.m);
+  const std::vector<double> w_scale = per_channel_param(ctx, 4, s.m);
   std::vector<int64_t> bias(static_cast<size_t>(s.m), 0);
   if (ctx.has_input(8)) {
     const Tensor& b = ctx.in(8);
@@ -586,7 +586,7 @@ void run_qlinear_conv(KernelContext& ctx) {
     for (int64_t m = 0; m < s.m; ++m) bias[static_cast<size_t>(m)] = b.int_at(m);
   }
   const std::vector<int64_t> acc =
-      int_conv(s, x, static_cast<int64_t>(scalar_param(ctx, 2)), w, channel_param(ctx, 5, s.m));
+      int_conv(s, x, static_cast<int64_t>(scalar_param(ctx, 2)), w, per_channel_param(ctx, 5, s.m));
   const int64_t zp = static_cast<int64_t>(scalar_param(ctx, 7));
   const int64_t out_sz = checked_numel(s.g.out);
   Tensor y(y_zp.dtype(), s.out);

@@ -8,7 +8,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace quant_test {
 
 using testing::run_ref;
 using testing::run_ref1;
@@ -184,5 +184,5 @@ TEST(RefQuant, ErrorsAndUnsupportedVariants) {
   }
 }
 
-}  // namespace
+}  // namespace quant_test
 }  // namespace nnfuse

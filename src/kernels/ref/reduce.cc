@@ -17,7 +17,7 @@
 namespace nnfuse {
 namespace {
 
-const std::vector<DType>& float_types() {
+const std::vector<DType>& reduce_float_types() {
   static const std::vector<DType> v = {DType::kFloat32, DType::kFloat64};
   return v;
 }
@@ -32,8 +32,8 @@ std::string supports_numeric_with_axes(const Node& n, int64_t) {
   std::string why = ref::require_input_types(n, numeric_types(), 0, 1);
   return why.empty() ? ref::require_input_types(n, int_index_types(), 1) : why;
 }
-std::string supports_float(const Node& n, int64_t) {
-  return ref::require_input_types(n, float_types());
+std::string reduce_supports_float(const Node& n, int64_t) {
+  return ref::require_input_types(n, reduce_float_types());
 }
 
 // Calls f(offsets) once per row: for every index of the axes with !in_row[axis], in C
@@ -359,9 +359,9 @@ void append_reduce_kernels(std::vector<RefKernelEntry>& t) {
   const RefKernelEntry entries[] = {
       {"ArgMax", run_arg<true>, supports_numeric_with_axes},
       {"ArgMin", run_arg<false>, supports_numeric_with_axes},
-      {"Softmax", run_norm<Norm::kSoftmax>, supports_float},
-      {"LogSoftmax", run_norm<Norm::kLogSoftmax>, supports_float},
-      {"Hardmax", run_norm<Norm::kHardmax>, supports_float},
+      {"Softmax", run_norm<Norm::kSoftmax>, reduce_supports_float},
+      {"LogSoftmax", run_norm<Norm::kLogSoftmax>, reduce_supports_float},
+      {"Hardmax", run_norm<Norm::kHardmax>, reduce_supports_float},
       {"CumSum", run_cumsum, supports_numeric_with_axes},
   };
   t.insert(t.end(), std::begin(entries), std::end(entries));

@@ -8,7 +8,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace reduce_test {
 
 using testing::run_ref1;
 using testing::values;
@@ -281,5 +281,5 @@ TEST(RefReduceCumSum, Axes) {
             (std::vector<int64_t>{1, -1, 3, -1}));
 }
 
-}  // namespace
+}  // namespace reduce_test
 }  // namespace nnfuse

@@ -8,7 +8,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace resize_test {
 
 using testing::expect_close;
 using testing::run_ref1;
@@ -233,5 +233,5 @@ TEST(RefMiscResize, Errors) {
                Error);  // no roi
 }
 
-}  // namespace
+}  // namespace resize_test
 }  // namespace nnfuse

@@ -5,7 +5,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace rnn_test {
 
 using testing::expect_close;
 using testing::random_tensor;
@@ -303,5 +303,5 @@ TEST(RefRnn, BadShapesAndAttributesAreErrors) {
                Error);
 }
 
-}  // namespace
+}  // namespace rnn_test
 }  // namespace nnfuse

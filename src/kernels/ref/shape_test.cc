@@ -6,7 +6,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace shape_test {
 
 using testing::run_ref;
 using testing::run_ref1;
@@ -295,5 +295,5 @@ TEST(RefShapeSupport, RejectsFloatShapeInput) {
   EXPECT_THROW(run_ref1("Reshape", {iota({2}), f32({1}, {2})}), Error);
 }
 
-}  // namespace
+}  // namespace shape_test
 }  // namespace nnfuse

@@ -4,7 +4,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace signal_test {
 
 using testing::run_ref1;
 using testing::values;
@@ -57,5 +57,5 @@ TEST(RefSignal, StftFramesAndMelFilters) {
   EXPECT_THROW(run_ref1("STFT", {sig, i64(2), Tensor(), i64(9)}, {}, 17), Error);
 }
 
-}  // namespace
+}  // namespace signal_test
 }  // namespace nnfuse

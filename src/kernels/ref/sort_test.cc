@@ -6,7 +6,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace sort_test {
 
 using testing::run_ref;
 using testing::values;
@@ -99,5 +99,5 @@ TEST(RefSort, UniqueRowsAlongAnAxis) {
   EXPECT_EQ(values<int64_t>(s[3]), (I{1, 2}));
 }
 
-}  // namespace
+}  // namespace sort_test
 }  // namespace nnfuse

@@ -11,7 +11,7 @@ namespace nnfuse::ref {
 
 namespace {
 
-const char* prefix_of(bool excite) { return excite ? kExciteAttrPrefix : kSqueezeAttrPrefix; }
+const char* attr_prefix(bool excite) { return excite ? kExciteAttrPrefix : kSqueezeAttrPrefix; }
 
 // The part's weight, or nullptr.
 const Value* part_weight(const Node& fused, bool excite) {
@@ -50,7 +50,7 @@ SqueezeExcitePart squeeze_excite_part(const Node& fused, bool excite) {
                                 x ? x->dtype() : DType::kFloat32, out_shape);
   p.node = p.graph->add_node("FusedConv", fused.name() + (excite ? "/excite" : "/squeeze"), ins,
                              {y}, kFusedDomain);
-  for (const auto& [name, value] : part_attrs(fused, prefix_of(excite)))
+  for (const auto& [name, value] : part_attrs(fused, attr_prefix(excite)))
     p.node->set_attr(name, value);
   return p;
 }

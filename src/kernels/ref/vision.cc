@@ -56,7 +56,7 @@ std::vector<double> doubles_of(const Tensor& t) {
 }
 
 // The single value of an optional scalar input (shape [] or [1]), or `fallback` when absent.
-double scalar_input(const KernelContext& ctx, size_t i, const char* name, double fallback) {
+double scalar_or(const KernelContext& ctx, size_t i, const char* name, double fallback) {
   if (!ctx.has_input(i)) return fallback;
   const Tensor& t = ctx.in(i);
   NNFUSE_CHECK(t.numel() == 1, ctx.node.describe(), ": ", name, " must hold one value, got shape ",
@@ -178,10 +178,10 @@ void run_nms(KernelContext& ctx) {
                  "shape ", dims_str(m.shape()));
     max_out = std::max<int64_t>(m.int_at(0), 0);
   }
-  const double iou = scalar_input(ctx, 3, "iou_threshold", 0.0);
+  const double iou = scalar_or(ctx, 3, "iou_threshold", 0.0);
   NNFUSE_CHECK(iou >= 0 && iou <= 1, what, ": iou_threshold ", iou, " is outside [0, 1]");
   const bool has_score_threshold = ctx.has_input(4);
-  const double score_threshold = scalar_input(ctx, 4, "score_threshold", 0.0);
+  const double score_threshold = scalar_or(ctx, 4, "score_threshold", 0.0);
   const bool center_point = ctx.node.attr_int("center_point_box", 0) == 1;
 
   const int64_t nb = boxes.dim(0), nbox = boxes.dim(1), nc = scores.dim(1);

@@ -8,7 +8,7 @@
 #include "kernels/ref/test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace vision_test {
 
 using testing::run_ref1;
 using testing::values;
@@ -297,5 +297,5 @@ TEST(RefVision, MaxUnpoolBadIndexIsAnError) {
                Error);
 }
 
-}  // namespace
+}  // namespace vision_test
 }  // namespace nnfuse

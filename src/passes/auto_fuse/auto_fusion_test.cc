@@ -12,7 +12,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace auto_fusion_test {
 
 using namespace fusion_test;
 using Build = std::function<std::unique_ptr<Graph>()>;
@@ -335,5 +335,5 @@ TEST(UserRules, RulesNamingOpsWithoutALoweringAreRefused) {
   EXPECT_EQ(user_rule_problem({"norm", {"Mul", "ReduceMean", "Add", "Sqrt"}}), "");
 }
 
-}  // namespace
+}  // namespace auto_fusion_test
 }  // namespace nnfuse

@@ -5,7 +5,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace cost_test {
 
 using fusion_test::B;
 
@@ -99,5 +99,5 @@ TEST(Cost, BroadcastRecomputationIsCountedAndCanRefuse) {
       << why_not_paying(c);
 }
 
-}  // namespace
+}  // namespace cost_test
 }  // namespace nnfuse

@@ -7,7 +7,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace grouping_test {
 
 using fusion_test::B;
 using fusion_test::ints;
@@ -336,5 +336,5 @@ TEST(AutoFuse, RandomGraphsGiveValidDisjointRegions) {
   EXPECT_GT(with_reductions, 50);
 }
 
-}  // namespace
+}  // namespace grouping_test
 }  // namespace nnfuse

@@ -8,7 +8,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace op_class_test {
 
 using fusion_test::B;
 using fusion_test::ints;
@@ -128,5 +128,5 @@ TEST(OpClass, LastAxisReductions) {
   EXPECT_FALSE(last(b.n("Relu", {m}, {2, 6})));  // not a reduction
 }
 
-}  // namespace
+}  // namespace op_class_test
 }  // namespace nnfuse

@@ -8,7 +8,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace einsum_lower_test {
 
 using namespace fusion_test;
 
@@ -243,5 +243,5 @@ TEST(EinsumLowering, ChainOfEinsumsWithoutStaticDimsIsLoweredWhole) {
   expect_same_numbers_as(std::move(g), einsum_chain(), false);
 }
 
-}  // namespace
+}  // namespace einsum_lower_test
 }  // namespace nnfuse

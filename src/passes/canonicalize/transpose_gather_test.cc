@@ -7,7 +7,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace transpose_gather_test {
 
 using namespace fusion_test;
 
@@ -88,5 +88,5 @@ TEST(TransposeGather, LeavesTensorIndicesAndSharedTransposes) {
   EXPECT_EQ(h->nodes()[0]->op_type(), "Transpose");
 }
 
-}  // namespace
+}  // namespace transpose_gather_test
 }  // namespace nnfuse

@@ -30,7 +30,7 @@ namespace {
 using pattern::constant_value;
 using namespace attn;
 
-const char* const kPass = "AttentionFusionPass";
+const char* const kAttentionPass = "AttentionFusionPass";
 
 // The sequence-first form: the fused node reads its inputs transposed from [S, B, N] to
 // [B, S, N], and its output [B, Sq, E] is transposed back and reshaped into `out`.
@@ -38,7 +38,7 @@ std::string fuse_seq_first(Graph& g, PassContext& ctx, const std::vector<Node*>&
                            std::vector<Value*> ins, Value* out,
                            std::map<std::string, Attribute> attrs, const Dims& sbe,
                            const Dims& mask_heads) {
-  const std::string pass = kPass;
+  const std::string pass = kAttentionPass;
   if (std::string why = pattern::check_replaceable(g, nodes, {out}); !why.empty()) return why;
   const std::vector<std::string> from = original_names(nodes);
   auto transpose = [&](Value* x, const Dims& d, const std::string& stem) {
@@ -98,7 +98,7 @@ Rule attention() {
   Pat softmax = op("Softmax", {scores_pattern("scores")})
                     .named("softmax")
                     .where([](const Value& p) { return p.uses().size() == 1; }, "read once");
-  return {.name = kPass,
+  return {.name = kAttentionPass,
           .description =
               "Fuses scaled dot-product attention (head split and merge, scale, mask, "
               "softmax, both products) into one tiled kernel",

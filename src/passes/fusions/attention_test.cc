@@ -12,7 +12,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace attention_test {
 
 using namespace fusion_test;
 
@@ -358,5 +358,5 @@ TEST(AttentionFusion, RotaryOnQAloneOrWithOtherTablesIsDeclined) {
   }
 }
 
-}  // namespace
+}  // namespace attention_test
 }  // namespace nnfuse

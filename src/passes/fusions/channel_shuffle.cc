@@ -16,7 +16,7 @@ namespace nnfuse {
 
 namespace {
 
-const char* const kPass = "ChannelShuffleFusionPass";
+const char* const kShufflePass = "ChannelShuffleFusionPass";
 
 // "" when `m` splits dim 1 of x into [g, C/g], swaps the two and merges them back; else why.
 std::string shuffle_reason(const RuleMatch& m) {
@@ -47,7 +47,7 @@ Rule channel_shuffle() {
   using namespace pattern;
   Pat split = op("Reshape", {any("x"), constant("split_shape")}, false).named("split");
   Pat merge = op("Reshape", {op("Transpose", {split}).named("swap"), constant()}, false);
-  return {.name = kPass,
+  return {.name = kShufflePass,
           .description =
               "Turns a channel shuffle (Reshape, Transpose, Reshape) into one Gather "
               "of the channels",
@@ -72,28 +72,29 @@ Rule sliced_gather() {
   using namespace pattern;
   Pat gather = op("Gather", {any("data"), constant("idx")}).named("gather");
   Pat slice = op("Slice", {gather}, false).named("slice");
-  return {
-      .name = kPass, .patterns = {{"", slice}}, .rewrite = [](const RuleMatch& m) -> std::string {
-        Node* gn = m.node("gather");
-        Node* sn = m.node("slice");
-        const Tensor* idx = m.constant("idx");
-        const std::optional<pattern::SliceRange> r = pattern::slice_range(sn);
-        if (idx->rank() != 1 || !r)
-          return "not a Slice of constant bounds along one axis of 1-D indices";
-        const auto rank = static_cast<int64_t>(r->src->shape().dims.size());
-        const int64_t s = r->start, e = r->end;
-        if (r->axis != (gn->attr_int("axis", 0) + rank) % rank)
-          return "the Slice is not along the Gather's axis";
-        if (e <= s) return "the Slice is empty";
-        Tensor part(DType::kInt64, {e - s});
-        for (int64_t i = s; i < e; ++i) part.data<int64_t>()[i - s] = idx->int_at(i);
-        Value* pv = pattern::add_constant(m.g, sn->name() + "_channels", std::move(part));
-        std::string why = m.fuse_nodes({sn}, "Gather", {m["data"], pv}, {sn->output(0)},
-                                       {{"axis", attr_int(r->axis)}}, "");
-        if (why.empty() && gn->output(0)->uses().empty() && !gn->output(0)->is_graph_output())
-          m.g.remove_node(gn);  // the driver then drops its dead values
-        return why;
-      }};
+  return {.name = kShufflePass,
+          .patterns = {{"", slice}},
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            Node* gn = m.node("gather");
+            Node* sn = m.node("slice");
+            const Tensor* idx = m.constant("idx");
+            const std::optional<pattern::SliceRange> r = pattern::slice_range(sn);
+            if (idx->rank() != 1 || !r)
+              return "not a Slice of constant bounds along one axis of 1-D indices";
+            const auto rank = static_cast<int64_t>(r->src->shape().dims.size());
+            const int64_t s = r->start, e = r->end;
+            if (r->axis != (gn->attr_int("axis", 0) + rank) % rank)
+              return "the Slice is not along the Gather's axis";
+            if (e <= s) return "the Slice is empty";
+            Tensor part(DType::kInt64, {e - s});
+            for (int64_t i = s; i < e; ++i) part.data<int64_t>()[i - s] = idx->int_at(i);
+            Value* pv = pattern::add_constant(m.g, sn->name() + "_channels", std::move(part));
+            std::string why = m.fuse_nodes({sn}, "Gather", {m["data"], pv}, {sn->output(0)},
+                                           {{"axis", attr_int(r->axis)}}, "");
+            if (why.empty() && gn->output(0)->uses().empty() && !gn->output(0)->is_graph_output())
+              m.g.remove_node(gn);  // the driver then drops its dead values
+            return why;
+          }};
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace channel_shuffle_test {
 
 using namespace fusion_test;
 
@@ -67,5 +67,5 @@ TEST(ChannelShuffleFusion, OtherPermutationsAreDeclined) {
   expect_same_numbers(std::move(f.graph), shuffle_graph(2, {0, 1, 2, 4, 3}, false));
 }
 
-}  // namespace
+}  // namespace channel_shuffle_test
 }  // namespace nnfuse

@@ -16,7 +16,7 @@ namespace nnfuse {
 namespace {
 
 // "" when the conv computes through a buffer of its own (Winograd geometry), else why not.
-std::string pays(const Node& conv) {
+std::string pool_pays(const Node& conv) {
   const Value* x = conv.input(0);
   const Tensor* w = pattern::constant_value(conv.input(1));
   if (!x->shape().fully_known() || x->shape().dims.size() != 4 || !w || w->rank() != 4) {
@@ -60,7 +60,7 @@ Rule conv_pool() {
             const Node* p = m.root();
             if (c->input(0)->dtype() != DType::kFloat32) return "the Conv is not float32";
             if (p->num_outputs() > 1 && p->output(1)) return "the MaxPool's Indices output is used";
-            if (std::string why = pays(*c); !why.empty()) return why;
+            if (std::string why = pool_pays(*c); !why.empty()) return why;
             std::map<std::string, Attribute> attrs = c->attrs();
             for (const auto& [name, value] : p->attrs()) attrs[ref::kPoolAttrPrefix + name] = value;
             return m.fuse("FusedConvPool", c->inputs(), attrs);

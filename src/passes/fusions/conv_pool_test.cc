@@ -6,7 +6,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace conv_pool_test {
 
 using namespace fusion_test;
 
@@ -101,5 +101,5 @@ TEST(ConvMaxPoolFusion, GuardsRejectEscapesAndIndices) {
   EXPECT_NE(r->rejected[0].reason.find("Indices"), std::string::npos) << r->rejected[0].reason;
 }
 
-}  // namespace
+}  // namespace conv_pool_test
 }  // namespace nnfuse

@@ -40,7 +40,7 @@ bool same_ids_shape(const Value& a, const Value& b) {
 }
 
 // "" when a constant of shape `s` broadcasts to `out` without growing it.
-std::string broadcasts_to(const Dims& s, const Shape& out) {
+std::string broadcast_reason(const Dims& s, const Shape& out) {
   if (s.size() > out.dims.size()) return "has more dims than the output " + out.str();
   for (size_t i = 0; i < s.size(); ++i) {
     const Dim& d = out.dims[out.dims.size() - s.size() + i];
@@ -91,7 +91,7 @@ std::string addend_reason(const std::vector<Value*>& constants, const Shape& out
   if (constants.empty()) return "";
   const Tensor* a = pattern::constant_value(constants[0]);
   if (a->dtype() != DType::kFloat32) return "the constant addend is not float32";
-  std::string why = broadcasts_to(a->shape(), out);
+  std::string why = broadcast_reason(a->shape(), out);
   return why.empty() ? "" : "the constant addend " + dims_str(a->shape()) + " " + why;
 }
 

@@ -6,7 +6,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace embed_layer_norm_test {
 
 using namespace fusion_test;
 
@@ -243,5 +243,5 @@ TEST(EmbedLayerNormFusion, OutOfRangeIdIsAnErrorNamingTheNode) {
   }
 }
 
-}  // namespace
+}  // namespace embed_layer_norm_test
 }  // namespace nnfuse

@@ -67,7 +67,7 @@ std::string expansion_reason(const Node& ex) {
 
 // "" when fusing pays for an expanded tensor of this size (or NNFUSE_EXPAND_DEPTHWISE=force),
 // else why not.
-std::string pays(const Value& expanded, int64_t inputs) {
+std::string expansion_pays(const Value& expanded, int64_t inputs) {
   if (!expanded.shape().fully_known() || expanded.shape().dims.size() != 4) {
     return "the expanded tensor has no static 4-D shape";
   }
@@ -117,7 +117,8 @@ Rule expand_depthwise() {
             for (std::string why :
                  {expansion_reason(*ex), conv_part_reason(*dw, "the depthwise convolution"),
                   ref::fast_depthwise_reason(*dw, pattern::constant_value(m["w2"])->shape()),
-                  pays(*ex->output(0), inputs_per_pixel(*pattern::constant_value(m["w1"])))}) {
+                  expansion_pays(*ex->output(0),
+                                 inputs_per_pixel(*pattern::constant_value(m["w1"])))}) {
               if (!why.empty()) return why;
             }
             auto bias = [](const Node* c) { return c->num_inputs() > 2 ? c->input(2) : nullptr; };

@@ -11,7 +11,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace expand_depthwise_test {
 
 using namespace fusion_test;
 
@@ -219,5 +219,5 @@ TEST(ExpandDepthwiseFusion, TheSwitchFileTurnsItOff) {
   EXPECT_EQ(count_op(*f.graph, "FusedConv"), 2u);
 }
 
-}  // namespace
+}  // namespace expand_depthwise_test
 }  // namespace nnfuse

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace nnfuse {
-namespace {
+namespace fusion_records_test {
 
 // Two fused projections (mm + add each) later packed into one node by a rewrite that did not
 // record it, and a third whose record stands.
@@ -53,5 +53,5 @@ TEST(FusionRecords, RecordsOfAbsorbedNodesFoldIntoTheNodeThatHoldsThem) {
   EXPECT_EQ(r.fused[2].node, "gone");  // kept as it was
 }
 
-}  // namespace
+}  // namespace fusion_records_test
 }  // namespace nnfuse

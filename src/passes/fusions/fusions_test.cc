@@ -11,7 +11,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace fusions_test {
 
 using namespace fusion_test;
 
@@ -681,11 +681,11 @@ TEST(Canonicalize, IdentityAndShapeSubgraphsFold) {
   EXPECT_TRUE(f.graph->nodes()[0]->input(1)->is_constant());
 }
 
-}  // namespace
+}  // namespace fusions_test
 }  // namespace nnfuse
 
 namespace nnfuse {
-namespace {
+namespace fusions_test {
 
 TEST(Canonicalize, NoOpPoolsAreRemovedOthersKept) {
   auto build = [](int64_t k) {
@@ -703,5 +703,5 @@ TEST(Canonicalize, NoOpPoolsAreRemovedOthersKept) {
   EXPECT_EQ(count_op(*g.graph, "AveragePool"), 1u);
 }
 
-}  // namespace
+}  // namespace fusions_test
 }  // namespace nnfuse

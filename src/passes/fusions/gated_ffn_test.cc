@@ -10,7 +10,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace gated_ffn_test {
 
 using namespace fusion_test;
 
@@ -239,5 +239,5 @@ TEST(GatedFFNFusion, AGateNotOfHalvesIsDeclined) {
   expect_declined(fuse(plain()), "GatedFFNChunkFusionPass", "halves", plain());
 }
 
-}  // namespace
+}  // namespace gated_ffn_test
 }  // namespace nnfuse

@@ -10,7 +10,7 @@
 #include "passes/fusions/fusions.h"
 
 namespace nnfuse {
-namespace {
+namespace gelu_test {
 
 using namespace fusion_test;
 
@@ -318,5 +318,5 @@ TEST(GeluFusion, UnsupportedDtypeIsRejected) {
   EXPECT_NE(report.record("GeluFusionPass").rejected[0].reason.find("float16"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace gelu_test
 }  // namespace nnfuse

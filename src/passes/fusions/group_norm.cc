@@ -46,7 +46,7 @@ std::optional<std::vector<double>> channel_values(const Tensor* t, const Dims& x
   return v;
 }
 
-Tensor floats(const std::vector<double>& v) {
+Tensor float_tensor(const std::vector<double>& v) {
   Tensor t(DType::kFloat32, {static_cast<int64_t>(v.size())});
   for (size_t i = 0; i < v.size(); ++i) t.data<float>()[i] = static_cast<float>(v[i]);
   return t;
@@ -92,7 +92,7 @@ bool read_once(const Value& v) { return v.uses().size() == 1 && !v.is_graph_outp
 // x, or x + (t, or Gemm(t, W, b), made [.., C, 1, ..]), t possibly SiLU(ts) = ts * Sigmoid(ts)
 // read by the Gemm alone (diffusers' ResnetBlock2D: the SiLU of the time embedding, then its
 // dense layer), which the norm then computes too.
-pattern::Pat norm_input() {
+pattern::Pat group_norm_input() {
   using namespace pattern;
   Pat silu = (any("ts") * sigmoid(any("ts")).where(read_once, "the Sigmoid is read elsewhere"))
                  .where(read_once, "the SiLU is read elsewhere")
@@ -185,7 +185,7 @@ std::string group_affine(const RuleMatch& m, int64_t g, std::optional<std::vecto
 
 Rule group_norm() {
   using namespace pattern;
-  Pat r1 = op("Reshape", {norm_input(), constant()}).named("r1");
+  Pat r1 = op("Reshape", {group_norm_input(), constant()}).named("r1");
   // The per-group normalization: InstanceNormalization, or the LayerNormalization (either
   // domain) LayerNormFusionPass made of the decomposed mean / variance export.
   Pat in =
@@ -194,7 +194,7 @@ Rule group_norm() {
               op_in(kFusedDomain, "LayerNormalization", {r1, constant("s")}, false).named("in")});
   Pat view = op("Reshape", {in, constant()}).named("r2");
   Pat instance =
-      op("InstanceNormalization", {norm_input(), constant("s"), constant("b")}).named("in");
+      op("InstanceNormalization", {group_norm_input(), constant("s"), constant("b")}).named("in");
   std::vector<ActivationPattern> patterns;
   for (const Pat& p : {view * constant("gamma") + constant("beta"), view * constant("gamma"),
                        view + constant("beta"), view, instance}) {
@@ -236,8 +236,8 @@ Rule group_norm() {
             if (m.node("tsilu")) attrs["t_activation"] = attr_string("SiLU");
             if (std::string why = m.activation(attrs); !why.empty()) return why;
             const std::string& n = m.node("in")->name();
-            in[1] = m.add_constant(n + "_gamma", floats(scale));
-            in[2] = m.add_constant(n + "_beta", floats(shift));
+            in[1] = m.add_constant(n + "_gamma", float_tensor(scale));
+            in[2] = m.add_constant(n + "_beta", float_tensor(shift));
             return m.fuse("GroupNorm", in, attrs);
           }};
 }

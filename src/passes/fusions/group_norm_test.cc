@@ -8,7 +8,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace group_norm_test {
 
 using namespace fusion_test;
 
@@ -113,5 +113,5 @@ TEST(GroupNormFusion, SwitchedOffInTheSwitchFile) {
   EXPECT_EQ(count_op(*f.graph, "InstanceNormalization"), 1u);
 }
 
-}  // namespace
+}  // namespace group_norm_test
 }  // namespace nnfuse

@@ -7,7 +7,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace horizontal_conv_test {
 
 using namespace fusion_test;
 
@@ -64,5 +64,5 @@ TEST(HorizontalConvFusion, TheSwitchFileTurnsItOff) {
   EXPECT_EQ(count_op(*f.graph, "FusedConv") + count_op(*f.graph, "Conv"), 6u);
 }
 
-}  // namespace
+}  // namespace horizontal_conv_test
 }  // namespace nnfuse

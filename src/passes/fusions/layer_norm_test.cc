@@ -6,7 +6,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace layer_norm_test {
 
 using namespace fusion_test;
 
@@ -467,5 +467,5 @@ TEST(SkipLayerNormFusion, GuardsRejectWithReasons) {
   expect_same_numbers(std::move(f.graph), skip_graph(grow));
 }
 
-}  // namespace
+}  // namespace layer_norm_test
 }  // namespace nnfuse

@@ -6,7 +6,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace layer_scale_test {
 
 using namespace fusion_test;
 
@@ -53,5 +53,5 @@ TEST(LayerScaleFusion, DeclinedWhereTheScaleDoesNotCommute) {
   }
 }
 
-}  // namespace
+}  // namespace layer_scale_test
 }  // namespace nnfuse

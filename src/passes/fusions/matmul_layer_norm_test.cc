@@ -6,7 +6,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace matmul_layer_norm_test {
 
 using namespace fusion_test;
 
@@ -133,5 +133,5 @@ TEST(LayerNormMatMulFusion, RmsNormJoinsTheDenseLayer) {
   }
 }
 
-}  // namespace
+}  // namespace matmul_layer_norm_test
 }  // namespace nnfuse

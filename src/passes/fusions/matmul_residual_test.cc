@@ -6,7 +6,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace matmul_residual_test {
 
 using namespace fusion_test;
 
@@ -63,5 +63,5 @@ TEST(MatMulResidualFusion, DeclinedWithAReason) {
   }
 }
 
-}  // namespace
+}  // namespace matmul_residual_test
 }  // namespace nnfuse

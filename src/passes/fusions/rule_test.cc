@@ -8,7 +8,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace rule_test {
 
 using namespace fusion_test;
 
@@ -153,5 +153,5 @@ TEST(RuleResultBuilder, RewireFeedsTheConsumerAndReportsTheNewNode) {
   EXPECT_EQ(r.report.fused[0].fused_from, std::vector<std::string>{"relu"});
 }
 
-}  // namespace
+}  // namespace rule_test
 }  // namespace nnfuse

@@ -6,7 +6,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace scaled_conv_test {
 
 using namespace fusion_test;
 
@@ -67,5 +67,5 @@ TEST(ScaledConvFusion, DeclinedWhereItDoesNotPayOrBelongsInTheWeights) {
   }
 }
 
-}  // namespace
+}  // namespace scaled_conv_test
 }  // namespace nnfuse

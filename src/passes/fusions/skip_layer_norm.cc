@@ -13,7 +13,7 @@ namespace {
 using norm::feature_count;
 using norm::feature_reason;
 
-constexpr DType kF32 = DType::kFloat32;
+constexpr DType kFloat = DType::kFloat32;
 
 bool is_plain_add(const Node* n) {
   return n && n->op_type() == "Add" && is_default_domain(n->domain()) && n->num_inputs() == 2 &&
@@ -47,7 +47,7 @@ Value* absorb_bias(Value* ops[2], int& biased, int64_t e, const Value* sum,
       Value* c = b->input(j);
       Value* h = b->input(1 - j);
       const Tensor* t = pattern::constant_value(c);
-      if (t && t->dtype() == kF32 && t->numel() == e && h->dtype() == kF32 &&
+      if (t && t->dtype() == kFloat && t->numel() == e && h->dtype() == kFloat &&
           !pattern::constant_value(h) && feature_reason(c, e, sum, "bias").empty()) {
         biased = k;
         ops[k] = h;

@@ -30,7 +30,7 @@ Pat transpose_021(Pat in) {
 }
 
 // The static dims of the value `name`, or empty.
-Dims dims_of(const RuleMatch& m, const std::string& name) {
+Dims match_dims(const RuleMatch& m, const std::string& name) {
   const Value* v = m[name];
   return v && v->shape().fully_known() ? v->shape().static_dims() : Dims{};
 }
@@ -46,7 +46,7 @@ Rule flatten_to_tokens() {
           .ops = {"Reshape", "Transpose"},
           .patterns = {{"", transpose_021(flat)}},
           .rewrite = [](const RuleMatch& m) -> std::string {
-            const Dims x = dims_of(m, "x");
+            const Dims x = match_dims(m, "x");
             const Dims y = m.root()->output(0)->shape().fully_known()
                                ? m.root()->output(0)->shape().static_dims()
                                : Dims{};
@@ -69,7 +69,7 @@ Rule tokens_to_map() {
   return {.name = "SpatialTransposeViewPass",
           .patterns = {{"", fold}},
           .rewrite = [](const RuleMatch& m) -> std::string {
-            const Dims y = dims_of(m, "y");
+            const Dims y = match_dims(m, "y");
             const Value* out = m.root()->output(0);
             const Dims x = out->shape().fully_known() ? out->shape().static_dims() : Dims{};
             if (x.size() != 4 || y != Dims{x[0], x[2] * x[3], x[1]}) {

@@ -6,7 +6,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace spatial_view_test {
 
 using namespace fusion_test;
 
@@ -51,5 +51,5 @@ TEST(SpatialTransposeView, DeclinesAReshapeThatIsNotTheFlattenOfAFeatureMap) {
   expect_same_numbers(std::move(f.graph), tokens_graph({1, 16, 12}));
 }
 
-}  // namespace
+}  // namespace spatial_view_test
 }  // namespace nnfuse

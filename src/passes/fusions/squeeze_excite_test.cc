@@ -8,7 +8,7 @@
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace {
+namespace squeeze_excite_test {
 
 using namespace fusion_test;
 
@@ -150,5 +150,5 @@ TEST(SqueezeExciteFusion, TheSwitchFileTurnsItOff) {
   EXPECT_EQ(count_op(*f.graph, "GlobalAveragePool"), 1u);
 }
 
-}  // namespace
+}  // namespace squeeze_excite_test
 }  // namespace nnfuse
