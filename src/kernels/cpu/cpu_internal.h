@@ -30,6 +30,7 @@ void append_group_norm_kernels(FactoryTable& t);  // cpu_group_norm.cc: GroupNor
 void append_expand_depthwise_kernels(FactoryTable& t);  // cpu_expand_depthwise.cc (ai.nnfuse)
 void append_softmax_kernels(FactoryTable& t);           // cpu_softmax.cc: Softmax, LogSoftmax
 void append_reduce_kernels(FactoryTable& t);            // cpu_reduce.cc: ReduceSum/Mean/Max/Min
+void append_arg_kernels(FactoryTable& t);               // cpu_arg.cc: ArgMax, ArgMin
 void append_data_kernels(FactoryTable& t);         // cpu_data.cc: Transpose, Slice, Split, Expand
 void append_gather_kernels(FactoryTable& t);       // cpu_gather.cc: Gather, Concat, Cast
 void append_scatter_kernels(FactoryTable& t);      // cpu_scatter.cc: ScatterElements

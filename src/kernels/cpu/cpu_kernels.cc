@@ -17,6 +17,7 @@ void append_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {
   cpu::append_expand_depthwise_kernels(t);
   cpu::append_softmax_kernels(t);
   cpu::append_reduce_kernels(t);
+  cpu::append_arg_kernels(t);
   cpu::append_data_kernels(t);
   cpu::append_gather_kernels(t);
   cpu::append_scatter_kernels(t);
