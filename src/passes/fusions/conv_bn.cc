@@ -53,13 +53,6 @@ std::optional<Folded> fold_bn(const RuleMatch& m, int64_t c) {
   return f;
 }
 
-// The values as a float32 vector.
-Tensor floats(const std::vector<double>& v) {
-  Tensor t(DType::kFloat32, {static_cast<int64_t>(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) t.data<float>()[i] = static_cast<float>(v[i]);
-  return t;
-}
-
 // The Conv's bias, a constant (nullptr: none).
 const Tensor* conv_bias(const RuleMatch& m) {
   const Node* cn = m.node("conv");
@@ -157,8 +150,8 @@ Rule bn_scale_shift() {
             if (std::string why = m.activation(attrs); !why.empty()) return why;
             const std::string& n = m.node("bn")->name();
             return m.fuse("ScaleShift",
-                          {m["x"], m.add_constant(n + "_scale", floats(f->s)),
-                           m.add_constant(n + "_shift", floats(f->t))},
+                          {m["x"], m.add_constant(n + "_scale", float_vector(f->s)),
+                           m.add_constant(n + "_shift", float_vector(f->t))},
                           attrs);
           }};
 }

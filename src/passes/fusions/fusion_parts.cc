@@ -33,6 +33,12 @@ std::optional<EqualParts> equal_parts(const std::vector<Value*>& parts) {
   return r;
 }
 
+Tensor float_vector(const std::vector<double>& v) {
+  Tensor t(DType::kFloat32, {static_cast<int64_t>(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) t.data<float>()[i] = static_cast<float>(v[i]);
+  return t;
+}
+
 Tensor concat_columns(const std::vector<const Tensor*>& parts) {
   const int64_t rows = parts[0]->dim(0);
   int64_t cols = 0;

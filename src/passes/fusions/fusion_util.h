@@ -75,6 +75,10 @@ void set_activation_attrs(std::map<std::string, Attribute>& attrs, const Activat
 // weights of a horizontal fusion).
 Tensor concat_columns(const std::vector<const Tensor*>& parts);
 
+// A 1-D float32 tensor of per-channel constants folded in double (a BatchNorm's scale and shift,
+// a GroupNorm's affine).
+Tensor float_vector(const std::vector<double>& v);
+
 // `parts` as the consecutive equal parts, in this order, of one tensor along its last axis:
 // the outputs of one Split (all of them, each of the same static width) or Slices
 // [i * W, (i + 1) * W). The tensor and the nodes that cut it; nullopt otherwise.

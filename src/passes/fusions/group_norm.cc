@@ -46,12 +46,6 @@ std::optional<std::vector<double>> channel_values(const Tensor* t, const Dims& x
   return v;
 }
 
-Tensor float_tensor(const std::vector<double>& v) {
-  Tensor t(DType::kFloat32, {static_cast<int64_t>(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) t.data<float>()[i] = static_cast<float>(v[i]);
-  return t;
-}
-
 // x: float32 of static shape [N, C, spatial...].
 std::string static_input(const RuleMatch& m) {
   const Value* x = m["x"];
@@ -236,8 +230,8 @@ Rule group_norm() {
             if (m.node("tsilu")) attrs["t_activation"] = attr_string("SiLU");
             if (std::string why = m.activation(attrs); !why.empty()) return why;
             const std::string& n = m.node("in")->name();
-            in[1] = m.add_constant(n + "_gamma", float_tensor(scale));
-            in[2] = m.add_constant(n + "_beta", float_tensor(shift));
+            in[1] = m.add_constant(n + "_gamma", float_vector(scale));
+            in[2] = m.add_constant(n + "_beta", float_vector(shift));
             return m.fuse("GroupNorm", in, attrs);
           }};
 }
