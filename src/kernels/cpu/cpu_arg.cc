@@ -37,19 +37,10 @@ void arg_rows(const T* x, int64_t rows, int64_t k, bool last, int64_t* y) {
     const T* p = x + r * k;
     int64_t best = 0;
     T b = p[0];
-    if (last) {
-      for (int64_t i = 1; i < k; ++i) {
-        if (better<kMax>(p[i], b) || p[i] == b) {
-          best = i;
-          b = p[i];
-        }
-      }
-    } else {
-      for (int64_t i = 1; i < k; ++i) {
-        if (better<kMax>(p[i], b)) {
-          best = i;
-          b = p[i];
-        }
+    for (int64_t i = 1; i < k; ++i) {
+      if (better<kMax>(p[i], b) || (last && p[i] == b)) {
+        best = i;
+        b = p[i];
       }
     }
     y[r] = best;
@@ -61,10 +52,10 @@ void arg_rows(const T* x, int64_t rows, int64_t k, bool last, int64_t* y) {
 // (p <= b), false with a NaN on either side like the strict comparisons.
 NNFUSE_TARGET_CLONES void arg_col_block(const float* base, int64_t k, int64_t inner, int64_t n,
                                         bool max, bool last, float* b, int32_t* idx) {
+  const int mode = (max ? 2 : 0) + (last ? 1 : 0);
   for (int64_t i = 1; i < k; ++i) {
     const float* p = base + i * inner;
     const int32_t ii = static_cast<int32_t>(i);
-    const int mode = (max ? 2 : 0) + (last ? 1 : 0);
     for (int64_t j = 0; j < n; ++j) {
       const bool take = mode == 3   ? p[j] >= b[j]
                         : mode == 2 ? p[j] > b[j]
