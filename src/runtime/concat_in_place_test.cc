@@ -203,7 +203,7 @@ std::shared_ptr<Graph> channels_last_graph() {
 }
 
 TEST(ConcatInPlace, ChannelsLastPartsWrittenAtTheConcatsPitch) {
-  for (const char* mode : {"0", "force"}) {
+  for (const char* mode : {"0", "force", "own"}) {
     SCOPED_TRACE(std::string("NNFUSE_WINOGRAD=") + mode);
     const testing::ScopedEnv winograd("NNFUSE_WINOGRAD", mode);
     std::shared_ptr<Graph> g = channels_last_graph();
@@ -218,11 +218,14 @@ TEST(ConcatInPlace, ChannelsLastPartsWrittenAtTheConcatsPitch) {
     EXPECT_TRUE(pooled.slice);
     EXPECT_EQ(pooled.slice_offset, 8 * sizeof(float));
     // q comes from a 3x3 conv: on the direct algorithm (dense outputs only) the Concat's
-    // kernel copies it alone; forced onto Winograd (where oneDNN has it) it is placed too, and
-    // no Concat kernel runs.
+    // kernel copies it alone; forced onto oneDNN's Winograd (where oneDNN has it) or on the
+    // project's own (on every CPU) it is placed too, and no Concat kernel runs.
     const bool q = plan.values()[value_id(plan, "q")].slice;
     if (std::string(mode) == "0") {
       EXPECT_FALSE(q);
+    }
+    if (std::string(mode) == "own") {
+      EXPECT_TRUE(q);
     }
     const auto h = plan.kernel_histogram();
     EXPECT_EQ(h.count("cpu.concat"), q ? 0u : 1u);

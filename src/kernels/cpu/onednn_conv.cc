@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "kernels/cpu/cpu_util.h"
+#include "kernels/cpu/cpu_winograd.h"
 #include "kernels/cpu/onednn_common.h"
 #include "kernels/cpu/onednn_kernels.h"
 #include "kernels/cpu/onednn_pool.h"
@@ -187,16 +188,18 @@ memory::desc input_view(const ConvSpec& s) {
 }
 
 // NNFUSE_WINOGRAD=0 keeps every conv on the direct algorithm (bit-for-bit closer to the
-// reference kernel); =force runs Winograd wherever the geometry allows it, paying or not
-// (bench/winograd_rule.py measures the rule with it); =rule takes the rule's answer without
-// measuring; unset or 1: measured where the answer depends on the machine. Read at each kernel
-// build, so a test can set it for its own kernels.
-enum class WinogradMode { kOff, kRule, kMeasure, kForce };
+// reference kernel); =force runs oneDNN's Winograd wherever the geometry allows it, paying or
+// not (bench/winograd_rule.py measures the rule with it); =own runs the project's own
+// (cpu/cpu_winograd.h) wherever it can; =rule takes the rule's answer without measuring; unset
+// or 1: measured where the answer depends on the machine. Read at each kernel build, so a test
+// can set it for its own kernels.
+enum class WinogradMode { kOff, kRule, kMeasure, kForce, kOwn };
 WinogradMode winograd_mode() {
   const char* v = std::getenv("NNFUSE_WINOGRAD");
   const std::string mode = v ? v : "";
   if (mode == "0") return WinogradMode::kOff;
   if (mode == "force") return WinogradMode::kForce;
+  if (mode == "own") return WinogradMode::kOwn;
   if (mode == "rule") return WinogradMode::kRule;
   return WinogradMode::kMeasure;
 }
@@ -219,14 +222,14 @@ bool winograd_eligible(const ConvSpec& s) {
          winograd_pays(s.x_shape[1], s.y_shape[1], s.y_shape[2], s.y_shape[3]);
 }
 
-// Convs whose algorithm is measured when their kernel is built (create(): both timed, the
-// faster kept): every one where Winograd may win on some machine (winograd_rule.h:
-// winograd_measured, which says why), whether the rule, calibrated on other machines, says it
-// pays or not. A conv with a skip convolution keeps the rule's answer (time_kernel feeds no
-// skip inputs). Not under ThreadSanitizer: OpenMP's runtime is not built for it, and the
-// Winograd kernel built for the measuring transforms its weights in OpenMP's threads, which it
-// then reports as racing with the caller that allocated the buffers (the rule alone decides
-// there).
+// Convs whose algorithm is measured when their kernel is built (create(): the direct one,
+// oneDNN's Winograd and the project's own timed, the fastest kept): every one where Winograd
+// may win on some machine (winograd_rule.h: winograd_measured, which says why), whether the
+// rule, calibrated on other machines, says it pays or not. A conv with a skip convolution keeps the
+// rule's answer (time_kernel feeds no skip inputs). Not under ThreadSanitizer: OpenMP's runtime is
+// not built for it, and the Winograd kernel built for the measuring transforms its weights in
+// OpenMP's threads, which it then reports as racing with the caller that allocated the buffers (the
+// rule alone decides there).
 bool winograd_measured_here(const ConvSpec& s) {
 #if defined(__SANITIZE_THREAD__)
   (void)s;
@@ -235,6 +238,19 @@ bool winograd_measured_here(const ConvSpec& s) {
   return winograd_mode() == WinogradMode::kMeasure && !s.skip && winograd_geometry(s) &&
          winograd_measured(s.x_shape[1], s.y_shape[1], s.y_shape[2], s.y_shape[3]);
 #endif
+}
+
+// Where the project's own Winograd kernel (cpu/cpu_winograd.h) computes the conv: the Winograd
+// geometry, channels-last in and out (a residual too), no pool, split or skip convolution, and
+// an activation it applies.
+bool own_winograd_fits(const ConvSpec& s) {
+  if (!winograd_geometry(s) || s.lift || s.skip || s.pool || s.subsample) return false;
+  if (s.in_layout != Layout::kNHWC || s.out_layout != Layout::kNHWC) return false;
+  if (s.sum && s.sum_layout != Layout::kNHWC) return false;
+  for (size_t j = 0; j < 2; ++j) {
+    if (s.pad_l[j] < 0 || s.pad_r[j] < 0) return false;
+  }
+  return cpu::winograd_declines(s.act).empty();
 }
 
 // Winograd's scratchpad, as oneDNN sizes it for the blocking it picks, against the work it
@@ -949,6 +965,70 @@ class ConvKernel : public Kernel {
   std::mutex mu_;  // the memory objects are rebound on every run
 };
 
+// The same conv on the project's own Winograd F(4x4, 3x3) kernel (own_winograd_fits): NHWC in,
+// NHWC out (at a Concat's pitch where it is a part of one), the bias, residual and activation
+// applied as the tiles are written.
+class OwnWinogradKernel : public Kernel {
+ public:
+  OwnWinogradKernel(const NodeInfo& info, const ConvSpec& s)
+      : what_(info.node.describe()),
+        s_(s),
+        conv_(geometry(s), info.constant(1)->data<float>(),
+              s.bias ? info.constant(2)->data<float>() : nullptr, s.act) {}
+
+  bool reads_input(size_t i) const override { return i != 1 && i != 2; }
+  size_t scratch_bytes() const override { return conv_.scratch_bytes(); }
+  void release_own_scratch() { own_scratch_.reset(); }
+
+  // Concat in place: the output tiles are written at any pitch. Not with a residual, which is
+  // read at the output's own.
+  bool write_output_rows(size_t k, int64_t pitch) override {
+    if (k != 0 || s_.sum || pitch < s_.y_shape[1]) return false;
+    pitch_ = pitch;
+    return true;
+  }
+
+  void run(KernelIO& io) override {
+    const Tensor& x = io.in(0);
+    check_input(x, s_.x_shape, s_.in_layout, what_, 0);
+    NNFUSE_CHECK(pitch_ == 0 || io.outputs[0].defined(), what_,
+                 ": output 0 is a part of a Concat in place but has no planned storage");
+    Tensor& y = io.output(0, DType::kFloat32, s_.y_shape, s_.out_layout);
+    NNFUSE_CHECK(y.raw() != x.raw(), what_, ": the output may not share X's storage");
+    const float* sum = nullptr;
+    if (s_.sum) {
+      const Tensor& t = io.in(3);
+      check_input(t, s_.y_shape, s_.sum_layout, what_, 3);
+      sum = t.data<float>();
+    }
+    std::lock_guard<std::mutex> lock(mu_);  // guards own_scratch_
+    std::byte* scratch = scratch_or_own(io.scratch, conv_.scratch_bytes(), own_scratch_);
+    conv_.run(x.data<float>(), y.data<float>(), pitch_ != 0 ? pitch_ : s_.y_shape[1], sum, scratch);
+  }
+
+ private:
+  static cpu::WinogradGeometry geometry(const ConvSpec& s) {
+    cpu::WinogradGeometry g;
+    g.n = s.x_shape[0];
+    g.cin = s.x_shape[1];
+    g.h = s.x_shape[2];
+    g.w = s.x_shape[3];
+    g.cout = s.y_shape[1];
+    g.oh = s.y_shape[2];
+    g.ow = s.y_shape[3];
+    g.pad_t = s.pad_l[0];
+    g.pad_l = s.pad_l[1];
+    return g;
+  }
+
+  std::string what_;
+  ConvSpec s_;
+  cpu::WinogradConv conv_;
+  int64_t pitch_ = 0;  // the output's pitch as a part of a Concat in place, or 0
+  std::shared_ptr<std::byte[]> own_scratch_;
+  std::mutex mu_;
+};
+
 template <ConvOp kOp>
 std::string declines(const NodeInfo& info) {
   std::string why;
@@ -1009,35 +1089,55 @@ double time_kernel(Kernel& k, const NodeInfo& info, const ConvSpec& s) {
   return best;
 }
 
-// For a conv winograd_measured_here: both algorithms built and timed on this machine, the
-// faster kept (Winograd only for a clear win: under 0.9 of the direct time, as its scratchpad,
-// in cache when timed alone, competes with the network's other tensors when it runs in one).
-// The choice is remembered per geometry for the process, so a network's repeated layers
-// measure once.
+// The conv algorithms measured_kernel chooses from.
+enum class ConvAlgorithm { kDirect, kWinograd, kOwnWinograd };
+
+// For a conv winograd_measured_here: the direct algorithm, oneDNN's Winograd and the project's
+// own (where each can run) built and timed on this machine, the fastest kept (a Winograd only
+// for a clear win: under 0.9 of the direct time, as its intermediate tensors, in cache when
+// timed alone, compete with the network's other tensors when it runs in one). The choice is
+// remembered per geometry for the process, so a network's repeated layers measure once.
 std::unique_ptr<Kernel> measured_kernel(const NodeInfo& info, ConvSpec s) {
   static std::mutex mu;
-  static std::map<std::string, bool> chosen;
+  static std::map<std::string, ConvAlgorithm> chosen;
   const std::string key = dims_str(s.x_shape) + dims_str(s.w_shape) + dims_str(s.pad_l) +
                           dims_str(s.pad_r) + layout_name(s.in_layout) + (s.pool ? "pool" : "") +
+                          (s.sum ? "sum" : "") + std::to_string(static_cast<int>(s.act.kind)) +
                           std::to_string(info.num_threads);
   std::lock_guard<std::mutex> lock(mu);
   auto it = chosen.find(key);
   s.winograd = false;
   ConvSpec w = s;
   w.winograd = true;
-  if (it != chosen.end()) return std::make_unique<ConvKernel>(info, it->second ? w : s);
+  if (it != chosen.end()) {
+    if (it->second == ConvAlgorithm::kOwnWinograd)
+      return std::make_unique<OwnWinogradKernel>(info, s);
+    return std::make_unique<ConvKernel>(info, it->second == ConvAlgorithm::kWinograd ? w : s);
+  }
   auto direct = std::make_unique<ConvKernel>(info, s);
   auto winograd = std::make_unique<ConvKernel>(info, w);
-  if (!winograd->runs_winograd()) {
-    chosen[key] = false;
-    return direct;
-  }
+  std::unique_ptr<OwnWinogradKernel> own;
+  if (own_winograd_fits(s)) own = std::make_unique<OwnWinogradKernel>(info, s);
   ThreadScope threads(info.num_threads);
-  const double td = time_kernel(*direct, info, s), tw = time_kernel(*winograd, info, w);
-  const bool pick = tw < 0.9 * td;
+  const double td = time_kernel(*direct, info, s);
+  ConvAlgorithm pick = ConvAlgorithm::kDirect;
+  double best = 0.9 * td;
+  if (winograd->runs_winograd()) {
+    const double tw = time_kernel(*winograd, info, w);
+    if (tw < best) {
+      pick = ConvAlgorithm::kWinograd;
+      best = tw;
+    }
+  }
+  if (own && time_kernel(*own, info, s) < best) pick = ConvAlgorithm::kOwnWinograd;
   chosen[key] = pick;
-  std::unique_ptr<ConvKernel>& kept = pick ? winograd : direct;
-  kept->release_own_scratch();  // the plan gives its runs the shared scratch
+  // The kept kernel's timing scratch is freed: the plan gives its runs the shared scratch.
+  if (pick == ConvAlgorithm::kOwnWinograd) {
+    own->release_own_scratch();
+    return own;
+  }
+  std::unique_ptr<ConvKernel>& kept = pick == ConvAlgorithm::kWinograd ? winograd : direct;
+  kept->release_own_scratch();
   return std::move(kept);
 }
 
@@ -1045,6 +1145,9 @@ template <ConvOp kOp>
 std::unique_ptr<Kernel> create(const NodeInfo& info) {
   std::optional<ConvSpec> s = conv_spec(info, kOp);
   if (!s) fail(ErrorKind::kInternal, info.node.describe(), ": not accepted by the oneDNN kernel");
+  if (winograd_mode() == WinogradMode::kOwn && own_winograd_fits(*s)) {
+    return std::make_unique<OwnWinogradKernel>(info, *s);
+  }
   if (winograd_measured_here(*s)) return measured_kernel(info, *s);
   return std::make_unique<ConvKernel>(info, *s);
 }

@@ -197,6 +197,53 @@ TEST(OnednnFusedConv, ResNetShapes) {
   check_conv(dw, {"Clip", true, true, 0.0f, 6.0f}, true, false, Layout::kNHWC, Layout::kNHWC, 3);
 }
 
+// check_conv for a conv on a Winograd algorithm: the error bounded relative to the outputs'
+// largest, as F(4x4, 3x3)'s rounding (about 1e-5 of it) is not each element's.
+void check_winograd_conv(const ConvCase& c, const Act& act, bool bias, bool sum, Layout x_layout,
+                         Layout sum_layout, uint32_t seed) {
+  SCOPED_TRACE(std::string("x") + dims_str(c.x) + " m=" + std::to_string(c.m) + " act=" + act.name +
+               (bias ? " bias" : "") + (sum ? " sum " : " ") + layout_name(x_layout) + "/" +
+               layout_name(sum_layout));
+  testing::expect_matches_ref_scaled("onednn.fused_conv", "FusedConv",
+                                     conv_inputs(c, bias, sum, x_layout, sum_layout, seed),
+                                     conv_attrs(c, act), 3e-5);
+}
+
+TEST(OnednnFusedConv, OwnWinogradAtEveryVectorWidth) {
+  // The project's own Winograd kernel (NNFUSE_WINOGRAD=own; cpu/cpu_winograd.h) at each vector
+  // width: the activations it applies, with and without bias and an NHWC residual; pads from 0
+  // to 2, uneven ones among them; channel counts off the vector width; enough tiles that the
+  // threads split them. Where it does not apply (SiLU, a plain input) oneDNN's algorithms run.
+  const testing::ScopedEnv own("NNFUSE_WINOGRAD", "own");
+  const std::vector<ConvCase> cases = {
+      {{1, 32, 14, 14}, 48, {3, 3}, 1, {{"pads", attr_ints({1, 1, 1, 1})}}},
+      {{2, 5, 9, 11}, 7, {3, 3}, 1, {{"pads", attr_ints({1, 1, 1, 1})}}},
+      {{1, 17, 10, 13}, 33, {3, 3}},
+      {{1, 20, 12, 7}, 40, {3, 3}, 1, {{"pads", attr_ints({2, 0, 1, 2})}}},
+      {{1, 24, 30, 30}, 32, {3, 3}, 1, {{"auto_pad", attr_string("SAME_UPPER")}}},
+  };
+  uint32_t seed = 5000;
+  for (const char* isa : {"", "avx2", "sse2"}) {
+    SCOPED_TRACE(std::string("NNFUSE_WINOGRAD_ISA=") + isa);
+    const testing::ScopedEnv width("NNFUSE_WINOGRAD_ISA", isa);
+    for (const ConvCase& c : cases) {
+      // Clip's bounds are wide: a narrow one would leave outputs much smaller than the
+      // error, which is relative to the conv's own.
+      for (const Act& act : {Act{""}, Act{"Relu"}, Act{"LeakyRelu", true, false, 0.1f},
+                             Act{"Clip", true, true, -5.0f, 8.0f}, Act{"SiLU"}}) {
+        check_winograd_conv(c, act, /*bias=*/true, /*sum=*/false, Layout::kNHWC, Layout::kNHWC,
+                            seed += 4);
+      }
+      for (bool bias : {false, true}) {
+        check_winograd_conv(c, {"Relu"}, bias, /*sum=*/true, Layout::kNHWC, Layout::kNHWC,
+                            seed += 4);
+      }
+      check_winograd_conv(c, {"Relu"}, true, true, Layout::kPlain, Layout::kNHWC, seed += 4);
+      check_winograd_conv(c, {"Relu"}, true, true, Layout::kNHWC, Layout::kPlain, seed += 4);
+    }
+  }
+}
+
 TEST(OnednnFusedConv, OutputLayoutAndInPlaceInput) {
   const ConvCase c = conv_cases()[0];
   const KernelFactory* f = testing::find_factory("FusedConv", "onednn.fused_conv");

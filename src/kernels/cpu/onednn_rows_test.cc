@@ -150,6 +150,25 @@ TEST(OnednnRows, WinogradAndPooledConvsAtAConcatsPitch) {
   }
 }
 
+TEST(OnednnRows, OwnWinogradConvAtAConcatsPitch) {
+  // The project's own Winograd kernel writes its output tiles at any pitch, at every vector
+  // width; with a residual (read at the output's own pitch) it declines.
+  const testing::ScopedEnv own("NNFUSE_WINOGRAD", "own");
+  for (const char* isa : {"", "sse2"}) {
+    SCOPED_TRACE(std::string("NNFUSE_WINOGRAD_ISA=") + isa);
+    const testing::ScopedEnv width("NNFUSE_WINOGRAD_ISA", isa);
+    Attrs conv = kPads;
+    conv["activation"] = attr_string("Relu");
+    RowsCase w{"onednn.fused_conv", "FusedConv",
+               conv_inputs({1, 32, 15, 14}, 40, 3, Layout::kNHWC, 600), conv};
+    BuiltKernel probe(w.kernel, w.op, w.inputs, w.attrs);
+    ASSERT_TRUE(probe.accepted);
+    EXPECT_FALSE(probe.kernel->write_output_rows(0, 39));  // narrower than the output
+    EXPECT_TRUE(probe.kernel->write_output_rows(0, 72));
+    expect_rows_match_dense(w, {16}, 72);
+  }
+}
+
 TEST(OnednnRows, DeclinedWhereTheKernelWritesItsOutputDirectly) {
   const testing::ScopedEnv direct("NNFUSE_WINOGRAD", "0");
   Attrs conv = kPads;

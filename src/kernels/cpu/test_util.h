@@ -133,4 +133,24 @@ inline void expect_matches_ref(const std::string& kernel, const std::string& op,
   }
 }
 
+// Like expect_matches_ref, but bounds each output's largest error relative to its largest
+// reference value (max_relative_error) instead of element by element: for algorithms whose
+// rounding error scales with the outputs' magnitude rather than each element's, such as
+// Winograd convolution (an output near zero carries the error of its large neighbours).
+inline void expect_matches_ref_scaled(const std::string& kernel, const std::string& op,
+                                      const std::vector<FastInput>& inputs,
+                                      const std::map<std::string, Attribute>& attrs, double bound,
+                                      size_t num_outputs = 1, int64_t opset = 17) {
+  FastRun fast = run_kernel(op, inputs, attrs, num_outputs, kernel, opset);
+  std::vector<Tensor> plain;
+  for (const FastInput& in : inputs) plain.push_back(in.value);
+  std::vector<Tensor> ref = run_ref(op, plain, attrs, num_outputs, opset);
+  ASSERT_EQ(fast.outputs.size(), ref.size());
+  for (size_t k = 0; k < ref.size(); ++k) {
+    SCOPED_TRACE("output " + std::to_string(k) + " of " + op + " via " + kernel);
+    ASSERT_EQ(fast.outputs[k].shape(), ref[k].shape());
+    EXPECT_LE(max_relative_error(fast.outputs[k], ref[k]), bound);
+  }
+}
+
 }  // namespace nnfuse::testing
