@@ -32,11 +32,11 @@
 // Those measurements are one machine's; the outcome depends on the machine (winograd_measured):
 // the conv kernels time both algorithms once per geometry and keep the faster, timing beside
 // them the project's own F(4x4, 3x3) kernel (cpu/cpu_winograd.h: channels-last in and out, no
-// scratchpad of oneDNN's, and on every ISA) where it applies. On an AMD EPYC (Zen 5, 2 threads)
-// that one took 0.46-0.58x the direct kernel's time on 28x28 to 112x112 maps and 0.8-0.9x on
-// 14x14 ones with a few hundred channels, and lost on 7x7 ones. winograd_pays
-// answers where nothing is measured (NNFUSE_WINOGRAD=rule, a conv with a skip convolution) and
-// for ConvMaxPoolFusionPass, which decides before any kernel is built.
+// scratchpad of oneDNN's, and on every ISA) where it applies. On an AMD EPYC (Zen 5, 2
+// threads, caches evicted before each run) that one took 0.55-0.75x the direct kernel's time on
+// 14x14 to 112x112 maps with 64 to 384 output channels, 0.85-0.89x with 32, and as long on 7x7.
+// winograd_pays answers where nothing is measured (NNFUSE_WINOGRAD=rule, a conv with a skip
+// convolution) and for ConvMaxPoolFusionPass, which decides before any kernel is built.
 #pragma once
 
 #include <algorithm>

@@ -19,6 +19,9 @@ constexpr int kTile = 4;     // outputs per tile side
 constexpr int64_t kParallelWork = int64_t{1} << 18;
 // From this many tiles per thread the threads split the tiles rather than the output channels.
 constexpr int64_t kSplitTiles = 24;
+// A thread transforms its tiles in chunks of about this many bytes of V at most (but 16 tiles
+// at least), so that V, M and the transformed kernels stay in a 1 MiB L2 cache.
+constexpr int64_t kChunkBytes = 512 * 1024;
 
 // Vectors of W floats (values), the integer vectors their comparisons give, and the unaligned,
 // aliasing form loads and stores go through. Values of these types only pass between
@@ -332,35 +335,45 @@ NNFUSE_INLINE void output_tiles(const Plan& P, const float* m, float* y, int64_t
   }
 }
 
-// One thread's part of a run: tiles [t0, t1), which it transforms into its own V, then the
-// blocks of output channels it takes from `next` until none is left: each block's products into
-// its own M, then the block's outputs. The threads split the tiles where there are many (each
-// transforms all the kernels then) and the blocks otherwise, every thread transforming every
-// tile (small next to the products): either way no thread waits for another or reads what
-// another core wrote, and where they split the blocks, a thread that starts late (waking one
-// takes tens of microseconds on some virtual machines) takes fewer.
+// One thread's part of a run: items (chunk of tiles, block of output channels) of tiles
+// [t0, t1) taken from `next` until none is left, chunk by chunk: a chunk's tiles transformed
+// into the thread's own V when it first meets the chunk, then the block's products into its own
+// M and the block's outputs. The threads split the tiles where there are many (each then takes
+// every block of its own tiles, transforming the kernels once per chunk) and the blocks
+// otherwise (each transforming every tile it needs: small next to the products): either way no
+// thread waits for another or reads what another core wrote, and where they split the blocks, a
+// thread that starts late (waking one takes tens of microseconds on some virtual machines) takes
+// fewer. Chunks keep the thread's V small enough to stay in its L2 cache: a 56x56 map's V
+// streamed from memory made the kernel slower than the direct one inside a network.
 struct Part {
   const float* x;
   float* y;
   int64_t pitch;
   const float* sum;
   float *v, *m, *ub;
-  int64_t t0, t1;
+  int64_t t0, t1, chunk;
   std::atomic<int64_t>* next;
 };
 
 template <int W>
 NNFUSE_INLINE void run_part(const Plan& P, const Part& a) {
-  input_tiles<W>(P, a.x, a.v, a.t0, a.t1);
   const int64_t vectors = P.cout_pad / W;
-  for (int64_t b = a.next->fetch_add(1); b < P.blocks; b = a.next->fetch_add(1)) {
+  const int64_t items = (a.t1 - a.t0 + a.chunk - 1) / a.chunk * P.blocks;
+  int64_t have = -1;  // the chunk in V
+  for (int64_t i = a.next->fetch_add(1); i < items; i = a.next->fetch_add(1)) {
+    const int64_t c = i / P.blocks, b = i % P.blocks;
+    const int64_t c0 = a.t0 + c * a.chunk, c1 = std::min(a.t1, c0 + a.chunk);
+    if (c != have) {
+      input_tiles<W>(P, a.x, a.v, c0, c1);
+      have = c;
+    }
     const int64_t q0 = b * kColVectors, q1 = std::min<int64_t>(vectors, q0 + kColVectors);
     if (q1 - q0 == kColVectors) {
-      vector_products<W, kColVectors>(P, a.v, a.m, a.t1 - a.t0, q0, a.ub);
+      vector_products<W, kColVectors>(P, a.v, a.m, c1 - c0, q0, a.ub);
     } else {
-      vector_products<W, 1>(P, a.v, a.m, a.t1 - a.t0, q0, a.ub);
+      vector_products<W, 1>(P, a.v, a.m, c1 - c0, q0, a.ub);
     }
-    output_tiles<W>(P, a.m, a.y, a.pitch, a.sum, a.t0, a.t1, q0, q1);
+    output_tiles<W>(P, a.m, a.y, a.pitch, a.sum, c0, c1, q0, q1);
   }
 }
 
@@ -423,6 +436,7 @@ WinogradConv::WinogradConv(const WinogradGeometry& g, const float* weights, cons
   tiles_ = g.n * tiles_h_ * tiles_w_;
   cin_pad_ = round_up(g.cin, width_);
   cout_pad_ = round_up(g.cout, width_);
+  chunk_ = std::min(tiles_, std::max<int64_t>(16, kChunkBytes / (kPoints * cin_pad_ * 4)));
   bias_.assign(static_cast<size_t>(cout_pad_), 0.0f);
   if (bias) std::copy_n(bias, g.cout, bias_.begin());
   // The kernels per vector of output channels: [cout_pad / W][cin][9][W], zeros past cout.
@@ -439,8 +453,8 @@ WinogradConv::WinogradConv(const WinogradGeometry& g, const float* weights, cons
 
 WinogradConv::Scratch WinogradConv::scratch_layout() const {
   Scratch s;
-  s.v_plane = tiles_ * cin_pad_ + 16;
-  s.m_plane = tiles_ * kColVectors * width_ + 16;
+  s.v_plane = chunk_ * cin_pad_ + 16;
+  s.m_plane = chunk_ * kColVectors * width_ + 16;
   s.v = 0;
   s.m = s.v + round_up(kPoints * s.v_plane * 4, 64);
   s.ub = s.m + round_up(kPoints * s.m_plane * 4, 64);
@@ -461,23 +475,24 @@ void WinogradConv::run(const float* x, float* y, int64_t y_pitch, const float* s
                   s.v_plane, s.m_plane, blocks,   wt_.data(), bias_.data(), act_};
   const PartFn part = part_for(width_);
   const int64_t work = kPoints * tiles_ * g_.cin * g_.cout;
-  const int nt =
-      omp_in_parallel() || work < kParallelWork
-          ? 1
-          : static_cast<int>(std::min<int64_t>({omp_get_max_threads(), threads_, blocks}));
-  // Split the tiles where each thread gets kSplitTiles or more.
-  const bool split_tiles = tiles_ >= kSplitTiles * nt;
+  // Split the tiles where each thread gets kSplitTiles or more, else the blocks.
+  int64_t nt = std::min<int64_t>(omp_get_max_threads(), threads_);
+  const bool split_tiles = nt > 1 && tiles_ >= kSplitTiles * 2;
+  nt = std::min(nt, split_tiles ? tiles_ / kSplitTiles : blocks);
+  if (omp_in_parallel() || work < kParallelWork) nt = 1;
   std::atomic<int64_t> shared_next{0};
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(static_cast <int>(nt))
   {
     const int64_t k = omp_get_thread_num(), n = omp_get_num_threads();
     std::atomic<int64_t> own_next{0};
     std::byte* own = scratch + k * s.per_thread;
     const int64_t t0 = split_tiles ? tiles_ * k / n : 0;
     const int64_t t1 = split_tiles ? tiles_ * (k + 1) / n : tiles_;
+    // Chunks of equal size up to chunk_.
+    const int64_t chunks = (t1 - t0 + chunk_ - 1) / chunk_;
     part(plan, {x, y, y_pitch, sum, reinterpret_cast<float*>(own + s.v),
                 reinterpret_cast<float*>(own + s.m), reinterpret_cast<float*>(own + s.ub), t0, t1,
-                split_tiles ? &own_next : &shared_next});
+                (t1 - t0 + chunks - 1) / chunks, split_tiles ? &own_next : &shared_next});
   }
 }
 

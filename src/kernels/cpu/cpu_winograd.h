@@ -66,6 +66,7 @@ class WinogradConv {
   int threads_ = 1;  // the most threads a run uses: each has a part of the scratch
   int64_t tiles_h_ = 0, tiles_w_ = 0, tiles_ = 0;
   int64_t cin_pad_ = 0, cout_pad_ = 0;  // channels rounded up to the vector width
+  int64_t chunk_ = 0;                   // the most tiles a thread transforms at once
   // Each thread's part of the scratch (at per_thread bytes apart): its V, its M of one block
   // of output channels and its transformed kernels (byte offsets), and the floats from one
   // point's matrix of V or M to the next. A point's matrix takes a cache line more than its
