@@ -241,10 +241,10 @@ bool winograd_measured_here(const ConvSpec& s) {
 }
 
 // Where the project's own Winograd kernel (cpu/cpu_winograd.h) computes the conv: the Winograd
-// geometry, channels-last in and out (a residual too), no pool, split or skip convolution, and
-// an activation it applies.
+// geometry, channels-last in and out (a residual too), no split or skip convolution, and an
+// activation it applies. A FusedConvPool's pool runs on its output.
 bool own_winograd_fits(const ConvSpec& s) {
-  if (!winograd_geometry(s) || s.lift || s.skip || s.pool || s.subsample) return false;
+  if (!winograd_geometry(s) || s.lift || s.skip || s.subsample) return false;
   if (s.in_layout != Layout::kNHWC || s.out_layout != Layout::kNHWC) return false;
   if (s.sum && s.sum_layout != Layout::kNHWC) return false;
   for (size_t j = 0; j < 2; ++j) {
@@ -967,23 +967,39 @@ class ConvKernel : public Kernel {
 
 // The same conv on the project's own Winograd F(4x4, 3x3) kernel (own_winograd_fits): NHWC in,
 // NHWC out (at a Concat's pitch where it is a part of one), the bias, residual and activation
-// applied as the tiles are written.
+// applied as the tiles are written. FusedConvPool's conv writes an NHWC buffer in the run's
+// scratch, which oneDNN's pooling reads (in cache) into Y, through a reorder where Y wants
+// another layout or is a part of a Concat.
 class OwnWinogradKernel : public Kernel {
  public:
   OwnWinogradKernel(const NodeInfo& info, const ConvSpec& s)
       : what_(info.node.describe()),
         s_(s),
         conv_(geometry(s), info.constant(1)->data<float>(),
-              s.bias ? info.constant(2)->data<float>() : nullptr, s.act) {}
+              s.bias ? info.constant(2)->data<float>() : nullptr, s.act) {
+    scratch_bytes_ = align_up(conv_.scratch_bytes(), 64);
+    if (s_.pool) guarded(what_, [&] { init_pool(); });
+  }
 
   bool reads_input(size_t i) const override { return i != 1 && i != 2; }
-  size_t scratch_bytes() const override { return conv_.scratch_bytes(); }
+  size_t scratch_bytes() const override { return scratch_bytes_; }
   void release_own_scratch() { own_scratch_.reset(); }
 
-  // Concat in place: the output tiles are written at any pitch. Not with a residual, which is
-  // read at the output's own.
+  // Concat in place: the output tiles (or the pooled output, reordered) are written at any
+  // pitch. Not with a residual, which is read at the output's own.
   bool write_output_rows(size_t k, int64_t pitch) override {
-    if (k != 0 || s_.sum || pitch < s_.y_shape[1]) return false;
+    const Dims& y = s_.pool ? s_.pool_spec.y_shape : s_.y_shape;
+    const Layout layout = s_.pool ? s_.pool_out_layout : s_.out_layout;
+    if (k != 0 || pitch_ != 0 || s_.sum || layout != Layout::kNHWC || pitch < y[1]) return false;
+    if (s_.pool) {
+      guarded(what_, [&] {
+        const memory::desc rows(to_dims(y), memory::data_type::f32,
+                                to_dims(Dims{y[2] * y[3] * pitch, 1, y[3] * pitch, pitch}));
+        if (!pooled_) pooled_ = scratch_memory(pool_dst_desc_);
+        user_dst_ = memory(rows, engine(), DNNL_MEMORY_NONE);
+        from_pooled_ = make_reorder(pooled_, user_dst_);
+      });
+    }
     pitch_ = pitch;
     return true;
   }
@@ -993,17 +1009,36 @@ class OwnWinogradKernel : public Kernel {
     check_input(x, s_.x_shape, s_.in_layout, what_, 0);
     NNFUSE_CHECK(pitch_ == 0 || io.outputs[0].defined(), what_,
                  ": output 0 is a part of a Concat in place but has no planned storage");
-    Tensor& y = io.output(0, DType::kFloat32, s_.y_shape, s_.out_layout);
+    Tensor& y = s_.pool ? io.output(0, DType::kFloat32, s_.pool_spec.y_shape, s_.pool_out_layout)
+                        : io.output(0, DType::kFloat32, s_.y_shape, s_.out_layout);
     NNFUSE_CHECK(y.raw() != x.raw(), what_, ": the output may not share X's storage");
     const float* sum = nullptr;
     if (s_.sum) {
       const Tensor& t = io.in(3);
       check_input(t, s_.y_shape, s_.sum_layout, what_, 3);
       sum = t.data<float>();
+      NNFUSE_CHECK(!s_.pool || t.raw() != y.raw(), what_,
+                   ": the pooled output may not share Sum's storage");
     }
-    std::lock_guard<std::mutex> lock(mu_);  // guards own_scratch_
-    std::byte* scratch = scratch_or_own(io.scratch, conv_.scratch_bytes(), own_scratch_);
-    conv_.run(x.data<float>(), y.data<float>(), pitch_ != 0 ? pitch_ : s_.y_shape[1], sum, scratch);
+    std::lock_guard<std::mutex> lock(mu_);  // guards own_scratch_ and the memory objects
+    std::byte* scratch = scratch_or_own(io.scratch, scratch_bytes_, own_scratch_);
+    if (!s_.pool) {
+      conv_.run(x.data<float>(), y.data<float>(), pitch_ != 0 ? pitch_ : s_.y_shape[1], sum,
+                scratch);
+      return;
+    }
+    for (auto& [m, offset] : scratch_parts_) m.set_data_handle(scratch + offset);
+    conv_.run(x.data<float>(), static_cast<float*>(conv_out_.get_data_handle()), s_.y_shape[1], sum,
+              scratch);
+    guarded(what_, [&] {
+      user_dst_.set_data_handle(y.raw());
+      if (pooled_) {
+        execute(pool_, {{DNNL_ARG_SRC, conv_out_}, {DNNL_ARG_DST, pooled_}});
+        execute(from_pooled_, {{DNNL_ARG_FROM, pooled_}, {DNNL_ARG_TO, user_dst_}});
+      } else {
+        execute(pool_, {{DNNL_ARG_SRC, conv_out_}, {DNNL_ARG_DST, user_dst_}});
+      }
+    });
   }
 
  private:
@@ -1021,11 +1056,43 @@ class OwnWinogradKernel : public Kernel {
     return g;
   }
 
+  // The pool over the conv's NHWC output, in oneDNN's format for it; pooled into a scratch
+  // buffer and reordered where Y's layout differs.
+  void init_pool() {
+    const PoolSpec& p = s_.pool_spec;
+    conv_out_ = scratch_memory(f32_desc(s_.y_shape, Layout::kNHWC));
+    dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, p.alg,
+                                     conv_out_.get_desc(), f32_desc(p.y_shape, Tag::any),
+                                     to_dims(p.strides), to_dims(p.kernel), to_dims(p.dilations),
+                                     to_dims(p.pad_l), to_dims(p.pad_r));
+    dnnl::pooling_v2_forward::primitive_desc ppd(d, user_scratchpad_attr(), engine());
+    pool_ = dnnl::pooling_v2_forward(ppd);
+    pool_dst_desc_ = ppd.dst_desc();
+    user_dst_ = memory(f32_desc(p.y_shape, s_.pool_out_layout), engine(), DNNL_MEMORY_NONE);
+    if (pool_dst_desc_ != user_dst_.get_desc()) {
+      pooled_ = scratch_memory(pool_dst_desc_);
+      from_pooled_ = make_reorder(pooled_, user_dst_);
+    }
+  }
+
+  // A buffer of the run's scratch after the Winograd kernel's, at the next 64-byte offset.
+  memory scratch_memory(const memory::desc& d) {
+    memory m(d, engine(), DNNL_MEMORY_NONE);
+    scratch_parts_.emplace_back(m, scratch_bytes_);
+    scratch_bytes_ += align_up(d.get_size(), 64);
+    return m;
+  }
+
   std::string what_;
   ConvSpec s_;
   cpu::WinogradConv conv_;
   int64_t pitch_ = 0;  // the output's pitch as a part of a Concat in place, or 0
+  size_t scratch_bytes_ = 0;
+  std::vector<std::pair<memory, size_t>> scratch_parts_;
   std::shared_ptr<std::byte[]> own_scratch_;
+  dnnl::primitive pool_, from_pooled_;
+  memory conv_out_, pooled_, user_dst_;
+  memory::desc pool_dst_desc_;
   std::mutex mu_;
 };
 

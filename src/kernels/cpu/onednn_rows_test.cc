@@ -166,6 +166,14 @@ TEST(OnednnRows, OwnWinogradConvAtAConcatsPitch) {
     EXPECT_FALSE(probe.kernel->write_output_rows(0, 39));  // narrower than the output
     EXPECT_TRUE(probe.kernel->write_output_rows(0, 72));
     expect_rows_match_dense(w, {16}, 72);
+    // Its FusedConvPool: the pooled output reordered into the rows.
+    Attrs pooled = conv;
+    pooled["pool_kernel_shape"] = attr_ints({3, 3});
+    pooled["pool_strides"] = attr_ints({2, 2});
+    pooled["pool_pads"] = attr_ints({1, 1, 1, 1});
+    expect_rows_match_dense({"onednn.fused_conv_pool", "FusedConvPool",
+                             conv_inputs({1, 32, 15, 14}, 40, 3, Layout::kNHWC, 700), pooled},
+                            {8}, 56);
   }
 }
 
