@@ -612,6 +612,50 @@ dnnl::primitive_desc make_pd(ConvSpec& s) {
   return pd;
 }
 
+// FusedConvPool's pool from the conv's output `conv` into `y`: directly, or into `pooled` and
+// reordered into `y` by `reorder` where `pooled` is set.
+void run_pool(const dnnl::primitive& pool, const memory& conv, const memory& pooled,
+              const dnnl::primitive& reorder, const memory& y) {
+  if (pooled) {
+    execute(pool, {{DNNL_ARG_SRC, conv}, {DNNL_ARG_DST, pooled}});
+    execute(reorder, {{DNNL_ARG_FROM, pooled}, {DNNL_ARG_TO, y}});
+  } else {
+    execute(pool, {{DNNL_ARG_SRC, conv}, {DNNL_ARG_DST, y}});
+  }
+}
+
+// The buffers a conv kernel takes from the run's scratch (KernelIO::scratch), each at the next
+// 64-byte offset after the first `reserved` bytes, or from a buffer of the kernel's own when a
+// run brings no scratch (a timing run).
+class ScratchParts {
+ public:
+  explicit ScratchParts(size_t reserved = 0) : bytes_(align_up(reserved, 64)) {}
+
+  memory add(const memory::desc& d) {
+    memory m(d, engine(), DNNL_MEMORY_NONE);
+    parts_.emplace_back(m, bytes_);
+    bytes_ += align_up(d.get_size(), 64);
+    return m;
+  }
+  size_t bytes() const { return bytes_; }
+
+  // Points the buffers at the run's scratch, or at the kernel's own where it gives none, and
+  // returns where they start (null when there are none).
+  std::byte* bind(std::byte* scratch) {
+    if (bytes_ == 0) return nullptr;
+    scratch = scratch_or_own(scratch, bytes_, own_);
+    for (auto& [m, offset] : parts_) m.set_data_handle(scratch + offset);
+    return scratch;
+  }
+  // Frees the kernel's own buffer (a later run without scratch allocates it again).
+  void release_own() { own_.reset(); }
+
+ private:
+  size_t bytes_ = 0;
+  std::vector<std::pair<memory, size_t>> parts_;
+  std::shared_ptr<std::byte[]> own_;
+};
+
 class ConvKernel : public Kernel {
  public:
   ConvKernel(const NodeInfo& info, ConvSpec spec) : what_(info.node.describe()), s_(spec) {
@@ -662,7 +706,7 @@ class ConvKernel : public Kernel {
   bool runs_winograd() const { return s_.winograd; }
   // Frees the scratch buffer a run without the caller's scratch allocated (a timing run); a
   // later run without one allocates it again.
-  void release_own_scratch() { own_scratch_.reset(); }
+  void release_own_scratch() { scratch_.release_own(); }
 
   // The weights and biases are prepacked.
   bool reads_input(size_t i) const override {
@@ -670,7 +714,7 @@ class ConvKernel : public Kernel {
   }
   // The skip convolution runs before the rest, so both use the scratch from its start.
   size_t scratch_bytes() const override {
-    return std::max(scratch_bytes_, skip_ ? skip_->scratch_bytes() : size_t{0});
+    return std::max(scratch_.bytes(), skip_ ? skip_->scratch_bytes() : size_t{0});
   }
 
   // Concat in place: a channels-last 4-D output (a split's part) stored at the Concat's pitch,
@@ -858,12 +902,7 @@ class ConvKernel : public Kernel {
       execute(prim_, args_);
       run_act_after();
       user_dst_.set_data_handle(y.raw());
-      if (pooled_) {
-        execute(pool_, {{DNNL_ARG_SRC, dst_}, {DNNL_ARG_DST, pooled_}});
-        execute(from_dst_, {{DNNL_ARG_FROM, pooled_}, {DNNL_ARG_TO, user_dst_}});
-      } else {
-        execute(pool_, {{DNNL_ARG_SRC, dst_}, {DNNL_ARG_DST, user_dst_}});
-      }
+      run_pool(pool_, dst_, pooled_, from_dst_, user_dst_);
     });
   }
 
@@ -933,28 +972,13 @@ class ConvKernel : public Kernel {
                         [&](int64_t b, int64_t e) { std::memcpy(to + b, from + b, e - b); });
   }
 
-  // A buffer of the run's scratch (KernelIO::scratch), at the next 64-byte offset.
-  memory scratch_memory(const memory::desc& d) {
-    memory m(d, engine(), DNNL_MEMORY_NONE);
-    scratch_parts_.emplace_back(m, scratch_bytes_);
-    scratch_bytes_ += align_up(d.get_size(), 64);
-    return m;
-  }
-
-  // Points the scratch buffers at the run's scratch, or at one of the kernel's own when the
-  // caller gives none.
-  void bind_scratch(std::byte* scratch) {
-    if (scratch_parts_.empty()) return;
-    scratch = scratch_or_own(scratch, scratch_bytes_, own_scratch_);
-    for (auto& [m, offset] : scratch_parts_) m.set_data_handle(scratch + offset);
-  }
+  memory scratch_memory(const memory::desc& d) { return scratch_.add(d); }
+  void bind_scratch(std::byte* scratch) { scratch_.bind(scratch); }
 
   std::string what_;
   ConvSpec s_;
   std::unique_ptr<ConvKernel> skip_;  // the skip convolution (ConvSpec::skip)
-  std::vector<std::pair<memory, size_t>> scratch_parts_;
-  size_t scratch_bytes_ = 0;
-  std::shared_ptr<std::byte[]> own_scratch_;
+  ScratchParts scratch_;
   OwnedBuffers packed_;  // under the prepacked weights and bias
   dnnl::primitive prim_, to_nhwc_, sum_to_dst_, from_dst_, pool_;
   std::vector<dnnl::primitive> act_after_;
@@ -976,14 +1000,14 @@ class OwnWinogradKernel : public Kernel {
       : what_(info.node.describe()),
         s_(s),
         conv_(geometry(s), info.constant(1)->data<float>(),
-              s.bias ? info.constant(2)->data<float>() : nullptr, s.act) {
-    scratch_bytes_ = align_up(conv_.scratch_bytes(), 64);
+              s.bias ? info.constant(2)->data<float>() : nullptr, s.act),
+        scratch_(conv_.scratch_bytes()) {
     if (s_.pool) guarded(what_, [&] { init_pool(); });
   }
 
   bool reads_input(size_t i) const override { return i != 1 && i != 2; }
-  size_t scratch_bytes() const override { return scratch_bytes_; }
-  void release_own_scratch() { own_scratch_.reset(); }
+  size_t scratch_bytes() const override { return scratch_.bytes(); }
+  void release_own_scratch() { scratch_.release_own(); }
 
   // Concat in place: the output tiles (or the pooled output, reordered) are written at any
   // pitch. Not with a residual, which is read at the output's own.
@@ -995,7 +1019,7 @@ class OwnWinogradKernel : public Kernel {
       guarded(what_, [&] {
         const memory::desc rows(to_dims(y), memory::data_type::f32,
                                 to_dims(Dims{y[2] * y[3] * pitch, 1, y[3] * pitch, pitch}));
-        if (!pooled_) pooled_ = scratch_memory(pool_dst_desc_);
+        if (!pooled_) pooled_ = scratch_.add(pool_dst_desc_);
         user_dst_ = memory(rows, engine(), DNNL_MEMORY_NONE);
         from_pooled_ = make_reorder(pooled_, user_dst_);
       });
@@ -1020,24 +1044,18 @@ class OwnWinogradKernel : public Kernel {
       NNFUSE_CHECK(!s_.pool || t.raw() != y.raw(), what_,
                    ": the pooled output may not share Sum's storage");
     }
-    std::lock_guard<std::mutex> lock(mu_);  // guards own_scratch_ and the memory objects
-    std::byte* scratch = scratch_or_own(io.scratch, scratch_bytes_, own_scratch_);
+    std::lock_guard<std::mutex> lock(mu_);  // guards the memory objects and the own scratch
+    std::byte* scratch = scratch_.bind(io.scratch);
     if (!s_.pool) {
       conv_.run(x.data<float>(), y.data<float>(), pitch_ != 0 ? pitch_ : s_.y_shape[1], sum,
                 scratch);
       return;
     }
-    for (auto& [m, offset] : scratch_parts_) m.set_data_handle(scratch + offset);
     conv_.run(x.data<float>(), static_cast<float*>(conv_out_.get_data_handle()), s_.y_shape[1], sum,
               scratch);
     guarded(what_, [&] {
       user_dst_.set_data_handle(y.raw());
-      if (pooled_) {
-        execute(pool_, {{DNNL_ARG_SRC, conv_out_}, {DNNL_ARG_DST, pooled_}});
-        execute(from_pooled_, {{DNNL_ARG_FROM, pooled_}, {DNNL_ARG_TO, user_dst_}});
-      } else {
-        execute(pool_, {{DNNL_ARG_SRC, conv_out_}, {DNNL_ARG_DST, user_dst_}});
-      }
+      run_pool(pool_, conv_out_, pooled_, from_pooled_, user_dst_);
     });
   }
 
@@ -1060,7 +1078,7 @@ class OwnWinogradKernel : public Kernel {
   // buffer and reordered where Y's layout differs.
   void init_pool() {
     const PoolSpec& p = s_.pool_spec;
-    conv_out_ = scratch_memory(f32_desc(s_.y_shape, Layout::kNHWC));
+    conv_out_ = scratch_.add(f32_desc(s_.y_shape, Layout::kNHWC));
     dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, p.alg,
                                      conv_out_.get_desc(), f32_desc(p.y_shape, Tag::any),
                                      to_dims(p.strides), to_dims(p.kernel), to_dims(p.dilations),
@@ -1070,26 +1088,17 @@ class OwnWinogradKernel : public Kernel {
     pool_dst_desc_ = ppd.dst_desc();
     user_dst_ = memory(f32_desc(p.y_shape, s_.pool_out_layout), engine(), DNNL_MEMORY_NONE);
     if (pool_dst_desc_ != user_dst_.get_desc()) {
-      pooled_ = scratch_memory(pool_dst_desc_);
+      pooled_ = scratch_.add(pool_dst_desc_);
       from_pooled_ = make_reorder(pooled_, user_dst_);
     }
-  }
-
-  // A buffer of the run's scratch after the Winograd kernel's, at the next 64-byte offset.
-  memory scratch_memory(const memory::desc& d) {
-    memory m(d, engine(), DNNL_MEMORY_NONE);
-    scratch_parts_.emplace_back(m, scratch_bytes_);
-    scratch_bytes_ += align_up(d.get_size(), 64);
-    return m;
   }
 
   std::string what_;
   ConvSpec s_;
   cpu::WinogradConv conv_;
+  // The Winograd kernel's scratch first, then the pool's buffers.
+  ScratchParts scratch_;
   int64_t pitch_ = 0;  // the output's pitch as a part of a Concat in place, or 0
-  size_t scratch_bytes_ = 0;
-  std::vector<std::pair<memory, size_t>> scratch_parts_;
-  std::shared_ptr<std::byte[]> own_scratch_;
   dnnl::primitive pool_, from_pooled_;
   memory conv_out_, pooled_, user_dst_;
   memory::desc pool_dst_desc_;

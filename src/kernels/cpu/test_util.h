@@ -115,6 +115,20 @@ inline FastRun run_kernel(const std::string& op, const std::vector<FastInput>& i
   return r;
 }
 
+// The node's outputs from the fast kernel named `kernel` and from the reference kernel.
+struct FastAndRef {
+  std::vector<Tensor> fast, ref;
+};
+inline FastAndRef run_fast_and_ref(const std::string& kernel, const std::string& op,
+                                   const std::vector<FastInput>& inputs,
+                                   const std::map<std::string, Attribute>& attrs,
+                                   size_t num_outputs, int64_t opset) {
+  FastRun fast = run_kernel(op, inputs, attrs, num_outputs, kernel, opset);
+  std::vector<Tensor> plain;
+  for (const FastInput& in : inputs) plain.push_back(in.value);
+  return {std::move(fast.outputs), run_ref(op, plain, attrs, num_outputs, opset)};
+}
+
 // Runs the node through the fast kernel named `kernel` and the reference kernel and expects
 // equal shapes and values within atol + rtol * |ref|.
 inline void expect_matches_ref(const std::string& kernel, const std::string& op,
@@ -122,14 +136,11 @@ inline void expect_matches_ref(const std::string& kernel, const std::string& op,
                                const std::map<std::string, Attribute>& attrs = {},
                                size_t num_outputs = 1, float atol = 1e-5f, float rtol = 1e-4f,
                                int64_t opset = 17) {
-  FastRun fast = run_kernel(op, inputs, attrs, num_outputs, kernel, opset);
-  std::vector<Tensor> plain;
-  for (const FastInput& in : inputs) plain.push_back(in.value);
-  std::vector<Tensor> ref = run_ref(op, plain, attrs, num_outputs, opset);
-  ASSERT_EQ(fast.outputs.size(), ref.size());
-  for (size_t k = 0; k < ref.size(); ++k) {
+  const FastAndRef r = run_fast_and_ref(kernel, op, inputs, attrs, num_outputs, opset);
+  ASSERT_EQ(r.fast.size(), r.ref.size());
+  for (size_t k = 0; k < r.ref.size(); ++k) {
     SCOPED_TRACE("output " + std::to_string(k) + " of " + op + " via " + kernel);
-    expect_close(fast.outputs[k], ref[k], atol, rtol);
+    expect_close(r.fast[k], r.ref[k], atol, rtol);
   }
 }
 
@@ -141,15 +152,12 @@ inline void expect_matches_ref_scaled(const std::string& kernel, const std::stri
                                       const std::vector<FastInput>& inputs,
                                       const std::map<std::string, Attribute>& attrs, double bound,
                                       size_t num_outputs = 1, int64_t opset = 17) {
-  FastRun fast = run_kernel(op, inputs, attrs, num_outputs, kernel, opset);
-  std::vector<Tensor> plain;
-  for (const FastInput& in : inputs) plain.push_back(in.value);
-  std::vector<Tensor> ref = run_ref(op, plain, attrs, num_outputs, opset);
-  ASSERT_EQ(fast.outputs.size(), ref.size());
-  for (size_t k = 0; k < ref.size(); ++k) {
+  const FastAndRef r = run_fast_and_ref(kernel, op, inputs, attrs, num_outputs, opset);
+  ASSERT_EQ(r.fast.size(), r.ref.size());
+  for (size_t k = 0; k < r.ref.size(); ++k) {
     SCOPED_TRACE("output " + std::to_string(k) + " of " + op + " via " + kernel);
-    ASSERT_EQ(fast.outputs[k].shape(), ref[k].shape());
-    EXPECT_LE(max_relative_error(fast.outputs[k], ref[k]), bound);
+    ASSERT_EQ(r.fast[k].shape(), r.ref[k].shape());
+    EXPECT_LE(max_relative_error(r.fast[k], r.ref[k]), bound);
   }
 }
 
