@@ -427,8 +427,11 @@ std::string winograd_declines(const ref::Activation& act) {
 }
 
 WinogradConv::WinogradConv(const WinogradGeometry& g, const float* weights, const float* bias,
-                           ref::Activation act)
-    : g_(g), act_(act), width_(pick_width()), threads_(std::max(1, omp_get_max_threads())) {
+                           ref::Activation act, int threads)
+    : g_(g),
+      act_(act),
+      width_(pick_width()),
+      threads_(std::max(1, threads > 0 ? threads : omp_get_max_threads())) {
   NNFUSE_CHECK(g.n > 0 && g.cin > 0 && g.cout > 0 && g.oh > 0 && g.ow > 0,
                "Winograd conv: empty geometry");
   tiles_h_ = (g.oh + kTile - 1) / kTile;

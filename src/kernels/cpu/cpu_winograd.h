@@ -44,16 +44,17 @@ std::string winograd_declines(const ref::Activation& act);
 
 class WinogradConv {
  public:
-  // weights: [cout, cin, 3, 3]; bias: [cout] or null.
+  // weights: [cout, cin, 3, 3]; bias: [cout] or null. A run uses up to `threads` threads (0:
+  // omp_get_max_threads() now).
   WinogradConv(const WinogradGeometry& g, const float* weights, const float* bias,
-               ref::Activation act);
+               ref::Activation act, int threads = 0);
 
   // Bytes of scratch run() needs (a multiple of 64).
   size_t scratch_bytes() const;
 
   // y[n, oy, ox, c] at y + ((n * oh + oy) * ow + ox) * y_pitch + c; sum (dense NHWC, may be y
   // when y_pitch == cout) is added before the activation when given. scratch: scratch_bytes(),
-  // 64-byte aligned. Runs on omp_get_max_threads() threads.
+  // 64-byte aligned. Runs on omp_get_max_threads() threads, at most the `threads` it was made for.
   void run(const float* x, float* y, int64_t y_pitch, const float* sum, std::byte* scratch) const;
 
   // The vector width the run uses (16, 8 or 4 floats).

@@ -1000,7 +1000,7 @@ class OwnWinogradKernel : public Kernel {
       : what_(info.node.describe()),
         s_(s),
         conv_(geometry(s), info.constant(1)->data<float>(),
-              s.bias ? info.constant(2)->data<float>() : nullptr, s.act),
+              s.bias ? info.constant(2)->data<float>() : nullptr, s.act, info.num_threads),
         scratch_(conv_.scratch_bytes()) {
     if (s_.pool) guarded(what_, [&] { init_pool(); });
   }
