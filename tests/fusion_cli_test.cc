@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -103,6 +104,22 @@ TEST_F(FusionCli, BadSwitchFilesAreErrors) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("rule 'conv_relu6': op 'Conv' cannot be fused"), std::string::npos)
       << r.output;
+}
+
+TEST_F(FusionCli, ProfileNamesEachConvsAlgorithm) {
+  // The bundled model's 3x3 convs on the project's Winograd kernel, then on the direct one.
+  setenv("NNFUSE_WINOGRAD", "own", 1);
+  auto r = nnfuse({"profile", model(), "--runs", "2", "--warmup", "0", "--top", "50"});
+  unsetenv("NNFUSE_WINOGRAD");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(onednn.fused_conv, Winograd F(4x4, 3x3))"), std::string::npos)
+      << r.output;
+  setenv("NNFUSE_WINOGRAD", "0", 1);
+  r = nnfuse({"profile", model(), "--runs", "2", "--warmup", "0", "--top", "50"});
+  unsetenv("NNFUSE_WINOGRAD");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("Winograd"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(onednn.fused_conv)"), std::string::npos) << r.output;
 }
 
 TEST_F(FusionCli, VerifyPassesAndBisects) {

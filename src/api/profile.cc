@@ -26,6 +26,7 @@ PlanProfile profile_plan(PlanSession& session, const std::map<std::string, Tenso
       sp.name = s.node->name();
     }
     sp.kernel = s.kernel_name;
+    if (s.kernel) sp.algorithm = s.kernel->algorithm();
     sp.reference_fallback = s.reference_fallback;
     sp.view = s.kind == PlanStep::Kind::kView;
     p.steps.push_back(std::move(sp));
@@ -58,6 +59,7 @@ PlanProfile profile_plan(PlanSession& session, const std::map<std::string, Tenso
                                 {"args",
                                  {{"op", sp.op},
                                   {"kernel", sp.kernel},
+                                  {"algorithm", sp.algorithm},
                                   {"reference_fallback", sp.reference_fallback},
                                   {"run", r}}}});
     }

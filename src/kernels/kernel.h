@@ -73,6 +73,9 @@ class Kernel {
   // rows). True when the kernel will, on every run from now on, into planned storage only;
   // it may grow scratch_bytes(). Asked at plan time, before scratch_bytes().
   virtual bool write_output_rows(size_t /*k*/, int64_t /*pitch*/) { return false; }
+  // The algorithm the kernel chose for its node where it has more than one (a convolution's
+  // Winograd one), or "": `profile` lists it beside the kernel's name.
+  virtual std::string algorithm() const { return ""; }
 };
 
 struct KernelFactory {

@@ -704,6 +704,7 @@ class ConvKernel : public Kernel {
   // Whether it runs Winograd (make_pd falls back to the direct algorithm where oneDNN has no
   // Winograd implementation or its scratchpad does not pay).
   bool runs_winograd() const { return s_.winograd; }
+  std::string algorithm() const override { return s_.winograd ? "oneDNN Winograd" : ""; }
   // Frees the scratch buffer a run without the caller's scratch allocated (a timing run); a
   // later run without one allocates it again.
   void release_own_scratch() { scratch_.release_own(); }
@@ -1008,6 +1009,7 @@ class OwnWinogradKernel : public Kernel {
   bool reads_input(size_t i) const override { return i != 1 && i != 2; }
   size_t scratch_bytes() const override { return scratch_.bytes(); }
   void release_own_scratch() { scratch_.release_own(); }
+  std::string algorithm() const override { return "Winograd F(4x4, 3x3)"; }
 
   // Concat in place: the output tiles (or the pooled output, reordered) are written at any
   // pitch. Not with a residual, which is read at the output's own.
