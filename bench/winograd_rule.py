@@ -5,8 +5,10 @@ The conv kernels run a 3x3, stride-1 convolution with oneDNN's Winograd algorith
 src/kernels/winograd_rule.h says it pays. This measures the rule's inputs: for each
 (Cin, Cout, size) it builds x -> Conv 1x1 -> Relu -> Conv 3x3 (pads 1) -> Relu -> Conv 1x1
 (so the 3x3 conv reads and writes channels-last, as inside a network), profiles it with
-NNFUSE_WINOGRAD=force (Winograd wherever the geometry allows) and =0 (direct) alternating,
-and prints the 3x3 kernel's time on each path, their ratio, and what the rule picks.
+NNFUSE_WINOGRAD=force (oneDNN's Winograd wherever the geometry allows), =own (the project's
+Winograd F(4x4, 3x3) kernel, src/kernels/cpu/cpu_winograd.h) and =0 (direct) in turn, and
+prints the 3x3 kernel's time on each path, the Winograd ones' ratios to the direct one, and
+what the rule picks for oneDNN's.
 
 Usage:
   /usr/bin/python3 bench/winograd_rule.py [--channels 32 64 128 256] [--sizes 7 14 28 56]
@@ -50,8 +52,8 @@ def make_model(cin, cout, hw, path):
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
-def conv_ms(nnfuse, model, winograd, runs, threads):
-    env = dict(os.environ, NNFUSE_WINOGRAD="force" if winograd else "0")
+def conv_ms(nnfuse, model, mode, runs, threads):
+    env = dict(os.environ, NNFUSE_WINOGRAD=mode)
     out = subprocess.run([nnfuse, "profile", model, "--runs", str(runs), "--threads", str(threads)],
                          env=env, capture_output=True, text=True)
     if out.returncode != 0:
@@ -74,8 +76,8 @@ def main():
     a = ap.parse_args()
     if not os.path.exists(a.nnfuse):
         sys.exit("no nnfuse binary at %s: build first (./scripts/build.sh)" % a.nnfuse)
-    print("| Cin | Cout | size | winograd ms | direct ms | ratio | rule picks |")
-    print("|---:|---:|---:|---:|---:|---:|---|")
+    print("| Cin | Cout | size | winograd ms | own ms | direct ms | ratio | own ratio | rule picks |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     wrong = 0
     with tempfile.TemporaryDirectory() as work:
         for cin in a.channels:
@@ -83,15 +85,17 @@ def main():
                 for hw in a.sizes:
                     path = os.path.join(work, "c_%d_%d_%d.onnx" % (cin, cout, hw))
                     make_model(cin, cout, hw, path)
-                    wino, direct = [], []
+                    wino, own, direct = [], [], []
                     for _ in range(a.rounds):
-                        wino.append(conv_ms(a.nnfuse, path, True, a.runs, a.threads))
-                        direct.append(conv_ms(a.nnfuse, path, False, a.runs, a.threads))
-                    w, d = min(wino), min(direct)
+                        wino.append(conv_ms(a.nnfuse, path, "force", a.runs, a.threads))
+                        own.append(conv_ms(a.nnfuse, path, "own", a.runs, a.threads))
+                        direct.append(conv_ms(a.nnfuse, path, "0", a.runs, a.threads))
+                    w, o, d = min(wino), min(own), min(direct)
                     pick = winograd_pays(cin, cout, hw, hw)
                     wrong += (w < d) != pick
-                    print("| %d | %d | %d | %.3f | %.3f | %.2f | %s |" %
-                          (cin, cout, hw, w, d, w / d, "winograd" if pick else "direct"), flush=True)
+                    print("| %d | %d | %d | %.3f | %.3f | %.3f | %.2f | %.2f | %s |" %
+                          (cin, cout, hw, w, o, d, w / d, o / d, "winograd" if pick else "direct"),
+                          flush=True)
     print("\nshapes where the rule picks the slower path on this machine: %d" % wrong)
 
 
