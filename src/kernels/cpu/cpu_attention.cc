@@ -569,13 +569,14 @@ void range_base(const Args& a, int64_t t0, int64_t t1) { attend_range<4>(a, t0, 
 
 // The widest ISA the CPU has; NNFUSE_ATTENTION_ISA=avx2|sse2 caps it (the tests run every path).
 RangeFn pick_range() {
-  const char* env = std::getenv("NNFUSE_ATTENTION_ISA");
-  const std::string cap = env ? env : "";
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (cap != "avx2" && cap != "sse2" && __builtin_cpu_supports("avx512f")) return range_avx512;
-  if (cap != "sse2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    return range_avx2;
+  switch (cpu::vector_width("NNFUSE_ATTENTION_ISA")) {
+    case 16:
+      return range_avx512;
+    case 8:
+      return range_avx2;
+    default:
+      break;
   }
 #endif
   return range_base;

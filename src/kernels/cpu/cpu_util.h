@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +68,20 @@ void parallel_blocks(int64_t tasks, int64_t work, F&& f) {
   }
 #pragma omp parallel for schedule(static) num_threads(static_cast <int>(nt))
   for (int64_t t = 0; t < nt; ++t) f(tasks * t / nt, tasks * (t + 1) / nt);
+}
+
+// The widest float vector this CPU runs the hand-vectorized kernels with, in floats: 16 with
+// AVX-512F, 8 with AVX2 and FMA, else 4 (SSE2, or any other CPU). The environment variable
+// `cap_env` set to avx2 or sse2 caps it, so the tests run every width.
+inline int vector_width(const char* cap_env) {
+  const char* env = std::getenv(cap_env);
+  const std::string cap = env ? env : "";
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (cap != "avx2" && cap != "sse2" && __builtin_cpu_supports("avx512f")) return 16;
+  if (cap != "sse2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 8;
+#endif
+  return 4;
 }
 
 inline int64_t numel_of(const Dims& d, size_t begin, size_t end) {

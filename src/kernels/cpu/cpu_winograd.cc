@@ -9,6 +9,7 @@
 
 #include "ir/error.h"
 #include "kernels/cpu/cpu_math.h"
+#include "kernels/cpu/cpu_util.h"
 
 namespace nnfuse::cpu {
 namespace {
@@ -45,7 +46,7 @@ constexpr int kColVectors = 2;
 // What every phase reads.
 struct Plan {
   const WinogradGeometry* g;
-  int64_t tiles_h, tiles_w, tiles, cin_pad, cout_pad;
+  int64_t tiles_h, tiles_w, cin_pad, cout_pad;
   int64_t v_plane, m_plane;  // floats from one point's matrix of V (of M) to the next's
   int64_t blocks;            // blocks of kColVectors vectors of output channels
   const float* wt;           // the kernels per vector of output channels: [cout_pad / W][cin][9][W]
@@ -201,20 +202,13 @@ NNFUSE_INLINE void transform_pair(const float* wt, int64_t cin, float* ub) {
       const float* k = wt + (c * cin + ci) * 9 * W;
       V rows[2][3];  // the pair's rows of G g
       for (int col = 0; col < 3; ++col) {
-        const V g0 = load<W>(k + col * W), g1 = load<W>(k + (3 + col) * W),
-                g2 = load<W>(k + (6 + col) * W);
-        if constexpr (Q == 0) {
-          rows[0][col] = 0.25f * g0;
-          rows[1][col] = g2;
-        } else if constexpr (Q == 1) {
-          const V p = (-1.0f / 6) * (g0 + g2), q = (1.0f / 6) * g1;
-          rows[0][col] = p - q;
-          rows[1][col] = p + q;
-        } else {
-          const V r = (1.0f / 24) * g0 + (1.0f / 6) * g2, t = (1.0f / 12) * g1;
-          rows[0][col] = r + t;
-          rows[1][col] = r - t;
-        }
+        // The column's 6 values; the pair's two are kept (the others, force-inlined and
+        // unused, are not computed).
+        V line[6];
+        kernel_line<W>(load<W>(k + col * W), load<W>(k + (3 + col) * W), load<W>(k + (6 + col) * W),
+                       line);
+        rows[0][col] = line[kPairRows[Q][0]];
+        rows[1][col] = line[kPairRows[Q][1]];
       }
       for (int h = 0; h < 2; ++h) {
         V out[6];
@@ -389,19 +383,6 @@ __attribute__((target("avx2,fma"))) void part_avx2(const Plan& p, const Part& a)
 #endif
 void part_base(const Plan& p, const Part& a) { run_part<4>(p, a); }
 
-// The widest vectors the CPU has; NNFUSE_WINOGRAD_ISA=avx2|sse2 caps them (the tests run every
-// width).
-int pick_width() {
-  const char* env = std::getenv("NNFUSE_WINOGRAD_ISA");
-  const std::string cap = env ? env : "";
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (cap != "avx2" && cap != "sse2" && __builtin_cpu_supports("avx512f")) return 16;
-  if (cap != "sse2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 8;
-#endif
-  return 4;
-}
-
 PartFn part_for(int width) {
 #if defined(__x86_64__)
   if (width == 16) return part_avx512;
@@ -430,7 +411,7 @@ WinogradConv::WinogradConv(const WinogradGeometry& g, const float* weights, cons
                            ref::Activation act, int threads)
     : g_(g),
       act_(act),
-      width_(pick_width()),
+      width_(vector_width("NNFUSE_WINOGRAD_ISA")),
       threads_(std::max(1, threads > 0 ? threads : omp_get_max_threads())) {
   NNFUSE_CHECK(g.n > 0 && g.cin > 0 && g.cout > 0 && g.oh > 0 && g.ow > 0,
                "Winograd conv: empty geometry");
@@ -474,8 +455,8 @@ void WinogradConv::run(const float* x, float* y, int64_t y_pitch, const float* s
   const Scratch s = scratch_layout();
   const int64_t vectors = cout_pad_ / width_;
   const int64_t blocks = (vectors + kColVectors - 1) / kColVectors;
-  const Plan plan{&g_,       tiles_h_,  tiles_w_, tiles_,     cin_pad_,     cout_pad_,
-                  s.v_plane, s.m_plane, blocks,   wt_.data(), bias_.data(), act_};
+  const Plan plan{&g_,       tiles_h_, tiles_w_,   cin_pad_,     cout_pad_, s.v_plane,
+                  s.m_plane, blocks,   wt_.data(), bias_.data(), act_};
   const PartFn part = part_for(width_);
   const int64_t work = kPoints * tiles_ * g_.cin * g_.cout;
   // Split the tiles where each thread gets kSplitTiles or more, else the blocks.

@@ -613,6 +613,13 @@ dnnl::primitive_desc make_pd(ConvSpec& s) {
   return pd;
 }
 
+// An NHWC output of shape y (logical NCHW) stored as rows `pitch` floats apart: a part of a
+// Concat in place.
+memory::desc rows_desc(const Dims& y, int64_t pitch) {
+  return memory::desc(to_dims(y), memory::data_type::f32,
+                      to_dims(Dims{y[2] * y[3] * pitch, 1, y[3] * pitch, pitch}));
+}
+
 // FusedConvPool's pool from the conv's output `conv` into `y`: directly, or into `pooled` and
 // reordered into `y` by `reorder` where `pooled` is set.
 void run_pool(const dnnl::primitive& pool, const memory& conv, const memory& pooled,
@@ -736,8 +743,7 @@ class ConvKernel : public Kernel {
     if (s_.split.empty()) {
       if (s_.sum || skip_ || !(s_.pool || s_.winograd || s_.blocked)) return false;
       guarded(what_, [&] {
-        const memory::desc rows(to_dims(y), memory::data_type::f32,
-                                to_dims(Dims{y[2] * y[3] * pitch, 1, y[3] * pitch, pitch}));
+        const memory::desc rows = rows_desc(y, pitch);
         // A pool that wrote Y itself (dense) pools into the scratch instead.
         if (s_.pool && !pooled_) pooled_ = scratch_memory(user_dst_.get_desc());
         user_dst_ = memory(rows, engine(), DNNL_MEMORY_NONE);
@@ -1020,8 +1026,7 @@ class OwnWinogradKernel : public Kernel {
     if (k != 0 || pitch_ != 0 || s_.sum || layout != Layout::kNHWC || pitch < y[1]) return false;
     if (s_.pool) {
       guarded(what_, [&] {
-        const memory::desc rows(to_dims(y), memory::data_type::f32,
-                                to_dims(Dims{y[2] * y[3] * pitch, 1, y[3] * pitch, pitch}));
+        const memory::desc rows = rows_desc(y, pitch);
         if (!pooled_) pooled_ = scratch_.add(pool_dst_desc_);
         user_dst_ = memory(rows, engine(), DNNL_MEMORY_NONE);
         from_pooled_ = make_reorder(pooled_, user_dst_);
