@@ -227,7 +227,7 @@ bool winograd_eligible(const ConvSpec& s) {
 // oneDNN's Winograd and the project's own timed, the fastest kept): every one where Winograd
 // may win on some machine (winograd_rule.h: winograd_measured, which says why), whether the
 // rule, calibrated on other machines, says it pays or not. A conv with a skip convolution keeps the
-// rule's answer (time_kernel feeds no skip inputs). Not under ThreadSanitizer: OpenMP's runtime is
+// rule's answer (TimedKernel feeds no skip inputs). Not under ThreadSanitizer: OpenMP's runtime is
 // not built for it, and the Winograd kernel built for the measuring transforms its weights in
 // OpenMP's threads, which it then reports as racing with the caller that allocated the buffers (the
 // rule alone decides there).
