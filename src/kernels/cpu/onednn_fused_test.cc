@@ -186,17 +186,6 @@ TEST(OnednnFusedConv, OneAndThreeDimensional) {
   }
 }
 
-TEST(OnednnFusedConv, ResNetShapes) {
-  // The bottleneck's last 1x1 conv and a basic block's 3x3 conv, each with residual + ReLU;
-  // a depthwise 3x3 with ReLU6 (MobileNet).
-  const ConvCase c1{{1, 64, 14, 14}, 256, {1, 1}};
-  const ConvCase c3{{1, 64, 14, 14}, 64, {3, 3}, 1, {{"pads", attr_ints({1, 1, 1, 1})}}};
-  const ConvCase dw{{1, 32, 14, 14}, 32, {3, 3}, 32, {{"pads", attr_ints({1, 1, 1, 1})}}};
-  check_conv(c1, {"Relu"}, true, true, Layout::kNHWC, Layout::kNHWC, 1);
-  check_conv(c3, {"Relu"}, true, true, Layout::kNHWC, Layout::kNHWC, 2);
-  check_conv(dw, {"Clip", true, true, 0.0f, 6.0f}, true, false, Layout::kNHWC, Layout::kNHWC, 3);
-}
-
 // check_conv for a conv on a Winograd algorithm: the error bounded relative to the outputs'
 // largest, as F(4x4, 3x3)'s rounding (about 1e-5 of it) is not each element's.
 void check_winograd_conv(const ConvCase& c, const Act& act, bool bias, bool sum, Layout x_layout,
@@ -207,6 +196,23 @@ void check_winograd_conv(const ConvCase& c, const Act& act, bool bias, bool sum,
   testing::expect_matches_ref_scaled("onednn.fused_conv", "FusedConv",
                                      conv_inputs(c, bias, sum, x_layout, sum_layout, seed),
                                      conv_attrs(c, act), 3e-5);
+}
+
+TEST(OnednnFusedConv, ResNetShapes) {
+  // The bottleneck's last 1x1 conv and a basic block's 3x3 conv, each with residual + ReLU;
+  // a depthwise 3x3 with ReLU6 (MobileNet).
+  const ConvCase c1{{1, 64, 14, 14}, 256, {1, 1}};
+  const ConvCase c3{{1, 64, 14, 14}, 64, {3, 3}, 1, {{"pads", attr_ints({1, 1, 1, 1})}}};
+  const ConvCase dw{{1, 32, 14, 14}, 32, {3, 3}, 32, {{"pads", attr_ints({1, 1, 1, 1})}}};
+  check_conv(c1, {"Relu"}, true, true, Layout::kNHWC, Layout::kNHWC, 1);
+  {
+    // The 3x3 conv on the direct algorithm, element by element; as measured (a Winograd
+    // algorithm may win it), relative to the outputs' largest.
+    const testing::ScopedEnv direct("NNFUSE_WINOGRAD", "0");
+    check_conv(c3, {"Relu"}, true, true, Layout::kNHWC, Layout::kNHWC, 2);
+  }
+  check_winograd_conv(c3, {"Relu"}, true, true, Layout::kNHWC, Layout::kNHWC, 2);
+  check_conv(dw, {"Clip", true, true, 0.0f, 6.0f}, true, false, Layout::kNHWC, Layout::kNHWC, 3);
 }
 
 TEST(OnednnFusedConv, OwnWinogradAtEveryVectorWidth) {
