@@ -10,6 +10,7 @@
 #include "ir/error.h"
 #include "kernels/cpu/cpu_math.h"
 #include "kernels/cpu/cpu_util.h"
+#include "kernels/cpu/cpu_vec.h"
 
 namespace nnfuse::cpu {
 namespace {
@@ -23,18 +24,6 @@ constexpr int64_t kSplitTiles = 24;
 // A thread transforms its tiles in chunks of about this many bytes of V at most (but 16 tiles
 // at least), so that V, M and the transformed kernels stay in a 1 MiB L2 cache.
 constexpr int64_t kChunkBytes = 512 * 1024;
-
-// Vectors of W floats (values), the integer vectors their comparisons give, and the unaligned,
-// aliasing form loads and stores go through. Values of these types only pass between
-// force-inlined functions, never across a call, so GCC's note that their ABI differs with and
-// without AVX-512 does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
-template <int W>
-struct WinoVec {
-  typedef float type __attribute__((vector_size(4 * W)));
-  typedef int mask __attribute__((vector_size(4 * W)));
-  typedef float mem __attribute__((vector_size(4 * W), aligned(4), may_alias));
-};
 
 // Register tiles of the products: up to kRows rows (transformed input tiles) by kColVectors
 // vectors of output channels: 24 accumulators of AVX-512's 32 registers, 8 of the 16 otherwise.
@@ -54,24 +43,8 @@ struct Plan {
   ref::Activation act;
 };
 
-template <int W>
-NNFUSE_INLINE typename WinoVec<W>::type load(const float* p) {
-  return *reinterpret_cast<const typename WinoVec<W>::mem*>(p);
-}
-template <int W>
-NNFUSE_INLINE void store(float* p, typename WinoVec<W>::type v) {
-  *reinterpret_cast<typename WinoVec<W>::mem*>(p) = v;
-}
-// The first n (< W) lanes of p, zeros after.
-template <int W>
-NNFUSE_INLINE typename WinoVec<W>::type load_part(const float* p, int64_t n) {
-  typename WinoVec<W>::type v{};
-  std::memcpy(&v, p, static_cast<size_t>(n) * sizeof(float));
-  return v;
-}
-
 // B^T d for one column (or row) of a 6x6 input tile.
-template <int W, typename V = typename WinoVec<W>::type>
+template <int W, typename V = typename FloatVec<W>::type>
 NNFUSE_INLINE void input_line(const V* d, V* o) {
   o[0] = 4.0f * d[0] - 5.0f * d[2] + d[4];
   o[1] = d[3] + d[4] - 4.0f * (d[1] + d[2]);
@@ -82,7 +55,7 @@ NNFUSE_INLINE void input_line(const V* d, V* o) {
 }
 
 // A^T m for one column (or row) of a 6x6 product tile.
-template <int W, typename V = typename WinoVec<W>::type>
+template <int W, typename V = typename FloatVec<W>::type>
 NNFUSE_INLINE void output_line(const V* m, V* o) {
   const V a = m[1] + m[2], b = m[1] - m[2], c = m[3] + m[4], d = m[3] - m[4];
   o[0] = m[0] + a + c;
@@ -95,7 +68,7 @@ NNFUSE_INLINE void output_line(const V* m, V* o) {
 // outside the image and past cin.
 template <int W>
 NNFUSE_INLINE void input_tiles(const Plan& P, const float* x, float* v, int64_t t0, int64_t t1) {
-  using V = typename WinoVec<W>::type;
+  using V = typename FloatVec<W>::type;
   const WinogradGeometry& g = *P.g;
   const int64_t per_image = P.tiles_h * P.tiles_w, plane = P.v_plane;
   for (int64_t t = t0; t < t1; ++t) {
@@ -144,7 +117,7 @@ NNFUSE_INLINE void input_tiles(const Plan& P, const float* x, float* v, int64_t 
 template <int W, int R, int C>
 NNFUSE_INLINE void product_tile(const float* v, int64_t vs, const float* u, int64_t k, float* m,
                                 int64_t ms) {
-  using V = typename WinoVec<W>::type;
+  using V = typename FloatVec<W>::type;
   V acc[R][C];
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < C; ++c) acc[r][c] = V{};
@@ -175,7 +148,7 @@ NNFUSE_INLINE void product_rows(int64_t rows, const float* v, int64_t vs, const 
 
 // G a for one column (or row) a of a 3x3 kernel: the 6 values of the tile's column (row),
 // G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1].
-template <int W, typename V = typename WinoVec<W>::type>
+template <int W, typename V = typename FloatVec<W>::type>
 NNFUSE_INLINE void kernel_line(V a0, V a1, V a2, V* o) {
   const V p = (-1.0f / 6) * (a0 + a2), q = (1.0f / 6) * a1;
   const V r = (1.0f / 24) * a0 + (1.0f / 6) * a2, t = (1.0f / 12) * a1;
@@ -196,7 +169,7 @@ constexpr int kPairRows[3][2] = {{0, 5}, {1, 2}, {3, 4}};
 // of vector c.
 template <int W, int C, int Q>
 NNFUSE_INLINE void transform_pair(const float* wt, int64_t cin, float* ub) {
-  using V = typename WinoVec<W>::type;
+  using V = typename FloatVec<W>::type;
   for (int64_t ci = 0; ci < cin; ++ci) {
     for (int c = 0; c < C; ++c) {
       const float* k = wt + (c * cin + ci) * 9 * W;
@@ -252,41 +225,12 @@ NNFUSE_INLINE void vector_products(const Plan& P, const float* v, float* m, int6
   }
 }
 
-template <int W>
-NNFUSE_INLINE typename WinoVec<W>::type select(typename WinoVec<W>::mask keep,
-                                               typename WinoVec<W>::type a,
-                                               typename WinoVec<W>::type b) {
-  using I = typename WinoVec<W>::mask;
-  using V = typename WinoVec<W>::type;
-  return (V)(((I)a & keep) | ((I)b & ~keep));
-}
-
-template <int W>
-NNFUSE_INLINE typename WinoVec<W>::type activate(typename WinoVec<W>::type v,
-                                                 const ref::Activation& a) {
-  using V = typename WinoVec<W>::type;
-  const V zero{};
-  switch (a.kind) {
-    case ref::ActivationKind::kRelu:
-      return select<W>(v > zero, v, zero);
-    case ref::ActivationKind::kLeakyRelu:
-      return select<W>(v >= zero, v, a.alpha * v);
-    case ref::ActivationKind::kClip: {
-      const V lo = zero + a.alpha, hi = zero + a.beta;
-      v = select<W>(v < lo, lo, v);
-      return select<W>(v > hi, hi, v);
-    }
-    default:
-      return v;
-  }
-}
-
 // Output channel vectors [q0, q1) of tiles [t0, t1), from M as vector_products(q0) leaves it:
 // Y = act(A^T m A + bias (+ sum)) for the pixels inside the output.
 template <int W>
 NNFUSE_INLINE void output_tiles(const Plan& P, const float* m, float* y, int64_t pitch,
                                 const float* sum, int64_t t0, int64_t t1, int64_t q0, int64_t q1) {
-  using V = typename WinoVec<W>::type;
+  using V = typename FloatVec<W>::type;
   const WinogradGeometry& g = *P.g;
   const int64_t per_image = P.tiles_h * P.tiles_w, plane = P.m_plane;
   for (int64_t t = t0; t < t1; ++t) {
