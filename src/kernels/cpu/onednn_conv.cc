@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 
+#include "kernels/cpu/cpu_depthwise.h"
 #include "kernels/cpu/cpu_util.h"
 #include "kernels/cpu/cpu_winograd.h"
 #include "kernels/cpu/onednn_common.h"
@@ -252,6 +253,55 @@ bool own_winograd_fits(const ConvSpec& s) {
     if (s.pad_l[j] < 0 || s.pad_r[j] < 0) return false;
   }
   return cpu::winograd_declines(s.act).empty();
+}
+
+// NNFUSE_DEPTHWISE=own runs every depthwise conv the project's own kernel computes
+// (own_depthwise_fits) on it, =0 none; unset, each one's kernel is measured when built (oneDNN's
+// or the project's, the faster kept). Not measured under ThreadSanitizer (see
+// winograd_measured_here): oneDNN's kernel runs there. Read at each kernel build.
+enum class DepthwiseMode { kOff, kMeasure, kOwn };
+DepthwiseMode depthwise_mode() {
+  const char* v = std::getenv("NNFUSE_DEPTHWISE");
+  const std::string mode = v ? v : "";
+  if (mode == "0") return DepthwiseMode::kOff;
+  if (mode == "own") return DepthwiseMode::kOwn;
+#if defined(__SANITIZE_THREAD__)
+  return DepthwiseMode::kOff;
+#else
+  return DepthwiseMode::kMeasure;
+#endif
+}
+
+cpu::DepthwiseGeometry depthwise_geometry(const ConvSpec& s) {
+  cpu::DepthwiseGeometry g;
+  g.n = s.x_shape[0];
+  g.c = s.x_shape[1];
+  g.h = s.x_shape[2];
+  g.w = s.x_shape[3];
+  g.oh = s.y_shape[2];
+  g.ow = s.y_shape[3];
+  g.k = s.w_shape[2];
+  g.stride = s.strides[0];
+  g.pad_t = s.pad_l[0];
+  g.pad_l = s.pad_l[1];
+  return g;
+}
+
+// Where the project's own depthwise kernel (cpu/cpu_depthwise.h) computes the conv: a 2-D conv
+// with one input and one output channel per group, channels-last in and out, a square kernel,
+// equal strides, undilated, no residual, pool, split or skip convolution.
+bool own_depthwise_fits(const ConvSpec& s) {
+  if (s.transpose || s.lift || s.skip || s.subsample || s.pool || s.sum || !s.split.empty()) {
+    return false;
+  }
+  if (s.x_shape.size() != 4 || s.group != s.x_shape[1] || s.w_shape[0] != s.group ||
+      s.w_shape[1] != 1 || s.y_shape[1] != s.group) {
+    return false;
+  }
+  if (s.in_layout != Layout::kNHWC || s.out_layout != Layout::kNHWC) return false;
+  if (s.w_shape[2] != s.w_shape[3] || s.strides[0] != s.strides[1]) return false;
+  if (s.dilations[0] != 0 || s.dilations[1] != 0) return false;
+  return cpu::depthwise_declines(depthwise_geometry(s)).empty();
 }
 
 // Winograd's scratchpad, as oneDNN sizes it for the blocking it picks, against the work it
@@ -1113,6 +1163,33 @@ class OwnWinogradKernel : public Kernel {
   std::mutex mu_;
 };
 
+// The same conv on the project's own depthwise kernel (own_depthwise_fits): NHWC in and out,
+// the bias and activation applied as the outputs are written.
+class OwnDepthwiseKernel : public Kernel {
+ public:
+  OwnDepthwiseKernel(const NodeInfo& info, const ConvSpec& s)
+      : what_(info.node.describe()),
+        s_(s),
+        conv_(depthwise_geometry(s), info.constant(1)->data<float>(),
+              s.bias ? info.constant(2)->data<float>() : nullptr, s.act, info.num_threads) {}
+
+  bool reads_input(size_t i) const override { return i != 1 && i != 2; }
+  std::string algorithm() const override { return "depthwise (own)"; }
+
+  void run(KernelIO& io) override {
+    const Tensor& x = io.in(0);
+    check_input(x, s_.x_shape, s_.in_layout, what_, 0);
+    Tensor& y = io.output(0, DType::kFloat32, s_.y_shape, s_.out_layout);
+    NNFUSE_CHECK(y.raw() != x.raw(), what_, ": the output may not share X's storage");
+    conv_.run(x.data<float>(), y.data<float>());
+  }
+
+ private:
+  std::string what_;
+  ConvSpec s_;
+  cpu::DepthwiseConv conv_;
+};
+
 template <ConvOp kOp>
 std::string declines(const NodeInfo& info) {
   std::string why;
@@ -1183,49 +1260,75 @@ class TimedKernel {
 };
 
 // The conv algorithms measured_kernel chooses from.
-enum class ConvAlgorithm { kDirect, kWinograd, kOwnWinograd };
+enum class ConvAlgorithm { kDirect, kWinograd, kOwnWinograd, kOwnDepthwise };
 
 // Rounds of timing runs measured_kernel makes, each candidate once per round in turn, so a
 // burst of other work on the machine slows every candidate alike.
 constexpr int kTimingRounds = 5;
 
-// For a conv winograd_measured_here: the direct algorithm, oneDNN's Winograd and the project's
-// own (where each can run) built and timed on this machine, the fastest kept. oneDNN's Winograd
-// only for a clear win, under 0.9 of the direct time: its scratchpad, in cache when timed alone,
-// competes with the network's other tensors when it runs in one. The project's under 0.95: its
-// buffers are sized for each thread's L2 cache, and with every cache evicted before each run
-// its time relative to the direct kernel's rose by 0.02-0.13 (AMD EPYC, Zen 5: 0.43-0.76 warm,
-// 0.52-0.79 evicted, 14x14 to 56x56 maps). The choice is remembered per
-// geometry for the process, so a network's repeated layers measure once.
+// A depthwise conv whose kernel is measured when built (the project's against oneDNN's).
+bool depthwise_measured_here(const ConvSpec& s) {
+  return depthwise_mode() == DepthwiseMode::kMeasure && own_depthwise_fits(s);
+}
+
+// For a conv winograd_measured_here or depthwise_measured_here: the direct algorithm and the
+// others that can run it (oneDNN's Winograd, the project's Winograd, the project's depthwise
+// kernel) built and timed on this machine, the fastest kept. oneDNN's Winograd only for a clear
+// win, under 0.9 of the direct time: its scratchpad, in cache when timed alone, competes with
+// the network's other tensors when it runs in one. The project's Winograd under 0.95: its
+// buffers are sized for each thread's L2 cache, and with every cache evicted before each run its
+// time relative to the direct kernel's rose by 0.02-0.13 (AMD EPYC, Zen 5: 0.43-0.76 warm,
+// 0.52-0.79 evicted, 14x14 to 56x56 maps). The project's depthwise kernel under 0.95 too (it
+// reads and writes what oneDNN's does, with no buffer of its own; 0.49-0.91 of its time warm,
+// 0.52-0.91 evicted on MobileNetV3's layers). The choice is remembered per geometry for the
+// process, so a network's repeated layers measure once.
 std::unique_ptr<Kernel> measured_kernel(const NodeInfo& info, ConvSpec s) {
   static std::mutex mu;
   static std::map<std::string, ConvAlgorithm> chosen;
-  const std::string key = dims_str(s.x_shape) + dims_str(s.w_shape) + dims_str(s.pad_l) +
-                          dims_str(s.pad_r) + layout_name(s.in_layout) + (s.pool ? "pool" : "") +
-                          (s.sum ? "sum" : "") + std::to_string(static_cast<int>(s.act.kind)) +
-                          std::to_string(info.num_threads);
+  const std::string key =
+      dims_str(s.x_shape) + dims_str(s.w_shape) + dims_str(s.y_shape) + dims_str(s.strides) +
+      dims_str(s.pad_l) + dims_str(s.pad_r) + std::to_string(s.group) + layout_name(s.in_layout) +
+      (s.pool ? "pool" : "") + (s.sum ? "sum" : "") + std::to_string(static_cast<int>(s.act.kind)) +
+      std::to_string(info.num_threads);
   std::lock_guard<std::mutex> lock(mu);
   auto it = chosen.find(key);
   s.winograd = false;
   ConvSpec w = s;
   w.winograd = true;
   if (it != chosen.end()) {
-    if (it->second == ConvAlgorithm::kOwnWinograd) {
-      return std::make_unique<OwnWinogradKernel>(info, s);
+    switch (it->second) {
+      case ConvAlgorithm::kOwnWinograd:
+        return std::make_unique<OwnWinogradKernel>(info, s);
+      case ConvAlgorithm::kOwnDepthwise:
+        return std::make_unique<OwnDepthwiseKernel>(info, s);
+      case ConvAlgorithm::kWinograd:
+        return std::make_unique<ConvKernel>(info, w);
+      case ConvAlgorithm::kDirect:
+        break;
     }
-    return std::make_unique<ConvKernel>(info, it->second == ConvAlgorithm::kWinograd ? w : s);
+    return std::make_unique<ConvKernel>(info, s);
   }
   auto direct = std::make_unique<ConvKernel>(info, s);
-  auto winograd = std::make_unique<ConvKernel>(info, w);
+  std::unique_ptr<ConvKernel> winograd;
   std::unique_ptr<OwnWinogradKernel> own;
-  if (own_winograd_fits(s)) own = std::make_unique<OwnWinogradKernel>(info, s);
+  if (winograd_measured_here(s)) {
+    winograd = std::make_unique<ConvKernel>(info, w);
+    if (!winograd->runs_winograd()) winograd.reset();
+    if (own_winograd_fits(s)) own = std::make_unique<OwnWinogradKernel>(info, s);
+  }
+  std::unique_ptr<OwnDepthwiseKernel> depthwise;
+  if (depthwise_measured_here(s)) depthwise = std::make_unique<OwnDepthwiseKernel>(info, s);
   ThreadScope threads(info.num_threads);
   std::vector<std::unique_ptr<TimedKernel>> timed;
   timed.push_back(std::make_unique<TimedKernel>(*direct, info, s));
-  if (winograd->runs_winograd()) timed.push_back(std::make_unique<TimedKernel>(*winograd, info, w));
-  TimedKernel* t_winograd = winograd->runs_winograd() ? timed.back().get() : nullptr;
-  if (own) timed.push_back(std::make_unique<TimedKernel>(*own, info, s));
-  TimedKernel* t_own = own ? timed.back().get() : nullptr;
+  auto candidate = [&](Kernel* k, const ConvSpec& spec) -> TimedKernel* {
+    if (!k) return nullptr;
+    timed.push_back(std::make_unique<TimedKernel>(*k, info, spec));
+    return timed.back().get();
+  };
+  TimedKernel* t_winograd = candidate(winograd.get(), w);
+  TimedKernel* t_own = candidate(own.get(), s);
+  TimedKernel* t_depthwise = candidate(depthwise.get(), s);
   for (int r = 0; r < kTimingRounds; ++r) {
     for (auto& t : timed) t->run();
   }
@@ -1239,15 +1342,23 @@ std::unique_ptr<Kernel> measured_kernel(const NodeInfo& info, ConvSpec s) {
   if (t_own && t_own->best() < 0.95 * td && t_own->best() < best) {
     pick = ConvAlgorithm::kOwnWinograd;
   }
+  if (t_depthwise && t_depthwise->best() < 0.95 * td) pick = ConvAlgorithm::kOwnDepthwise;
   chosen[key] = pick;
   // The kept kernel's timing scratch is freed: the plan gives its runs the shared scratch.
-  if (pick == ConvAlgorithm::kOwnWinograd) {
-    own->release_own_scratch();
-    return own;
+  switch (pick) {
+    case ConvAlgorithm::kOwnWinograd:
+      own->release_own_scratch();
+      return own;
+    case ConvAlgorithm::kOwnDepthwise:
+      return depthwise;
+    case ConvAlgorithm::kWinograd:
+      winograd->release_own_scratch();
+      return winograd;
+    case ConvAlgorithm::kDirect:
+      break;
   }
-  std::unique_ptr<ConvKernel>& kept = pick == ConvAlgorithm::kWinograd ? winograd : direct;
-  kept->release_own_scratch();
-  return std::move(kept);
+  direct->release_own_scratch();
+  return direct;
 }
 
 template <ConvOp kOp>
@@ -1257,7 +1368,10 @@ std::unique_ptr<Kernel> create(const NodeInfo& info) {
   if (winograd_mode() == WinogradMode::kOwn && own_winograd_fits(*s)) {
     return std::make_unique<OwnWinogradKernel>(info, *s);
   }
-  if (winograd_measured_here(*s)) return measured_kernel(info, *s);
+  if (depthwise_mode() == DepthwiseMode::kOwn && own_depthwise_fits(*s)) {
+    return std::make_unique<OwnDepthwiseKernel>(info, *s);
+  }
+  if (winograd_measured_here(*s) || depthwise_measured_here(*s)) return measured_kernel(info, *s);
   return std::make_unique<ConvKernel>(info, *s);
 }
 

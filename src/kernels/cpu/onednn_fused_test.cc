@@ -250,6 +250,66 @@ TEST(OnednnFusedConv, OwnWinogradAtEveryVectorWidth) {
   }
 }
 
+// The algorithm the kernel built for a depthwise conv over an NHWC input runs.
+std::string depthwise_algorithm(const ConvCase& c, const Act& act) {
+  BuiltKernel k("onednn.fused_conv", "FusedConv",
+                conv_inputs(c, true, false, Layout::kNHWC, Layout::kPlain, 1), conv_attrs(c, act));
+  EXPECT_TRUE(k.accepted);
+  return k.kernel ? k.kernel->algorithm() : "";
+}
+
+TEST(OnednnFusedConv, OwnDepthwiseAtEveryVectorWidth) {
+  // The project's own depthwise kernel (NNFUSE_DEPTHWISE=own; cpu/cpu_depthwise.h) at each
+  // vector width: activations in registers and after the rows, with and without bias; 3x3 and
+  // 5x5, pads from 0 to 2, uneven ones among them; channel counts of whole vectors, of 8 past
+  // them and partial. Where it does not apply (stride 2, a plain input, a residual) oneDNN's
+  // kernel runs.
+  const testing::ScopedEnv own("NNFUSE_DEPTHWISE", "own");
+  const Attrs pads1 = {{"pads", attr_ints({1, 1, 1, 1})}};
+  const std::vector<ConvCase> cases = {
+      {{1, 72, 14, 14}, 72, {3, 3}, 72, pads1},
+      {{2, 20, 9, 11}, 20, {3, 3}, 20, pads1},
+      {{1, 40, 7, 7}, 40, {5, 5}, 40, {{"auto_pad", attr_string("SAME_UPPER")}}},
+      {{1, 24, 12, 10}, 24, {3, 3}, 24, {{"pads", attr_ints({0, 1, 2, 1})}}},
+      {{1, 5, 6, 6}, 5, {3, 3}, 5},
+      {{1, 32, 14, 14},
+       32,
+       {3, 3},
+       32,
+       {{"pads", attr_ints({1, 1, 1, 1})}, {"strides", attr_ints({2, 2})}}},
+  };
+  uint32_t seed = 7000;
+  for (const char* isa : {"", "avx2", "sse2"}) {
+    SCOPED_TRACE(std::string("NNFUSE_DEPTHWISE_ISA=") + isa);
+    const testing::ScopedEnv width("NNFUSE_DEPTHWISE_ISA", isa);
+    for (const ConvCase& c : cases) {
+      for (const Act& act :
+           {Act{""}, Act{"Relu"}, Act{"Clip", true, true, 0.0f, 6.0f}, Act{"HardSwish"},
+            Act{"HardSigmoid"}, Act{"SiLU"}, Act{"LeakyRelu", true, false, 0.1f}}) {
+        check_conv(c, act, /*bias=*/true, /*sum=*/false, Layout::kNHWC, Layout::kNHWC, seed += 3);
+      }
+      check_conv(c, {"Relu"}, /*bias=*/false, /*sum=*/false, Layout::kNHWC, Layout::kNHWC,
+                 seed += 3);
+      check_conv(c, {"Relu"}, true, /*sum=*/true, Layout::kNHWC, Layout::kNHWC, seed += 3);
+      check_conv(c, {"Relu"}, true, false, Layout::kPlain, Layout::kNHWC, seed += 3);
+    }
+  }
+  EXPECT_EQ(depthwise_algorithm(cases[0], {"HardSwish"}), "depthwise (own)");
+  EXPECT_EQ(depthwise_algorithm(cases[5], {"Relu"}), "");  // strided: oneDNN's
+}
+
+TEST(OnednnFusedConv, MeasuredDepthwiseMatchesTheReference) {
+  // Unset, each depthwise conv's kernel is measured (oneDNN's or the project's, the faster kept);
+  // whichever is kept matches the reference and names itself.
+  unsetenv("NNFUSE_DEPTHWISE");
+  const ConvCase c{{1, 96, 14, 14}, 96, {3, 3}, 96, {{"pads", attr_ints({1, 1, 1, 1})}}};
+  check_conv(c, {"HardSwish"}, true, false, Layout::kNHWC, Layout::kNHWC, 7100);
+  const std::string algorithm = depthwise_algorithm(c, {"HardSwish"});
+  EXPECT_TRUE(algorithm == "depthwise (own)" || algorithm.empty()) << algorithm;
+  const testing::ScopedEnv off("NNFUSE_DEPTHWISE", "0");
+  EXPECT_EQ(depthwise_algorithm(c, {"HardSwish"}), "");
+}
+
 TEST(OnednnFusedConv, OutputLayoutAndInPlaceInput) {
   const ConvCase c = conv_cases()[0];
   const KernelFactory* f = testing::find_factory("FusedConv", "onednn.fused_conv");
