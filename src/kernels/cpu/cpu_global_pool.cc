@@ -191,7 +191,7 @@ class SqueezeExciteKernel : public Kernel {
     // The scale, or X times it in X's layout (apply_).
     Tensor& y = apply_ ? io.output(0, DType::kFloat32, x.shape(), x.layout())
                        : io.output(0, DType::kFloat32, {n_, parts_[1].out, 1, 1});
-    std::vector<float> pooled(static_cast<size_t>(n_ * c));
+    std::vector<float> pooled(nhwc ? 0 : static_cast<size_t>(n_ * c));
     std::vector<float> squeezed(static_cast<size_t>(n_ * parts_[0].out));
     std::vector<float> scale(apply_ ? static_cast<size_t>(n_ * c) : 0);
     float* excited = apply_ ? scale.data() : y.data<float>();
@@ -201,30 +201,45 @@ class SqueezeExciteKernel : public Kernel {
                        ? 1
                        : static_cast<int>(std::min<int64_t>(omp_get_max_threads(), pixels));
     std::vector<double> partial(nhwc ? static_cast<size_t>(nt * n_ * c) : 0);
+    std::vector<float> own_means(nhwc ? static_cast<size_t>(nt * n_ * c) : 0);
     const float* px = x.data<float>();
     const double inv = 1.0 / static_cast<double>(pixels);
+    SpinBarrier barrier(nt);
     // The pool, the products and their activations in one parallel region, a barrier between
-    // the steps: each of the three would otherwise start and join the threads of its own.
+    // the steps: each of the three would otherwise start and join the threads of its own. Each
+    // thread takes the means of every channel from the partial sums itself (a few hundred adds),
+    // where a step of its own would cost a barrier more.
 #pragma omp parallel num_threads(nt)
     {
       const int64_t t = omp_get_thread_num(), tn = omp_get_num_threads();
+      auto sync = [&] {
+        if (tn == nt) {
+          barrier.wait();
+        } else {
+#pragma omp barrier
+        }
+      };
       if (nhwc) {
         for (int64_t i = 0; i < n_; ++i) {
           sum_rows(px + i * pixels * c, pixels * t / tn, pixels * (t + 1) / tn, c,
                    partial.data() + (t * n_ + i) * c);
         }
-#pragma omp barrier
-        mean_of_partials(partial.data(), tn, n_ * c, inv, n_ * c * t / tn, n_ * c * (t + 1) / tn,
-                         pooled.data());
+        sync();
       } else {
         plain_means(px, pixels, inv, n_ * c * t / tn, n_ * c * (t + 1) / tn, pooled.data());
+        sync();
       }
-#pragma omp barrier
-      product(parts_[0], pooled.data(), squeezed.data(), t, tn);
-#pragma omp barrier
+      // The squeeze reads every channel's mean: channels-last, each thread's own copy.
+      float* means = pooled.data();
+      if (nhwc) {
+        means = own_means.data() + t * n_ * c;
+        mean_of_partials(partial.data(), tn, n_ * c, inv, 0, n_ * c, means);
+      }
+      product(parts_[0], means, squeezed.data(), t, tn);
+      sync();
       product(parts_[1], squeezed.data(), excited, t, tn);
       if (apply_) {
-#pragma omp barrier
+        sync();
         // Each thread scales the rows it pooled (channels-last) or its planes (plain); X may be
         // Y's storage: every read of X for the pool is behind the barriers above.
         float* py = y.data<float>();
