@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/test_util.h"
 #include "kernels/ref/fused.h"
 
 namespace nnfuse {
@@ -17,16 +18,7 @@ using cpu::DepthwiseConv;
 using cpu::DepthwiseGeometry;
 using ref::Activation;
 using ref::ActivationKind;
-
-std::vector<float> noise(int64_t n, uint32_t seed, float scale) {
-  std::vector<float> v(static_cast<size_t>(n));
-  uint32_t s = seed * 2654435761u + 7u;
-  for (float& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = (static_cast<float>(s >> 8) / 16777216.0f * 2.0f - 1.0f) * scale;
-  }
-  return v;
-}
+using testing::noise;
 
 // The depthwise conv in double, NHWC in and out, with the bias and the activation.
 std::vector<double> direct(const DepthwiseGeometry& g, const std::vector<float>& x,

@@ -8,21 +8,14 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/cpu/test_util.h"
+
 namespace nnfuse {
 namespace cpu_winograd_test {
 
 using cpu::WinogradConv;
 using cpu::WinogradGeometry;
-
-std::vector<float> noise(int64_t n, uint32_t seed, float scale) {
-  std::vector<float> v(static_cast<size_t>(n));
-  uint32_t s = seed * 2654435761u + 7u;
-  for (float& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = (static_cast<float>(s >> 8) / 16777216.0f * 2.0f - 1.0f) * scale;
-  }
-  return v;
-}
+using testing::noise;
 
 // The 3x3 conv in double, NHWC in and out, with the bias, residual and activation.
 std::vector<double> direct(const WinogradGeometry& g, const std::vector<float>& x,

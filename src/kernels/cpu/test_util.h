@@ -17,6 +17,18 @@
 
 namespace nnfuse::testing {
 
+// n floats uniform in [-scale, scale), the same for the same seed (a linear congruential
+// sequence): inputs for the kernels tested on raw buffers.
+inline std::vector<float> noise(int64_t n, uint32_t seed, float scale) {
+  std::vector<float> v(static_cast<size_t>(n));
+  uint32_t s = seed * 2654435761u + 7u;
+  for (float& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = (static_cast<float>(s >> 8) / 16777216.0f * 2.0f - 1.0f) * scale;
+  }
+  return v;
+}
+
 // Environment variable `name` set to `value` for the kernels built in its scope (a switch the
 // kernels read when they are built, such as NNFUSE_WINOGRAD or NNFUSE_ATTENTION_ISA), unset
 // after.
