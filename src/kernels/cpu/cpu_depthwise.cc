@@ -133,7 +133,7 @@ NNFUSE_INLINE void blocks(const Plan& p, const float* x, float* y, int64_t oy, i
 }
 
 // Output row oy, channels [c0, c1): blocks of P (8 or 4) pixels; in a row narrower than P, of 7
-// where it has 7 (a 7x7 map's, or a 14x14 map's at stride 2), else of 4 or 1.
+// where it has 7 (a 7x7 map's), else of 4 or 1.
 template <int W, int K, int P>
 NNFUSE_INLINE void row(const Plan& p, const float* x, float* y, int64_t oy, int64_t c0,
                        int64_t c1) {
@@ -159,7 +159,7 @@ NNFUSE_INLINE void row(const Plan& p, const float* x, float* y, int64_t oy, int6
 template <int W, int K>
 NNFUSE_INLINE void rows_ks(const Plan& p, const float* x, float* y, int64_t r0, int64_t r1,
                            int64_t c0, int64_t c1) {
-  // 8 accumulators and up to 19 input vectors of AVX-512's 32 registers; 4 of AVX2's 16.
+  // 8 accumulators and up to 12 input vectors of AVX-512's 32 registers; 4 and 8 of AVX2's 16.
   constexpr int P = W == 16 ? 8 : 4;
   const DepthwiseGeometry& g = *p.g;
   for (int64_t r = r0; r < r1; ++r) {
@@ -241,6 +241,7 @@ DepthwiseConv::DepthwiseConv(const DepthwiseGeometry& g, const float* weights, c
       threads_(std::max(1, threads > 0 ? threads : omp_get_max_threads())) {
   const std::string why = depthwise_declines(g);
   NNFUSE_CHECK(why.empty(), "depthwise conv: ", why);
+  in_registers_ = clamp_form(act, &form_);
   c_pad_ = (g.c + kSplitLanes - 1) / kSplitLanes * kSplitLanes;
   const int64_t taps = g.k * g.k;
   wt_.assign(static_cast<size_t>(taps * c_pad_), 0.0f);
@@ -254,8 +255,7 @@ DepthwiseConv::DepthwiseConv(const DepthwiseGeometry& g, const float* weights, c
 }
 
 void DepthwiseConv::run(const float* x, float* y) const {
-  Plan p{&g_, c_pad_, wt_.data(), bias_.data(), act_, false, {}};
-  p.in_registers = clamp_form(act_, &p.form);
+  const Plan p{&g_, c_pad_, wt_.data(), bias_.data(), act_, in_registers_, form_};
   const RowsFn rows = rows_for(width_);
   const int64_t total_rows = g_.n * g_.oh;
   const int64_t work = total_rows * g_.ow * g_.c * g_.k * g_.k;

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/cpu_vec.h"
 #include "kernels/ref/fused.h"
 
 namespace nnfuse::cpu {
@@ -63,6 +64,8 @@ class DepthwiseConv {
  private:
   DepthwiseGeometry g_;
   ref::Activation act_;
+  bool in_registers_ = false;  // act_ has a clamp form (form_), applied as outputs are written
+  ClampForm form_;
   int width_ = 4;
   int threads_ = 1;
   int64_t c_pad_ = 0;        // channels rounded up to 16: the weights' and bias's row length

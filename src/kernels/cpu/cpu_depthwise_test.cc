@@ -4,7 +4,6 @@
 #include <omp.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -115,18 +114,13 @@ const Case kCases[] = {
 TEST(CpuDepthwise, MatchesDirectConvAtEveryWidth) {
   const Activation none;
   for (const char* isa : {"", "avx2", "sse2"}) {
-    if (*isa) {
-      setenv("NNFUSE_DEPTHWISE_ISA", isa, 1);
-    } else {
-      unsetenv("NNFUSE_DEPTHWISE_ISA");
-    }
+    const testing::ScopedEnv width("NNFUSE_DEPTHWISE_ISA", isa);
     for (const Case& c : kCases) {
       check(c, none, true, 1);
       check(c, none, false, 2);
       check(c, {ActivationKind::kHardSwish}, true, 3);
     }
   }
-  unsetenv("NNFUSE_DEPTHWISE_ISA");
 }
 
 TEST(CpuDepthwise, AppliesEachActivation) {
@@ -142,11 +136,7 @@ TEST(CpuDepthwise, AppliesEachActivation) {
       {ActivationKind::kSigmoid},
   };
   for (const char* isa : {"", "sse2"}) {
-    if (*isa) {
-      setenv("NNFUSE_DEPTHWISE_ISA", isa, 1);
-    } else {
-      unsetenv("NNFUSE_DEPTHWISE_ISA");
-    }
+    const testing::ScopedEnv width("NNFUSE_DEPTHWISE_ISA", isa);
     for (const Activation& a : acts) {
       for (const Case& c : {kCases[1], kCases[3], kCases[4]}) {
         check(c, a, true, 1);
@@ -154,7 +144,6 @@ TEST(CpuDepthwise, AppliesEachActivation) {
       }
     }
   }
-  unsetenv("NNFUSE_DEPTHWISE_ISA");
 }
 
 TEST(CpuDepthwise, DeclinesWhatItDoesNotCompute) {

@@ -1279,9 +1279,10 @@ bool depthwise_measured_here(const ConvSpec& s) {
 // buffers are sized for each thread's L2 cache, and with every cache evicted before each run its
 // time relative to the direct kernel's rose by 0.02-0.13 (AMD EPYC, Zen 5: 0.43-0.76 warm,
 // 0.52-0.79 evicted, 14x14 to 56x56 maps). The project's depthwise kernel under 0.95 too (it
-// reads and writes what oneDNN's does, with no buffer of its own; 0.49-0.91 of its time warm,
-// 0.52-0.91 evicted on MobileNetV3's layers). The choice is remembered per geometry for the
-// process, so a network's repeated layers measure once.
+// reads and writes what oneDNN's does, with no buffer of its own): on MobileNetV3's unstrided
+// layers it took 0.59-0.74 of oneDNN's time warm; evicted, 0.62-0.66 on 14x14 and 7x7 maps but
+// 1.06-1.21 on 28x28 and 56x56 ones of few channels; inside the network, 0.73-0.96. The choice
+// is remembered per geometry for the process, so a network's repeated layers measure once.
 std::unique_ptr<Kernel> measured_kernel(const NodeInfo& info, ConvSpec s) {
   static std::mutex mu;
   static std::map<std::string, ConvAlgorithm> chosen;
