@@ -19,19 +19,11 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/saturate.h"
 
 namespace nnfuse::cost {
 
-// Costs saturate at the largest int64 instead of overflowing: a model may declare shapes whose
-// byte counts each fit in 64 bits while their sum, or a product's FLOPs, does not.
-inline int64_t sat_add(int64_t a, int64_t b) {
-  int64_t r = 0;
-  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
-}
-inline int64_t sat_mul(int64_t a, int64_t b) {
-  int64_t r = 0;
-  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
-}
+// Costs saturate (ir/saturate.h: sat_add, sat_mul).
 
 // numel * dtype size of a value of static shape and sized dtype, else -1.
 int64_t value_bytes(const Value& v);

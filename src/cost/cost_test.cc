@@ -76,9 +76,9 @@ TEST(Cost, HugeDeclaredShapesSaturateInsteadOfOverflowing) {
   Value* b = g.add_value("b", DType::kFloat32, Shape::of({int64_t{1} << 20, int64_t{1} << 30}));
   Value* m = g.add_value("m", DType::kFloat32, Shape::of({int64_t{1} << 30, int64_t{1} << 30}));
   EXPECT_EQ(cost::flops(*g.add_node("MatMul", "mm", {a, b}, {m})), kMax);
-  EXPECT_EQ(cost::sat_add(kMax, 1), kMax);
-  EXPECT_EQ(cost::sat_mul(int64_t{1} << 40, int64_t{1} << 40), kMax);
-  EXPECT_EQ(cost::sat_add(2, 3), 5);
+  EXPECT_EQ(sat_add(kMax, 1), kMax);
+  EXPECT_EQ(sat_mul(int64_t{1} << 40, int64_t{1} << 40), kMax);
+  EXPECT_EQ(sat_add(2, 3), 5);
 }
 
 TEST(Cost, BytesMovedRooflineAndEstimatedSpeedup) {

@@ -50,12 +50,9 @@ Tensor shape_tensor(const Dims& d) {
   return t;
 }
 
-Node* producer_of(const Value* v, const char* op) {
+Node* producer_of(const Value* v, Op op) {
   Node* n = v ? v->producer() : nullptr;
-  if (!n || n->op_type() != op || !is_default_domain(n->domain())) {
-    return nullptr;
-  }
-  return n;
+  return n && n->is(op) ? n : nullptr;
 }
 
 std::optional<Dims> static_shape(const Value* v) {

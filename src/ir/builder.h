@@ -30,7 +30,7 @@ inline Value* optional_input(const Node* n, size_t i) {
 inline Value* optional_output(const Node* n, size_t i) {
   return i < n->num_outputs() ? n->output(i) : nullptr;
 }
-// The producer of v when it is a default-domain `op`, else nullptr.
-Node* producer_of(const Value* v, const char* op);
+// The producer of v when it is an `op` node, else nullptr.
+Node* producer_of(const Value* v, Op op);
 
 }  // namespace nnfuse

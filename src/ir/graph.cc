@@ -192,6 +192,7 @@ Node* Graph::add_node(const std::string& op_type, const std::string& name,
   n->op_type_ = op_type;
   n->name_ = name;
   n->domain_ = domain;
+  n->op_ = op_of(domain, op_type);
   nodes_.emplace_back();
   return place_node(std::move(n), nodes_.size() - 1, inputs, outputs);
 }
@@ -207,6 +208,7 @@ Node* Graph::replace_node(Node* old, const std::string& op_type, const std::stri
   n->op_type_ = op_type;
   n->name_ = name;
   n->domain_ = domain;
+  n->op_ = op_of(domain, op_type);
   return place_node(std::move(n), slot, inputs, outputs);
 }
 

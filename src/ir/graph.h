@@ -14,11 +14,9 @@
 
 #include "ir/dtype.h"
 #include "ir/tensor.h"
+#include "ops/op.h"
 
 namespace nnfuse {
-
-// The domain of nnfuse's own (fused) ops.
-inline constexpr char kFusedDomain[] = "ai.nnfuse";
 
 // True for the default ONNX domain ("" or its alias "ai.onnx").
 inline bool is_default_domain(const std::string& domain) {
@@ -108,6 +106,10 @@ class Node {
   const std::string& name() const { return name_; }
   const std::string& op_type() const { return op_type_; }
   const std::string& domain() const { return domain_; }
+  // The op's identity (ops/op.h), from its domain and op type: Op::kUnknown for an op nnfuse does
+  // not know.
+  Op op() const { return op_; }
+  bool is(Op op) const { return op_ == op; }
   // Inputs may hold nullptr for an omitted optional input.
   const std::vector<Value*>& inputs() const { return inputs_; }
   const std::vector<Value*>& outputs() const { return outputs_; }
@@ -147,6 +149,7 @@ class Node {
   Graph* graph_ = nullptr;
   size_t slot_ = 0;  // index in the graph's node table, which is in topological order
   std::string name_, op_type_, domain_;
+  Op op_ = Op::kUnknown;
   std::vector<Value*> inputs_, outputs_;
   std::map<std::string, Attribute> attrs_;
   std::vector<std::string> fused_from_;

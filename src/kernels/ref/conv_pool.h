@@ -9,10 +9,11 @@
 
 #include "ir/graph.h"
 #include "kernels/ref/ref_kernels.h"
+#include "ops/conv.h"
 
 namespace nnfuse::ref {
 
-inline constexpr char kPoolAttrPrefix[] = "pool_";
+inline constexpr const char* kPoolAttrPrefix = ops::fused_conv_pool::kPoolPrefix;
 
 // The attributes of `fused` named `prefix`..., without the prefix: those of a part of a fused
 // node (the pool of FusedConvPool, the skip convolution of FusedConv, conv_skip.h).

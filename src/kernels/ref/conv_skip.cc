@@ -28,8 +28,4 @@ SkipPart skip_part(const Node& fused) {
   return p;
 }
 
-void add_skip_attrs(const Node& conv, std::map<std::string, Attribute>& attrs) {
-  for (const auto& [name, value] : conv.attrs()) attrs[kSkipAttrPrefix + name] = value;
-}
-
 }  // namespace nnfuse::ref

@@ -11,16 +11,14 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "ops/conv.h"
 
 namespace nnfuse::ref {
 
-inline constexpr char kSkipAttrPrefix[] = "skip_";
-inline constexpr size_t kSkipInput = 4;  // X2; W2 and B2 follow
-
-// True when `fused` (a FusedConv) computes its residual with a second convolution.
-inline bool has_skip_conv(const Node& fused) {
-  return fused.num_inputs() > kSkipInput && fused.input(kSkipInput) != nullptr;
-}
+// The op's attribute prefix and input positions (ops/conv.h).
+inline constexpr const char* kSkipAttrPrefix = ops::fused_conv::kSkipPrefix;
+inline constexpr size_t kSkipInput = ops::fused_conv::kSkipX;  // X2; W2 and B2 follow
+using ops::fused_conv::has_skip_conv;
 
 // A one-node graph holding the second convolution of `fused`: a Conv with its skip_ attributes
 // (without the prefix), reading values of the shapes and types of inputs 4 to 6 (constants
@@ -31,8 +29,5 @@ struct SkipPart {
   Node* node = nullptr;
 };
 SkipPart skip_part(const Node& fused);
-
-// The skip_ attributes of a Conv node (for a rewrite building the fused node).
-void add_skip_attrs(const Node& conv, std::map<std::string, Attribute>& attrs);
 
 }  // namespace nnfuse::ref

@@ -123,42 +123,6 @@ std::string expand_depthwise_reason(const Node& fused) {
   return "";
 }
 
-std::string expansion_attrs_reason(const Node& conv) {
-  if (conv.attr_int("group", 1) != 1) return "the expansion is grouped";
-  for (int64_t v : conv.attr_ints("dilations", {})) {
-    if (v != 1) return "the expansion is dilated";
-  }
-  if (conv.attr_string("auto_pad", "NOTSET") != "NOTSET") return "the expansion uses auto_pad";
-  const std::vector<int64_t> pads = conv.attr_ints("pads", {0, 0, 0, 0});
-  const std::vector<int64_t> strides = conv.attr_ints("strides", {1, 1});
-  if (pads.size() != 4 || std::any_of(pads.begin(), pads.end(), [](int64_t v) { return v < 0; }))
-    return "the expansion does not have four non-negative pads";
-  if (strides.size() != 2 || strides[0] < 1 || strides[1] < 1)
-    return "the expansion does not have two positive strides";
-  return "";
-}
-
-std::string fast_depthwise_reason(const Node& dw, const Dims& w) {
-  const int64_t k = w.size() == 4 ? w[2] : -1;
-  if (w.size() != 4 || w[3] != k || (k != 3 && k != 5)) {
-    return "the depthwise kernel is not 3x3 or 5x5";
-  }
-  const std::vector<int64_t> s = dw.attr_ints("strides", {1, 1});
-  if (s.size() != 2 || s[0] != s[1] || (s[0] != 1 && s[0] != 2)) {
-    return "the depthwise strides are not 1 or 2 on both axes";
-  }
-  for (int64_t v : dw.attr_ints("dilations", {})) {
-    if (v != 1) return "the depthwise conv is dilated";
-  }
-  if (dw.attr_string("auto_pad", "NOTSET") != "NOTSET") return "the depthwise conv uses auto_pad";
-  const std::vector<int64_t> pads = dw.attr_ints("pads", {});
-  if (pads.size() != 4 ||
-      std::any_of(pads.begin(), pads.end(), [&](int64_t v) { return v != k / 2; })) {
-    return "the depthwise convolution is not padded by " + std::to_string(k / 2) + " on every side";
-  }
-  return "";
-}
-
 namespace {
 
 void run_expand_depthwise(KernelContext& ctx) {

@@ -16,13 +16,15 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "ops/conv_blocks.h"
 
 namespace nnfuse::ref {
 
-inline constexpr char kExpandAttrPrefix[] = "expand_";
-inline constexpr char kDepthwiseAttrPrefix[] = "depthwise_";
-inline constexpr size_t kExpandWeight = 1;     // W1; B1 follows
-inline constexpr size_t kDepthwiseWeight = 3;  // W2; B2 follows
+// The op's attribute prefixes and input positions (ops/conv_blocks.h).
+inline constexpr const char* kExpandAttrPrefix = ops::expand_depthwise::kExpandPrefix;
+inline constexpr const char* kDepthwiseAttrPrefix = ops::expand_depthwise::kDepthwisePrefix;
+inline constexpr size_t kExpandWeight = ops::expand_depthwise::kExpandW;        // W1; B1 follows
+inline constexpr size_t kDepthwiseWeight = ops::expand_depthwise::kDepthwiseW;  // W2; B2 follows
 
 // A one-node graph holding one convolution of `fused` as a FusedConv: its attributes without the
 // prefix, reading values named, typed and shaped as the fused node's (X or the expanded tensor,
@@ -41,16 +43,8 @@ ExpandDepthwisePart expand_depthwise_part(const Node& fused, bool depthwise);
 // undilated, known activations; else why not.
 std::string expand_depthwise_reason(const Node& fused);
 
-// "" when a convolution's attributes are an expansion's the kernels take (the rule asks this of
-// the Conv it fuses, expand_depthwise_reason of the fused node's part): ungrouped, undilated,
-// explicit pads (not auto_pad), four of them non-negative, two positive strides; else why not.
-std::string expansion_attrs_reason(const Node& conv);
-
-// "" when a depthwise convolution (`dw`: a Conv, FusedConv or the depthwise part's node, with
-// a weight of dims `w`, [E, 1, kh, kw]) has the geometry cpu.expand_depthwise computes: 3x3 or
-// 5x5, both strides 1 or both 2, padding k / 2 on every side, undilated, not auto-padded; else
-// why not. The fusion pass fuses only blocks of this geometry, so none falls to the reference
-// kernel.
-std::string fast_depthwise_reason(const Node& dw, const Dims& w);
+// The geometry the op takes (ops/conv_blocks.h).
+using ops::expand_depthwise::expansion_attrs_reason;
+using ops::expand_depthwise::fast_depthwise_reason;
 
 }  // namespace nnfuse::ref

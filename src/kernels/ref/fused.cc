@@ -28,69 +28,10 @@ namespace nnfuse::ref {
 
 namespace {
 
-const std::map<std::string, ActivationKind>& activation_names() {
-  static const std::map<std::string, ActivationKind> m = {
-      {"", ActivationKind::kNone},
-      {"Relu", ActivationKind::kRelu},
-      {"LeakyRelu", ActivationKind::kLeakyRelu},
-      {"Clip", ActivationKind::kClip},
-      {"Sigmoid", ActivationKind::kSigmoid},
-      {"Tanh", ActivationKind::kTanh},
-      {"HardSigmoid", ActivationKind::kHardSigmoid},
-      {"HardSwish", ActivationKind::kHardSwish},
-      {"SiLU", ActivationKind::kSiLU},
-      {"Gelu", ActivationKind::kGelu},
-      {"GeluTanh", ActivationKind::kGeluTanh},
-      {"Swish", ActivationKind::kSwish},
-  };
-  return m;
-}
-
 double logistic(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double clamp_unit(double x) { return std::fmax(0.0, std::fmin(1.0, x)); }
 
 }  // namespace
-
-Activation read_activation(const Node& node) {
-  const std::string name = node.attr_string("activation", "");
-  auto it = activation_names().find(name);
-  if (it == activation_names().end()) {
-    fail(ErrorKind::kUnsupported, node.describe(), ": unknown activation '", name, "'");
-  }
-  Activation a;
-  a.kind = it->second;
-  float alpha = 0.0f, beta = 0.0f;
-  switch (a.kind) {
-    case ActivationKind::kLeakyRelu:
-      alpha = 0.01f;
-      break;
-    case ActivationKind::kClip:
-      alpha = -std::numeric_limits<float>::infinity();
-      beta = std::numeric_limits<float>::infinity();
-      break;
-    case ActivationKind::kHardSigmoid:
-      alpha = 0.2f;
-      beta = 0.5f;
-      break;
-    case ActivationKind::kSwish:
-      alpha = 1.0f;
-      break;
-    default:
-      break;
-  }
-  a.alpha = node.attr_float("activation_alpha", alpha);
-  a.beta = node.attr_float("activation_beta", beta);
-  return a;
-}
-
-std::string activation_reason(const Node& node) {
-  try {
-    read_activation(node);
-    return "";
-  } catch (const Error& e) {
-    return e.what();
-  }
-}
 
 double apply_activation(const Activation& a, double x) {
   switch (a.kind) {
@@ -252,7 +193,7 @@ void run_fused_global_pool_gemm(KernelContext& ctx) {
 // The activation a standalone Gelu or Swish node computes.
 Activation standalone_activation(const Node& node) {
   Activation a;
-  if (node.op_type() == "Swish") {
+  if (node.is(Op::kSwish)) {
     a.kind = ActivationKind::kSwish;
     a.alpha = node.attr_float("alpha", 1.0f);
     return a;
@@ -301,7 +242,7 @@ std::string support_fused(const Node& node, int64_t /*opset*/) {
 std::string support_fused_conv(const Node& node, int64_t opset) {
   std::string why = support_fused(node, opset);
   if (why.empty()) why = auto_pad_reason(node);
-  if (!why.empty() || node.op_type() != "FusedConv" || !has_skip_conv(node)) return why;
+  if (!why.empty() || !node.is(Op::kFusedConv) || !has_skip_conv(node)) return why;
   if (node.input(3)) return "a residual Sum and a skip convolution together";
   if (node.num_inputs() > kSkipInput + 3) return "more than 7 inputs";
   if (!node.input(kSkipInput + 1)) return "the skip convolution has no weight";

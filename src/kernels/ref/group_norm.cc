@@ -53,17 +53,6 @@ std::vector<double> ref::group_norm_addend(const Tensor* t, const Tensor* w, con
   return a;
 }
 
-std::string ref::t_activation_reason(const Node& node) {
-  try {
-    const std::string a = node.attr_string("t_activation", "");
-    return a.empty() || a == "SiLU" ? "" : "t_activation '" + a + "' (takes \"\" or \"SiLU\")";
-  } catch (const Error& e) {
-    return e.what();
-  }
-}
-
-bool ref::t_silu(const Node& node) { return node.attr_string("t_activation", "") == "SiLU"; }
-
 const Tensor* ref::activated_t(bool silu, const Tensor* t, Tensor& storage) {
   if (!t || !silu) return t;
   NNFUSE_CHECK(t->dtype() == DType::kFloat32, "GroupNorm: T must be float32");

@@ -6,6 +6,7 @@
 
 #include "ir/graph.h"
 #include "ir/tensor.h"
+#include "ops/norm.h"
 
 namespace nnfuse::ref {
 
@@ -15,12 +16,10 @@ namespace nnfuse::ref {
 std::vector<double> group_norm_addend(const Tensor* t, const Tensor* w, const Tensor* b, int64_t n,
                                       int64_t c, const std::string& who);
 
-// The attribute t_activation: "" (none) or "SiLU", applied to T before the rest (diffusers'
-// ResnetBlock2D takes the SiLU of the time embedding before its dense layer). "" when the node's
-// value is one of those, else the reason.
-std::string t_activation_reason(const Node& node);
-// Whether the node takes T's SiLU first (t_activation = "SiLU").
-bool t_silu(const Node& node);
+// The attribute t_activation ("" or "SiLU", ops/norm.h: diffusers' ResnetBlock2D takes the SiLU
+// of the time embedding before its dense layer).
+using ops::t_activation_reason;
+using ops::t_silu;
 // T as the addend reads it: `t` itself, or with `silu` its SiLU written into `storage` (in
 // double, rounded once).
 const Tensor* activated_t(bool silu, const Tensor* t, Tensor& storage);

@@ -123,6 +123,4 @@ void append_norm_fused_kernels(std::vector<RefKernelEntry>& t) {
   t.push_back({"RMSNorm", ref::run_rms_norm, ref::support_float32});
 }
 
-bool ref_op_also_fused(const std::string& op_type) { return op_type == "LayerNormalization"; }
-
 }  // namespace nnfuse

@@ -78,9 +78,7 @@ void append_matmul_layer_norm_kernels(std::vector<RefKernelEntry>& t);  // Fused
 void append_gated_matmul_kernels(std::vector<RefKernelEntry>& t);       // FusedGatedMatMul
 void append_norm_fused_kernels(std::vector<RefKernelEntry>& t);         // SkipLayerNorm, RMSNorm
 void append_fused_region_kernels(std::vector<RefKernelEntry>& t);       // FusedRegion
-// ONNX ops nnfuse also writes in kFusedDomain for models whose default opset predates them
-// (LayerNormalization before opset 17); their ONNX reference kernel runs them.
-bool ref_op_also_fused(const std::string& op_type);  // norm_fused.cc
+void append_user_pattern_kernels(std::vector<RefKernelEntry>& t);       // UserPattern
 
 namespace ref {
 // The norm prologue of FusedLayerNormMatMul and of FusedGatedMatMul with a gamma: X (input 0)

@@ -3,7 +3,6 @@
 #include <set>
 
 #include "kernels/ref/ref_kernels.h"
-#include "kernels/ref/user_pattern.h"
 
 namespace nnfuse {
 
@@ -81,9 +80,9 @@ std::string ref_unsupported_reason(const Node& node, int64_t opset) {
   if (!domain.empty() && domain != kFusedDomain) {
     return "op domain '" + node.domain() + "' is not supported";
   }
-  const RefKernelEntry* e = find_ref_kernel(node.op_type());
-  if (!e || (ref_op_domain(node.op_type()) != domain &&
-             !(domain == kFusedDomain && ref_op_also_fused(node.op_type())))) {
+  // The op's identity knows which domains it belongs to (ops/op_names.inc).
+  const RefKernelEntry* e = node.op() == Op::kUnknown ? nullptr : find_ref_kernel(node.op_type());
+  if (!e) {
     return domain.empty() ? "op type is not supported"
                           : "op type is not supported in domain '" + domain + "'";
   }

@@ -13,17 +13,17 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "ops/conv_blocks.h"
 
 namespace nnfuse::ref {
 
-inline constexpr char kSqueezeAttrPrefix[] = "squeeze_";
-inline constexpr char kExciteAttrPrefix[] = "excite_";
-inline constexpr size_t kSqueezeWeight = 1;  // W1; B1 follows
-inline constexpr size_t kExciteWeight = 3;   // W2; B2 follows
+// The op's attribute prefixes and input positions (ops/conv_blocks.h).
+inline constexpr const char* kSqueezeAttrPrefix = ops::squeeze_excite::kSqueezePrefix;
+inline constexpr const char* kExciteAttrPrefix = ops::squeeze_excite::kExcitePrefix;
+inline constexpr size_t kSqueezeWeight = ops::squeeze_excite::kSqueezeW;  // W1; B1 follows
+inline constexpr size_t kExciteWeight = ops::squeeze_excite::kExciteW;    // W2; B2 follows
 inline constexpr char kApplyAttr[] = "apply";
-
-// Whether the node's output is X times the scale (the attribute apply = 1).
-inline bool squeeze_excite_applies(const Node& fused) { return fused.attr_int(kApplyAttr, 0) == 1; }
+inline bool squeeze_excite_applies(const Node& n) { return ops::squeeze_excite::applies(n); }
 
 // A one-node graph holding one convolution of `fused` as a FusedConv: its attributes without
 // the prefix, reading values named, typed and shaped as the fused node's (the pooled or squeezed

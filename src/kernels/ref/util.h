@@ -13,8 +13,8 @@
 #include "ir/error.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
-#include "kernels/kernel_math.h"
 #include "kernels/ref/ref_kernels.h"
+#include "ops/op_math.h"
 
 namespace nnfuse::ref {
 

@@ -1,14 +1,15 @@
-#include "passes/auto_fuse/op_class.h"
-
 #include <gtest/gtest.h>
 
 #include <map>
 
 #include "kernels/ref/ref_kernels.h"
+#include "ops/def.h"
 #include "passes/fusions/fusion_test_util.h"
 
 namespace nnfuse {
-namespace op_class_test {
+namespace traits_test {
+
+using ops::op_class;
 
 using fusion_test::B;
 using fusion_test::ints;
@@ -23,7 +24,7 @@ TEST(OpClass, EveryReferenceOpIsListed) {
   Graph g;
   for (const std::string& op : ref_supported_ops()) {
     const std::string domain = ref_op_domain(op);
-    EXPECT_TRUE(op_class_listed(op, domain)) << op << " in '" << domain << "'";
+    EXPECT_TRUE(ops::traits_listed(op_of(domain, op))) << op << " in '" << domain << "'";
     const OpClass c = op_class(*unary(g, op, domain));
     EXPECT_NE(std::string(op_class_name(c)), "?") << op;
   }
@@ -31,7 +32,7 @@ TEST(OpClass, EveryReferenceOpIsListed) {
 
 TEST(OpClass, UnknownOpsAreOpaque) {
   Graph g;
-  EXPECT_FALSE(op_class_listed("FooBar", ""));
+  EXPECT_FALSE(ops::traits_listed(op_of("", "FooBar")));
   EXPECT_EQ(op_class(*unary(g, "FooBar")), OpClass::kOpaque);
   // A known op type in another domain, or an ONNX op written in nnfuse's domain.
   EXPECT_EQ(op_class(*unary(g, "Relu", "com.microsoft")), OpClass::kOpaque);
@@ -128,5 +129,5 @@ TEST(OpClass, LastAxisReductions) {
   EXPECT_FALSE(last(b.n("Relu", {m}, {2, 6})));  // not a reduction
 }
 
-}  // namespace op_class_test
+}  // namespace traits_test
 }  // namespace nnfuse

@@ -1,8 +1,7 @@
 // The registry of user fusion patterns (nnfuse/fusion_pattern.h) and what the fused node they
-// make holds: op kUserPatternOp in kFusedDomain, attribute "pattern" (the pattern's name),
-// "ops" (the matched ops), "inputs_from" (per input: matched node, input index) and each matched
-// node's attributes as "n<i>.<name>". Its reference
-// kernel calls the pattern's compute.
+// make holds: op UserPattern in kFusedDomain (ops/region.h), attribute "pattern" (the pattern's
+// name), "ops" (the matched ops), "inputs_from" (per input: matched node, input index) and each
+// matched node's attributes as "n<i>.<name>". Its reference kernel calls the pattern's compute.
 #pragma once
 
 #include <memory>
@@ -13,8 +12,6 @@
 #include "nnfuse/fusion_pattern.h"
 
 namespace nnfuse {
-
-inline constexpr char kUserPatternOp[] = "UserPattern";
 
 // The registered pattern of that name, or nullptr. Callers keep the pointer: a pattern
 // unregistered meanwhile stays alive for them.
@@ -30,7 +27,5 @@ PatternContext user_pattern_context(const Node& node, const FusionPattern& p);
 
 // "fusion pattern 'Mish' (node 'mul_3')": how errors name a pattern at a node.
 std::string describe_pattern_at(const std::string& pattern, const std::string& node);
-
-void append_user_pattern_kernels(std::vector<struct RefKernelEntry>& t);
 
 }  // namespace nnfuse

@@ -1,4 +1,4 @@
-#include "kernels/kernel_math.h"
+#include "ops/op_math.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace nnfuse {
-namespace kernel_math_test {
+namespace op_math_test {
 
 // The indices Slice takes along a dim of length d, straight from the spec's definition.
 std::vector<int64_t> spec_indices(int64_t d, int64_t s, int64_t e, int64_t step) {
@@ -65,5 +65,5 @@ TEST(KernelMath, ConversionsTruncateAndSaturate) {
   EXPECT_FLOAT_EQ(saturate_cast<float>(2.5), 2.5f);
 }
 
-}  // namespace kernel_math_test
+}  // namespace op_math_test
 }  // namespace nnfuse
