@@ -3,7 +3,7 @@
 #include "codegen/jit.h"
 #include "ir/error.h"
 #include "ir/progress.h"
-#include "kernels/ref/fused_region.h"
+#include "ops/region.h"
 #include "passes/auto_fuse/auto_fuse.h"
 #include "passes/auto_fuse/cost.h"
 #include "passes/auto_fuse/grouping.h"
@@ -32,7 +32,7 @@ void prebuild(const std::vector<Region>& regions, int64_t opset) {
     auto lowered = lower_region(r.nodes, opset);
     const LoweredRegion* l = std::get_if<LoweredRegion>(&lowered);
     if (!l) continue;
-    const std::string symbol = fused_region_symbol(l->region);
+    const std::string symbol = ops::fused_region_symbol(l->region);
     fns.push_back({symbol, codegen::emit_cpp_function(l->region, symbol)});
   }
   if (fns.size() >= 2) codegen::jit_prebuild(codegen::emit_cpp_preamble(), fns);
@@ -88,7 +88,7 @@ std::string fuse_as_generated(Graph& g, PassContext& ctx, const std::string& pas
   if (auto* why = std::get_if<std::string>(&lowered)) return "cannot be generated: " + *why;
   LoweredRegion& l = std::get<LoweredRegion>(lowered);
   if (ctx.target == "cpu") {
-    const std::string symbol = fused_region_symbol(l.region);
+    const std::string symbol = ops::fused_region_symbol(l.region);
     const codegen::JitResult j = codegen::jit_build(codegen::emit_cpp(l.region, symbol), symbol);
     if (!j.ok()) {
       const std::string region = nodes.back()->name();
@@ -98,8 +98,8 @@ std::string fuse_as_generated(Graph& g, PassContext& ctx, const std::string& pas
       return "fallback: " + j.error;
     }
   }
-  std::string why = apply_fusion(g, ctx, pass, nodes, kFusedRegionOp, kFusedDomain, l.inputs,
-                                 {l.output}, fused_region_attrs(l.region));
+  std::string why =
+      apply_fusion(g, ctx, pass, nodes, ops::FusedRegion{l.inputs, l.region}.spec(), {l.output});
   return why;
 }
 

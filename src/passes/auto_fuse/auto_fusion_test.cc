@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "codegen/test_cache_dir.h"
-#include "kernels/ref/fused_region.h"
+#include "ops/region.h"
 #include "passes/auto_fuse/auto_fuse.h"
 #include "passes/fusions/fusion_test_util.h"
 
@@ -48,7 +48,7 @@ std::unique_ptr<Graph> softmax_graph() {
 
 void expect_fused(const Build& build, size_t regions, size_t nodes_left) {
   Fused f = fuse(build());
-  EXPECT_EQ(count_op(*f.graph, kFusedRegionOp), regions) << graph_to_text(*f.graph);
+  EXPECT_EQ(count_op(*f.graph, "FusedRegion"), regions) << graph_to_text(*f.graph);
   EXPECT_EQ(f.graph->num_nodes(), nodes_left) << graph_to_text(*f.graph);
   EXPECT_TRUE(f.report.fallbacks.empty());
   expect_same_numbers(std::move(f.graph), build(), 1e-5);
@@ -58,7 +58,7 @@ TEST_F(AutoFusion, ChainBecomesOneGeneratedKernel) {
   Fused f = fuse(chain_graph());
   ASSERT_EQ(f.graph->num_nodes(), 1u) << graph_to_text(*f.graph);
   const Node* n = f.graph->nodes()[0];
-  EXPECT_EQ(n->op_type(), kFusedRegionOp);
+  EXPECT_EQ(n->op_type(), "FusedRegion");
   EXPECT_EQ(n->domain(), kFusedDomain);
   EXPECT_EQ(n->fused_by(), kAuto);
   EXPECT_EQ(n->fused_from(), (std::vector<std::string>{"mul", "add", "tanh", "sub"}));
@@ -74,7 +74,7 @@ TEST_F(AutoFusion, ChainBecomesOneGeneratedKernel) {
 
 TEST_F(AutoFusion, SoftmaxSplitsWhereAValueIsNeededAcrossAReduction) {
   Fused f = fuse(softmax_graph());
-  ASSERT_EQ(count_op(*f.graph, kFusedRegionOp), 2u) << graph_to_text(*f.graph);
+  ASSERT_EQ(count_op(*f.graph, "FusedRegion"), 2u) << graph_to_text(*f.graph);
   std::vector<std::vector<std::string>> from;
   for (const Node* n : f.graph->nodes()) from.push_back(n->fused_from());
   EXPECT_EQ(from, (std::vector<std::vector<std::string>>{{"max", "sub", "exp"}, {"sum", "div"}}));
@@ -118,7 +118,7 @@ TEST_F(AutoFusion, LongChainsAreCutAtTheOpLimit) {
     return std::move(b.g);
   };
   Fused f = fuse(build());
-  ASSERT_EQ(count_op(*f.graph, kFusedRegionOp), 2u);
+  ASSERT_EQ(count_op(*f.graph, "FusedRegion"), 2u);
   std::vector<size_t> sizes;
   for (const Node* n : f.graph->nodes()) sizes.push_back(n->fused_from().size());
   EXPECT_EQ(sizes, (std::vector<size_t>{8, 32}));
@@ -133,7 +133,7 @@ TEST_F(AutoFusion, RegionsThatWouldRecomputeABroadcastValueAreDeclined) {
     return std::move(b.g);
   };
   Fused f = fuse(build());
-  EXPECT_EQ(count_op(*f.graph, kFusedRegionOp), 0u);
+  EXPECT_EQ(count_op(*f.graph, "FusedRegion"), 0u);
   const PassRecord* rec = record(f.report, kAuto);
   ASSERT_EQ(rec->rejected.size(), 1u);
   EXPECT_EQ(rec->rejected[0].reason.rfind("does not pay: broadcasting would recompute", 0), 0u)
@@ -196,7 +196,7 @@ TEST_F(AutoFusion, EveryLoweringMatchesTheReference) {
       return std::move(b.g);
     };
     Fused f = fuse(build());
-    EXPECT_EQ(count_op(*f.graph, kFusedRegionOp), 1u) << graph_to_text(*f.graph);
+    EXPECT_EQ(count_op(*f.graph, "FusedRegion"), 1u) << graph_to_text(*f.graph);
     EXPECT_EQ(f.graph->num_nodes(), 1u) << graph_to_text(*f.graph);
     expect_same_numbers(std::move(f.graph), build(), 1e-5);
   }
@@ -207,7 +207,7 @@ TEST_F(AutoFusion, ACompilerThatFailsLeavesTheNodesUnfusedAndSaysFallback) {
   ::testing::internal::CaptureStderr();
   Fused f = fuse(chain_graph());
   const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(count_op(*f.graph, kFusedRegionOp), 0u);
+  EXPECT_EQ(count_op(*f.graph, "FusedRegion"), 0u);
   EXPECT_EQ(f.graph->num_nodes(), 4u);
   ASSERT_EQ(f.report.fallbacks.size(), 1u);
   EXPECT_EQ(f.report.fallbacks[0].region, "sub");
@@ -228,7 +228,7 @@ TEST_F(AutoFusion, TheCudaTargetFusesWithoutBuilding) {
   PipelineOptions o;
   o.target = "cuda";
   FusionReport r = run_pipeline(*g, o);
-  EXPECT_EQ(count_op(*g, kFusedRegionOp), 1u);
+  EXPECT_EQ(count_op(*g, "FusedRegion"), 1u);
   EXPECT_TRUE(r.fallbacks.empty());
 }
 
@@ -242,7 +242,7 @@ TEST_F(AutoFusion, AFusedModelWhoseCodeCannotBuildRunsOnTheReference) {
     return std::move(b.g);
   };
   Fused f = fuse(build());
-  ASSERT_EQ(count_op(*f.graph, kFusedRegionOp), 1u);
+  ASSERT_EQ(count_op(*f.graph, "FusedRegion"), 1u);
   std::filesystem::remove_all(dir_);
   setenv("NNFUSE_CXX", "false", 1);
   ::testing::internal::CaptureStderr();
@@ -276,7 +276,7 @@ TEST_F(AutoFusion, AUserRuleFusesItsChainBeforeTheBuiltInPasses) {
   const FusionSwitches sw = rules({{"my_silu", {"Sigmoid", "Mul"}}});
   Fused f = fuse(silu_graph(), &sw);
   ASSERT_EQ(f.graph->num_nodes(), 1u) << graph_to_text(*f.graph);
-  EXPECT_EQ(f.graph->nodes()[0]->op_type(), kFusedRegionOp);
+  EXPECT_EQ(f.graph->nodes()[0]->op_type(), "FusedRegion");
   EXPECT_EQ(f.graph->nodes()[0]->fused_by(), "my_silu");
   const PassRecord* rec = record(f.report, "my_silu");
   ASSERT_NE(rec, nullptr);
@@ -290,7 +290,7 @@ TEST_F(AutoFusion, UserRulesRunWithEveryBuiltInPassOff) {
   FusionSwitches sw = rules({{"my_silu", {"Sigmoid", "Mul"}}});
   sw.set_all(false);
   Fused f = fuse(silu_graph(), &sw);
-  EXPECT_EQ(count_op(*f.graph, kFusedRegionOp), 1u) << graph_to_text(*f.graph);
+  EXPECT_EQ(count_op(*f.graph, "FusedRegion"), 1u) << graph_to_text(*f.graph);
   EXPECT_EQ(record(f.report, "my_silu")->effect_times, 1);
   EXPECT_EQ(record(f.report, kAuto), nullptr);
 }
@@ -320,7 +320,7 @@ TEST_F(AutoFusion, AUserRuleMatchesEveryChain) {
   const FusionSwitches sw = rules({{"exp_sig_mul", {"Exp", "Sigmoid", "Mul"}}});
   Fused f = fuse(build(), &sw);
   EXPECT_EQ(record(f.report, "exp_sig_mul")->effect_times, 3);
-  EXPECT_EQ(count_op(*f.graph, kFusedRegionOp), 3u) << graph_to_text(*f.graph);
+  EXPECT_EQ(count_op(*f.graph, "FusedRegion"), 3u) << graph_to_text(*f.graph);
   expect_same_numbers(std::move(f.graph), build(), 1e-5);
 }
 

@@ -27,12 +27,12 @@ std::optional<pattern::SliceRange> last_axis_slice(Value* v, const Value* x) {
 // Concat(Neg(x[.., h:2h]), x[.., :h]) over the last axis: rotate_half of x's first 2h dims.
 // Returns h, or 0.
 int64_t rotate_half_width(Value* v, const Value* x, std::vector<Node*>& nodes) {
-  Node* cat = producer_of(v, "Concat");
+  Node* cat = producer_of(v, Op::kConcat);
   if (!cat || cat->num_inputs() != 2) return 0;
   const std::optional<Dims> d = static_shape(x);
   const int64_t axis = cat->attr_int("axis", 0);
   if (!d || (axis != -1 && axis != static_cast<int64_t>(d->size()) - 1)) return 0;
-  Node* neg = producer_of(cat->input(0), "Neg");
+  Node* neg = producer_of(cat->input(0), Op::kNeg);
   if (!neg) return 0;
   const auto hi = last_axis_slice(neg->input(0), x), lo = last_axis_slice(cat->input(1), x);
   if (!hi || !lo || lo->start != 0 || hi->start != lo->end || hi->end != 2 * lo->end ||
@@ -45,7 +45,7 @@ int64_t rotate_half_width(Value* v, const Value* x, std::vector<Node*>& nodes) {
 
 // A Slice of x's last axis from `start` to the end with step 2 (x[..., start::2]).
 bool every_other(const Node* n, const Value* x, int64_t start) {
-  if (!n || n->op_type() != "Slice" || n->num_inputs() != 5 || n->input(0) != x) return false;
+  if (!n || !n->is(Op::kSlice) || n->num_inputs() != 5 || n->input(0) != x) return false;
   const std::optional<Dims> d = static_shape(x);
   const Tensor* st = constant_value(n->input(1));
   const Tensor* en = constant_value(n->input(2));
@@ -63,15 +63,15 @@ bool every_other(const Node* n, const Value* x, int64_t start) {
 // Reshape(Concat(Unsqueeze(Neg(x[.., 1::2]), -1), Unsqueeze(x[.., 0::2], -1)), x's shape):
 // GPT-J's rotate_every_two (torch.stack((-x2, x1), -1).flatten(-2)). Returns x's last dim, or 0.
 int64_t rotate_every_two_width(Value* v, const Value* x, std::vector<Node*>& nodes) {
-  Node* rs = producer_of(v, "Reshape");
-  Node* cat = rs ? producer_of(rs->input(0), "Concat") : nullptr;
+  Node* rs = producer_of(v, Op::kReshape);
+  Node* cat = rs ? producer_of(rs->input(0), Op::kConcat) : nullptr;
   const std::optional<Dims> d = static_shape(x);
   if (!cat || cat->num_inputs() != 2 || !d || static_shape(v) != d || d->back() % 2 != 0) {
     return 0;
   }
-  Node* u0 = producer_of(cat->input(0), "Unsqueeze");
-  Node* u1 = producer_of(cat->input(1), "Unsqueeze");
-  Node* neg = u0 ? producer_of(u0->input(0), "Neg") : nullptr;
+  Node* u0 = producer_of(cat->input(0), Op::kUnsqueeze);
+  Node* u1 = producer_of(cat->input(1), Op::kUnsqueeze);
+  Node* neg = u0 ? producer_of(u0->input(0), Op::kNeg) : nullptr;
   if (!neg || !u1 || !every_other(neg->input(0)->producer(), x, 1) ||
       !every_other(u1->input(0)->producer(), x, 0)) {
     return 0;
@@ -109,7 +109,7 @@ std::optional<Rotary> rotary_of(Value* y) {
   Rotary r;
   Value* rotated = y;
   Value* x = nullptr;
-  if (Node* cat = producer_of(y, "Concat"); cat && cat->num_inputs() == 2) {
+  if (Node* cat = producer_of(y, Op::kConcat); cat && cat->num_inputs() == 2) {
     Node* pass = cat->input(1)->producer();
     std::optional<pattern::SliceRange> rest = pattern::slice_range(pass);
     if (!rest) return std::nullopt;
@@ -125,11 +125,11 @@ std::optional<Rotary> rotary_of(Value* y) {
     r.dims = rest->start;
   }
   // x' * cos + rotate_half(x') * sin, either order, x' = x or x[.., :R].
-  Node* add = producer_of(rotated, "Add");
+  Node* add = producer_of(rotated, Op::kAdd);
   if (!add) return std::nullopt;
   for (int order = 0; order < 2; ++order) {
-    Node* mc = producer_of(add->input(order), "Mul");
-    Node* ms = producer_of(add->input(1 - order), "Mul");
+    Node* mc = producer_of(add->input(order), Op::kMul);
+    Node* ms = producer_of(add->input(1 - order), Op::kMul);
     if (!mc || !ms) continue;
     for (int a = 0; a < 2; ++a) {
       for (int b = 0; b < 2; ++b) {
@@ -168,9 +168,9 @@ std::optional<Rotary> rotary_of(Value* y) {
 }
 
 std::optional<Widening> widening_of(Value* y) {
-  Node* rs = producer_of(y, "Reshape");
-  Node* ex = rs ? producer_of(rs->input(0), "Expand") : nullptr;
-  Node* un = ex ? producer_of(ex->input(0), "Unsqueeze") : nullptr;
+  Node* rs = producer_of(y, Op::kReshape);
+  Node* ex = rs ? producer_of(rs->input(0), Op::kExpand) : nullptr;
+  Node* un = ex ? producer_of(ex->input(0), Op::kUnsqueeze) : nullptr;
   if (!un) return std::nullopt;
   const std::optional<Dims> in = static_shape(un->input(0)), mid = static_shape(ex->output(0)),
                             out = static_shape(rs->output(0));
@@ -211,7 +211,7 @@ std::optional<HeadSplit> split_heads(Value* v, bool key, std::vector<Node*>& nod
   HeadSplit h;
   Value* peeled = nullptr;  // the input of the last rotary or widening taken
   for (;;) {
-    while (Node* t = producer_of(v, "Transpose")) {
+    while (Node* t = producer_of(v, Op::kTranspose)) {
       const std::vector<int64_t> p = t->attr_ints("perm");
       if (perm.empty()) {
         for (int64_t i = 0; i < static_cast<int64_t>(p.size()); ++i) perm.push_back(i);
@@ -234,7 +234,7 @@ std::optional<HeadSplit> split_heads(Value* v, bool key, std::vector<Node*>& nod
       v = peeled = w->x;
       continue;
     }
-    if (Node* cat = h.past || h.rotary ? nullptr : producer_of(v, "Concat")) {
+    if (Node* cat = h.past || h.rotary ? nullptr : producer_of(v, Op::kConcat)) {
       // The KV cache: Concat(past, new) over the sequence axis of [B, G, S, D].
       const std::optional<Dims> past =
           static_shape(cat->num_inputs() == 2 ? cat->input(0) : nullptr);
@@ -260,10 +260,10 @@ std::optional<HeadSplit> split_heads(Value* v, bool key, std::vector<Node*>& nod
   // What was peeled sits on [B, H, S, D], right above the head split's Transpose<0,2,1,3>; or
   // (GPT-J) rotary embeddings alone on [B, S, H, D], right above its Reshape.
   const bool on_split = peeled && h.rotary && !h.rotary->heads_first && h.group == 1 && !h.past &&
-                        producer_of(peeled, "Reshape");
+                        producer_of(peeled, Op::kReshape);
   const bool on_heads = peeled && (!h.rotary || h.rotary->heads_first) &&
                         has_perm(peeled->producer(), {0, 2, 1, 3}) &&
-                        producer_of(peeled->producer()->input(0), "Reshape");
+                        producer_of(peeled->producer()->input(0), Op::kReshape);
   if (peeled && !on_split && !on_heads) {
     why = "rotary embeddings or a K/V widening not right after the head split";
     return std::nullopt;
@@ -272,7 +272,7 @@ std::optional<HeadSplit> split_heads(Value* v, bool key, std::vector<Node*>& nod
       key ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3};
   const std::vector<int64_t> want3 =
       key ? std::vector<int64_t>{1, 2, 0} : std::vector<int64_t>{1, 0, 2};
-  Node* r = producer_of(v, "Reshape");
+  Node* r = producer_of(v, Op::kReshape);
   if (!r || (perm != want4 && perm != want3)) {
     why = "a head split is not Reshape [B, S, H, D] then Transpose";
     return std::nullopt;

@@ -80,8 +80,8 @@ std::optional<Scores> walk_scores(Value* s, std::vector<Node*>& nodes, std::stri
   for (int guard = 0; guard < 8; ++guard) {
     Node* n = s->producer();
     if (!n || !is_default_domain(n->domain())) break;
-    const std::string& op = n->op_type();
-    if (op == "MatMul") {
+    const Op op = n->op();
+    if (op == Op::kMatMul) {
       r.qk = n;
       nodes.push_back(n);
       r.q = n->input(0);
@@ -89,7 +89,7 @@ std::optional<Scores> walk_scores(Value* s, std::vector<Node*>& nodes, std::stri
       // Scale applied to Q and to K before the product (scaled_dot_product_attention).
       // nn.MultiheadAttention divides Q alone.
       for (Value** side : {&r.q, &r.k}) {
-        if (Node* d = producer_of(*side, "Div")) {
+        if (Node* d = producer_of(*side, Op::kDiv)) {
           auto c = scalar_value(d->input(1));
           if (c && *c != 0) {
             r.scale /= *c;
@@ -99,7 +99,7 @@ std::optional<Scores> walk_scores(Value* s, std::vector<Node*>& nodes, std::stri
           }
           continue;
         }
-        Node* m = producer_of(*side, "Mul");
+        Node* m = producer_of(*side, Op::kMul);
         if (!m) continue;
         for (int c = 0; c < 2; ++c) {
           if (auto v = scalar_value(m->input(static_cast<size_t>(c)))) {
@@ -113,12 +113,12 @@ std::optional<Scores> walk_scores(Value* s, std::vector<Node*>& nodes, std::stri
       }
       return r;
     }
-    if (op == "Div") {
+    if (op == Op::kDiv) {
       auto c = scalar_value(n->input(1));
       if (!c || *c == 0) break;
       r.scale /= *c;
       r.scaled = true;
-    } else if (op == "Mul") {
+    } else if (op == Op::kMul) {
       auto c0 = scalar_value(n->input(0)), c1 = scalar_value(n->input(1));
       if (!c0 && !c1) break;
       r.scale *= c1 ? *c1 : *c0;
@@ -126,16 +126,16 @@ std::optional<Scores> walk_scores(Value* s, std::vector<Node*>& nodes, std::stri
       s = c1 ? n->input(0) : n->input(1);
       nodes.push_back(n);
       continue;
-    } else if (op == "Add") {
+    } else if (op == Op::kAdd) {
       if (r.mask) break;
       // The scores side leads to a MatMul; the other operand is the mask.
       auto leads_to_matmul = [](Value* v) {
         for (int i = 0; i < 8 && v && v->producer(); ++i) {
           Node* p = v->producer();
-          if (p->op_type() == "MatMul") return true;
-          if (p->op_type() != "Div" && p->op_type() != "Mul" && p->op_type() != "Where") break;
+          if (p->is(Op::kMatMul)) return true;
+          if (!p->is(Op::kDiv) && !p->is(Op::kMul) && !p->is(Op::kWhere)) break;
           // Follow the operand that is not a constant (Where: either branch).
-          const size_t k = p->op_type() == "Where" ? 1 : 0;
+          const size_t k = p->is(Op::kWhere) ? 1 : 0;
           Value* in = p->input(k);
           if (constant_value(in) || !in->producer()) in = p->input(k + 1);
           v = in;
@@ -153,7 +153,7 @@ std::optional<Scores> walk_scores(Value* s, std::vector<Node*>& nodes, std::stri
       nodes.push_back(n);
       s = n->input(static_cast<size_t>(side));
       continue;
-    } else if (op == "Where") {
+    } else if (op == Op::kWhere) {
       const Tensor* cond = constant_value(n->input(0));
       auto fill1 = scalar_value(n->input(1)), fill2 = scalar_value(n->input(2));
       if (!cond || r.causal) break;
@@ -222,24 +222,28 @@ std::optional<Heads> split_qkv(const Scores& sc, Value* v, int64_t rank, std::ve
 
 MhaNode mha_node(const Scores& sc, const Heads& h, std::vector<Node*>& nodes) {
   MhaNode r;
-  r.attrs = {{"num_heads", attr_int(h.q.heads)},
-             {"scale", attr_float(static_cast<float>(sc.scaled ? sc.scale : 1.0))}};
-  if (sc.causal) r.attrs["causal"] = attr_int(1);
-  r.inputs = {h.q.src, h.k.src, h.v.src, sc.mask};
-  if (h.k.group > 1) r.attrs["kv_num_heads"] = attr_int(h.k.heads);
+  ops::MultiHeadAttention& a = r.node;
+  a.num_heads = h.q.heads;
+  a.scale = static_cast<float>(sc.scaled ? sc.scale : 1.0);
+  a.causal = sc.causal;
+  a.q = h.q.src;
+  a.k = h.k.src;
+  a.v = h.v.src;
+  a.mask = sc.mask;
+  if (h.k.group > 1) a.kv_num_heads = h.k.heads;
   if (h.q.rotary) {
     r.cos = h.q.rotary->cos;
     r.sin = h.q.rotary->sin;
-    if (h.q.rotary->interleaved) r.attrs["rotary_interleaved"] = attr_int(1);
+    a.rotary_interleaved = h.q.rotary->interleaved;
   }
   if (h.k.group > 1) {
     // Packed with grouped K/V: the projections are packed later (QKVProjectionFusionPass).
   } else if (auto packed = packed_source(h.q.src, h.k.src, h.v.src, h.q.heads * h.q.dim)) {
     nodes.insert(nodes.end(), packed->second.begin(), packed->second.end());
-    r.inputs = {packed->first, nullptr, nullptr, sc.mask};
-    r.attrs["qkv_packed"] = attr_int(1);
+    a.q = packed->first;
+    a.k = a.v = nullptr;
+    a.qkv_packed = true;
   }
-  if (!sc.mask && !r.cos.defined()) r.inputs.pop_back();
   return r;
 }
 
@@ -267,7 +271,7 @@ std::optional<std::pair<Node*, Node*>> merge_heads(Value* o, const HeadSplit& q,
   Node* r = t->output(0)->uses()[0].node;
   std::optional<Dims> out = static_shape(r->output(0));
   const bool merged =
-      r->op_type() == "Reshape" && out &&
+      r->is(Op::kReshape) && out &&
       (seq_first ? (*out == Dims{q.seq, q.batch, e} || *out == Dims{q.seq * q.batch, e})
                  : *out == Dims{q.batch, q.seq, e});
   if (!merged) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ops/attention.h"
 #include "pattern/pattern.h"
 
 namespace nnfuse::attn {
@@ -129,9 +130,8 @@ std::string mask_reason(const Value* mask, const HeadSplit& q, const Dims& score
 // mask; the packed form, one tensor and qkv_packed = 1, when Q, K and V are the three parts of
 // one, whose nodes join `nodes`) and its attributes (num_heads, scale, causal).
 struct MhaNode {
-  std::vector<Value*> inputs;
-  std::map<std::string, Attribute> attrs;
-  Tensor cos, sin;  // the rotary tables [S, R], inputs 4 and 5 once made constants
+  ops::MultiHeadAttention node;  // Q, K, V, the mask and the attributes
+  Tensor cos, sin;               // the rotary tables [S, R], inputs 4 and 5 once made constants
 };
 MhaNode mha_node(const Scores& sc, const Heads& h, std::vector<Node*>& nodes);
 

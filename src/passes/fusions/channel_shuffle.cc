@@ -7,7 +7,8 @@
 // shuffle are no longer reordered to plain for the 5-D Transpose.
 #include <algorithm>
 
-#include "kernels/kernel_math.h"
+#include "ops/onnx_ops.h"
+#include "ops/op_math.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 #include "pattern/rewriter.h"
@@ -61,7 +62,7 @@ Rule channel_shuffle() {
             for (int64_t c = 0; c < groups * per; ++c)
               idx.data<int64_t>()[c] = (c % groups) * per + c / groups;
             Value* iv = pattern::add_constant(m.g, m.root()->name() + "_channels", std::move(idx));
-            return m.fuse("Gather", {m["x"], iv}, {{"axis", attr_int(1)}}, "");
+            return m.fuse(ops::Gather{m["x"], iv, 1}.spec());
           }};
 }
 
@@ -89,8 +90,8 @@ Rule sliced_gather() {
             Tensor part(DType::kInt64, {e - s});
             for (int64_t i = s; i < e; ++i) part.data<int64_t>()[i - s] = idx->int_at(i);
             Value* pv = pattern::add_constant(m.g, sn->name() + "_channels", std::move(part));
-            std::string why = m.fuse_nodes({sn}, "Gather", {m["data"], pv}, {sn->output(0)},
-                                           {{"axis", attr_int(r->axis)}}, "");
+            std::string why =
+                m.fuse_nodes({sn}, ops::Gather{m["data"], pv, r->axis}.spec(), {sn->output(0)});
             if (why.empty() && gn->output(0)->uses().empty() && !gn->output(0)->is_graph_output())
               m.g.remove_node(gn);  // the driver then drops its dead values
             return why;

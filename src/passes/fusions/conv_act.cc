@@ -7,8 +7,8 @@
 //                             (the residual a second conv computes, as a ResBlock's projected
 //                             skip connection or a ResNet's downsampling branch: one kernel
 //                             runs both convs, the second's result written into the output
-//                             for the first's sum post-op; kernels/ref/conv_skip.h)
-#include "kernels/ref/conv_skip.h"
+//                             for the first's sum post-op; ops/conv.h)
+#include "ops/conv.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 
@@ -31,11 +31,6 @@ std::string conv_ok(const Node& conv) {
   return "";
 }
 
-std::vector<Value*> conv_inputs(const RuleMatch& m) {
-  Node* c = m.node("conv");
-  return {m["x"], m["w"], c->num_inputs() > 2 ? c->input(2) : nullptr};
-}
-
 Rule conv_add_act() {
   // The conv must feed only the Add, so with two convs the matcher picks the one that does.
   Pat conv = conv_pattern().where(
@@ -50,11 +45,10 @@ Rule conv_add_act() {
           .rewrite = [](const RuleMatch& m) -> std::string {
             const Node* conv = m.node("conv");
             if (std::string why = conv_ok(*conv); !why.empty()) return why;
-            std::map<std::string, Attribute> attrs = conv->attrs();
-            if (std::string why = m.activation(attrs); !why.empty()) return why;
-            std::vector<Value*> ins = conv_inputs(m);
-            ins.push_back(m["res"]);
-            return m.fuse("FusedConv", ins, attrs);
+            ops::FusedConv c = ops::FusedConv::of(*conv);
+            if (std::string why = m.activation(&c.act); !why.empty()) return why;
+            c.sum = m["res"];
+            return m.fuse(c.spec());
           }};
 }
 
@@ -66,9 +60,9 @@ Rule conv_act() {
           .rewrite = [](const RuleMatch& m) -> std::string {
             const Node* conv = m.node("conv");
             if (std::string why = conv_ok(*conv); !why.empty()) return why;
-            std::map<std::string, Attribute> attrs = conv->attrs();
-            if (std::string why = m.activation(attrs); !why.empty()) return why;
-            return m.fuse("FusedConv", conv_inputs(m), attrs);
+            ops::FusedConv c = ops::FusedConv::of(*conv);
+            if (std::string why = m.activation(&c.act); !why.empty()) return why;
+            return m.fuse(c.spec());
           }};
 }
 
@@ -89,10 +83,10 @@ Rule conv_skip_conv() {
           .rewrite = [](const RuleMatch& m) -> std::string {
             const Node* skip = m.node("skip");
             if (std::string why = conv_ok(*skip); !why.empty()) return why;
-            std::map<std::string, Attribute> attrs = m.node("conv")->attrs();
-            ref::add_skip_attrs(*skip, attrs);
-            return m.fuse("FusedConv", {m["x"], m["w"], m["b"], nullptr, m["x2"], m["w2"], m["b2"]},
-                          attrs);
+            ops::FusedConv c = ops::FusedConv::of(*m.node("conv"));
+            c.sum = nullptr;
+            c.skip = ops::FusedConv::Skip{m["x2"], m["w2"], m["b2"], ops::ConvAttrs::of(*skip)};
+            return m.fuse(c.spec());
           }};
 }
 

@@ -9,6 +9,8 @@
 #include <optional>
 #include <utility>
 
+#include "ops/conv_blocks.h"
+#include "ops/onnx_ops.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 #include "pattern/rewriter.h"
@@ -121,7 +123,7 @@ Rule conv_bn() {
             auto [w2, b2] = fold_into_conv(*w, conv_bias(m), *fold_bn(m, w->dim(0)));
             Value* wv = m.add_constant(m["w"]->name() + "_bn", std::move(w2));
             Value* bv = m.add_constant(m.node("bn")->name() + "_bias", std::move(b2));
-            return m.fuse("Conv", {m["x"], wv, bv}, m.node("conv")->attrs(), "");
+            return m.fuse(ops::Conv{m["x"], wv, bv, ops::ConvAttrs::of(*m.node("conv"))}.spec());
           }};
 }
 
@@ -129,8 +131,10 @@ Rule conv_bn() {
 // (a pre-activation block's BN + ReLU is one kernel, not two), and none.
 std::vector<ActivationPattern> bn_epilogues(const pattern::Pat& bn) {
   std::vector<ActivationPattern> pats;
+  using K = ops::ActivationKind;
   for (ActivationPattern& p : activation_patterns(bn)) {
-    if (p.name == "Relu" || p.name == "LeakyRelu" || p.name == "Clip") pats.push_back(p);
+    const auto k = ops::activation_kind(p.name);
+    if (k == K::kRelu || k == K::kLeakyRelu || k == K::kClip) pats.push_back(p);
   }
   pats.push_back({"", bn});
   return pats;
@@ -146,13 +150,13 @@ Rule bn_scale_shift() {
           .guards = {inference_bn, guard::float32({"x"}), bn_channels},
           .rewrite = [](const RuleMatch& m) -> std::string {
             const auto f = fold_bn(m, m.constant("scale")->numel());
-            std::map<std::string, Attribute> attrs;
-            if (std::string why = m.activation(attrs); !why.empty()) return why;
+            ops::ScaleShift ss;
+            if (std::string why = m.activation(&ss.act); !why.empty()) return why;
             const std::string& n = m.node("bn")->name();
-            return m.fuse("ScaleShift",
-                          {m["x"], m.add_constant(n + "_scale", float_vector(f->s)),
-                           m.add_constant(n + "_shift", float_vector(f->t))},
-                          attrs);
+            ss.x = m["x"];
+            ss.scale = m.add_constant(n + "_scale", float_vector(f->s));
+            ss.shift = m.add_constant(n + "_shift", float_vector(f->t));
+            return m.fuse(ss.spec());
           }};
 }
 
@@ -186,9 +190,12 @@ Rule concat_scale_shift() {
           .guards = {guard::read_once("concat"), channel_concat},
           .rewrite = [](const RuleMatch& m) -> std::string {
             const std::vector<Value*>& parts = m.node("concat")->inputs();
-            std::vector<Value*> in = {parts[0], m["s"], m["t"]};
-            in.insert(in.end(), parts.begin() + 1, parts.end());
-            return m.fuse("ScaleShift", in, m.node("ss")->attrs());
+            const ops::ScaleShift ss{parts[0],
+                                     m["s"],
+                                     m["t"],
+                                     {parts.begin() + 1, parts.end()},
+                                     ops::read_activation(*m.node("ss"))};
+            return m.fuse(ss.spec());
           }};
 }
 

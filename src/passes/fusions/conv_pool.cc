@@ -5,9 +5,8 @@
 // and the pool then reads that buffer directly, so the full-size conv output is never
 // reordered back and written out, only the pooled quarter. Elsewhere the pool would read a
 // buffer of the same size as before: no saving, so the match is declined.
-#include "kernels/ref/conv_pool.h"
-
 #include "kernels/winograd_rule.h"
+#include "ops/conv.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 
@@ -49,22 +48,21 @@ Rule conv_pool() {
   Pat conv = any_of({op_in(kFusedDomain, "FusedConv", {any("x"), constant("w")}, false),
                      op("Conv", {any("x"), constant("w")}, false)})
                  .named("conv");
-  return {.name = "ConvMaxPoolFusionPass",
-          .description =
-              "Fuses a MaxPool into the Conv before it where the pool can read the "
-              "conv's own buffer",
-          .ops = {"Conv", "MaxPool"},
-          .patterns = {{"", op("MaxPool", {conv}, true).named("pool")}},
-          .rewrite = [](const RuleMatch& m) -> std::string {
-            const Node* c = m.root()->input(0)->producer();
-            const Node* p = m.root();
-            if (c->input(0)->dtype() != DType::kFloat32) return "the Conv is not float32";
-            if (p->num_outputs() > 1 && p->output(1)) return "the MaxPool's Indices output is used";
-            if (std::string why = pool_pays(*c); !why.empty()) return why;
-            std::map<std::string, Attribute> attrs = c->attrs();
-            for (const auto& [name, value] : p->attrs()) attrs[ref::kPoolAttrPrefix + name] = value;
-            return m.fuse("FusedConvPool", c->inputs(), attrs);
-          }};
+  return {
+      .name = "ConvMaxPoolFusionPass",
+      .description =
+          "Fuses a MaxPool into the Conv before it where the pool can read the "
+          "conv's own buffer",
+      .ops = {"Conv", "MaxPool"},
+      .patterns = {{"", op("MaxPool", {conv}, true).named("pool")}},
+      .rewrite = [](const RuleMatch& m) -> std::string {
+        const Node* c = m.root()->input(0)->producer();
+        const Node* p = m.root();
+        if (c->input(0)->dtype() != DType::kFloat32) return "the Conv is not float32";
+        if (p->num_outputs() > 1 && p->output(1)) return "the MaxPool's Indices output is used";
+        if (std::string why = pool_pays(*c); !why.empty()) return why;
+        return m.fuse(ops::FusedConvPool{ops::FusedConv::of(*c), ops::PoolAttrs::of(*p)}.spec());
+      }};
 }
 
 }  // namespace

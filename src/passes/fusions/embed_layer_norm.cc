@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 
+#include "ops/norm.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/norm_util.h"
 #include "passes/fusions/rule.h"
@@ -127,24 +128,22 @@ Rule embed_layer_norm() {
   Pat leaf = any_of({op("Gather", {any("table"), any("ids")}).named("gather"), constant("addend")});
   Pat sum = tree("sum", "Add", leaf);
   Width e = [](const RuleMatch& m) { return embedding(m).e; };
-  return {
-      .name = "EmbedLayerNormFusionPass",
-      .description =
-          "Fuses embedding lookups (Gathers), their sum and the LayerNorm after them "
-          "into one kernel",
-      .ops = {"Gather", "Add", "LayerNormalization"},
-      .patterns = {{"", norm::layer_norm_of(sum)}},
-      .guards = {guard::float32({"ln"}), [](const RuleMatch& m) { return embedding(m).why; },
-                 guard::per_feature({"gamma", "beta"}, e, "", true)},
-      .rewrite = [](const RuleMatch& m) -> std::string {
-        const Embedding emb = embedding(m);
-        std::vector<Value*> ins = {m.feature("gamma", emb.e), m.feature("beta", emb.e), emb.addend};
-        ins.insert(ins.end(), emb.pairs.begin(), emb.pairs.end());
-        return m.fuse("EmbedLayerNorm", ins, norm::epsilon_of(*m.node("ln")), kFusedDomain,
-                      m.outputs({"ln"}, {"sum"}));
-      },
-      // No lookup: not an embedding block.
-      .applies = some_leaf("sum", "gather")};
+  return {.name = "EmbedLayerNormFusionPass",
+          .description =
+              "Fuses embedding lookups (Gathers), their sum and the LayerNorm after them "
+              "into one kernel",
+          .ops = {"Gather", "Add", "LayerNormalization"},
+          .patterns = {{"", norm::layer_norm_of(sum)}},
+          .guards = {guard::float32({"ln"}), [](const RuleMatch& m) { return embedding(m).why; },
+                     guard::per_feature({"gamma", "beta"}, e, "", true)},
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            const Embedding emb = embedding(m);
+            const ops::EmbedLayerNorm e{m.feature("gamma", emb.e), m.feature("beta", emb.e),
+                                        emb.addend, emb.pairs, norm::epsilon_of(*m.node("ln"))};
+            return m.fuse(e.spec(), m.outputs({"ln"}, {"sum"}));
+          },
+          // No lookup: not an embedding block.
+          .applies = some_leaf("sum", "gather")};
 }
 
 }  // namespace

@@ -14,11 +14,11 @@
 // fast or faster than the fused one; where the expansion reads many channels, its product
 // dominates and oneDNN's GEMM is the faster. The match is then declined with that reason, so
 // fusion_result.json names the decision for every block.
-#include "kernels/ref/expand_depthwise.h"
 
 #include <cstdlib>
 
 #include "cost/cost.h"
+#include "ops/conv_blocks.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 
@@ -61,7 +61,7 @@ bool expansion_then_depthwise(const pattern::Match& m) {
 // "" when the expansion is an ungrouped, undilated convolution with explicit pads (a 1x1
 // expansion, a stem), else why not.
 std::string expansion_reason(const Node& ex) {
-  if (std::string why = ref::expansion_attrs_reason(ex); !why.empty()) return why;
+  if (std::string why = ops::expand_depthwise::expansion_attrs_reason(ex); !why.empty()) return why;
   return conv_part_reason(ex, "the expansion");
 }
 
@@ -90,14 +90,6 @@ std::string expansion_pays(const Value& expanded, int64_t inputs) {
 // What the expansion multiplies per output pixel: its input channels times its kernel's taps.
 int64_t inputs_per_pixel(const Tensor& w1) { return w1.dim(1) * w1.dim(2) * w1.dim(3); }
 
-// Both convolutions' attributes, each with its part's prefix.
-std::map<std::string, Attribute> part_attrs(const Node& ex, const Node& dw) {
-  std::map<std::string, Attribute> attrs;
-  for (const auto& [name, value] : ex.attrs()) attrs[ref::kExpandAttrPrefix + name] = value;
-  for (const auto& [name, value] : dw.attrs()) attrs[ref::kDepthwiseAttrPrefix + name] = value;
-  return attrs;
-}
-
 Rule expand_depthwise() {
   using namespace pattern;
   auto conv = [](Pat in, const std::string& w, const std::string& name) {
@@ -116,14 +108,16 @@ Rule expand_depthwise() {
             const Node* dw = m.node("depthwise");
             for (std::string why :
                  {expansion_reason(*ex), conv_part_reason(*dw, "the depthwise convolution"),
-                  ref::fast_depthwise_reason(*dw, pattern::constant_value(m["w2"])->shape()),
+                  ops::expand_depthwise::fast_depthwise_reason(
+                      *dw, pattern::constant_value(m["w2"])->shape()),
                   expansion_pays(*ex->output(0),
                                  inputs_per_pixel(*pattern::constant_value(m["w1"])))}) {
               if (!why.empty()) return why;
             }
-            auto bias = [](const Node* c) { return c->num_inputs() > 2 ? c->input(2) : nullptr; };
-            return m.fuse("ExpandDepthwise", {m["x"], m["w1"], bias(ex), m["w2"], bias(dw)},
-                          part_attrs(*ex, *dw));
+            return m.fuse(ops::ExpandDepthwise{m["x"], m["w1"], optional_input(ex, 2), m["w2"],
+                                               optional_input(dw, 2), ops::ConvPart::of(*ex),
+                                               ops::ConvPart::of(*dw)}
+                              .spec());
           },
           .applies = expansion_then_depthwise};
 }

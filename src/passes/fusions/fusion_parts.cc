@@ -11,8 +11,7 @@ std::optional<EqualParts> equal_parts(const std::vector<Value*>& parts) {
   const auto k = static_cast<int64_t>(parts.size());
   if (!d || d->empty() || d->back() % k != 0) return std::nullopt;
   const int64_t w = d->back() / k, last = static_cast<int64_t>(d->size()) - 1;
-  if (first->op_type() == "Split" && is_default_domain(first->domain()) &&
-      first->num_outputs() == parts.size()) {
+  if (first->is(Op::kSplit) && first->num_outputs() == parts.size()) {
     const int64_t axis = first->attr_int("axis", 0);
     if (axis != -1 && axis != last) return std::nullopt;
     for (size_t i = 0; i < parts.size(); ++i) {

@@ -4,6 +4,9 @@
 #include <map>
 #include <set>
 
+#include "ir/error.h"
+#include "ops/def.h"
+
 namespace nnfuse {
 
 namespace {
@@ -20,7 +23,7 @@ struct Made {
 std::map<std::string, OriginalCost> original_costs(const Graph& g, const cost::Machine& machine) {
   std::map<std::string, OriginalCost> r;
   for (const Node* n : g.nodes()) {
-    if (n->op_type() == "Constant") continue;
+    if (n->is(Op::kConstant)) continue;
     const int64_t f = std::max<int64_t>(cost::flops(*n), 0), b = cost::bytes_moved(*n);
     r[n->name()] = {f, b, cost::roofline_seconds(f, b, machine)};
   }
@@ -30,6 +33,16 @@ std::map<std::string, OriginalCost> original_costs(const Graph& g, const cost::M
 void settle_fusion_records(const Graph& g, FusionReport& report,
                            const std::map<std::string, OriginalCost>& originals,
                            const cost::Machine& machine) {
+  // Every node a rule made agrees with its op's definition: its inputs, attributes and the
+  // types and shapes the definition's rule gives.
+  for (const Node* n : g.nodes()) {
+    const ops::OpDef* def = ops::def_of(*n);
+    if (!def) continue;
+    if (std::string why = ops::check_node(*n, *def); !why.empty()) {
+      fail(ErrorKind::kInternal, n->describe(), " (by ", n->fused_by(),
+           ") does not agree with the definition of ", n->op_type(), ": ", why);
+    }
+  }
   std::map<std::string, const Node*> owner;  // original node -> the graph node holding it
   std::set<std::string> names;
   for (const Node* n : g.nodes()) {

@@ -9,21 +9,28 @@
 
 #include "cost/cost.h"
 #include "ir/error.h"
-#include "kernels/ref/conv_skip.h"
+#include "ops/conv.h"
 #include "pattern/rewriter.h"
 
 namespace nnfuse {
 
 using pattern::Pat;
 
-bool is_layer_norm(const Node& n) {
-  return n.op_type() == "LayerNormalization" &&
-         (is_default_domain(n.domain()) || n.domain() == kFusedDomain);
+Node* add_spec_node(Graph& g, const ops::NodeSpec& spec, const std::string& name,
+                    const std::vector<Value*>& outputs, const std::vector<std::string>& from,
+                    const std::string& pass) {
+  std::vector<Value*> inputs = spec.inputs;
+  while (!inputs.empty() && !inputs.back()) inputs.pop_back();
+  Node* n =
+      g.add_node(std::string(op_name(spec.op)), name, inputs, outputs, ops::spec_domain(spec));
+  for (const auto& [k, a] : spec.attrs) n->set_attr(k, a);
+  n->set_provenance(from, pass);
+  return n;
 }
 
 std::string conv_part_reason(const Node& conv, const std::string& who) {
-  if (conv.op_type() == "FusedConv" &&
-      ((conv.num_inputs() > 3 && conv.input(3)) || ref::has_skip_conv(conv))) {
+  if (conv.is(Op::kFusedConv) &&
+      ((conv.num_inputs() > 3 && conv.input(3)) || ops::fused_conv::has_skip_conv(conv))) {
     return who + " adds a residual";
   }
   if (conv.num_inputs() > 2 && conv.input(2) && !pattern::constant_value(conv.input(2))) {
@@ -45,10 +52,10 @@ std::vector<std::string> original_names(const std::vector<Node*>& nodes) {
 }
 
 std::string apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
-                         const std::vector<Node*>& nodes, const std::string& op_type,
-                         const std::string& domain, const std::vector<Value*>& inputs,
-                         const std::vector<Value*>& outputs,
-                         std::map<std::string, Attribute> attrs) {
+                         const std::vector<Node*>& nodes, const ops::NodeSpec& spec,
+                         const std::vector<Value*>& outputs) {
+  std::vector<Value*> inputs = spec.inputs;
+  while (!inputs.empty() && !inputs.back()) inputs.pop_back();
   std::vector<std::string> names = original_names(nodes);
   std::string why = pattern::check_replaceable(g, nodes, outputs);
   if (!why.empty()) return why;
@@ -59,7 +66,8 @@ std::string apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
   for (const Node* n : nodes) {
     if (!n->fused_by().empty()) absorbed.push_back(n->name());
   }
-  Node* fused = pattern::replace_with(g, nodes, op_type, domain, inputs, outputs, attrs, pass);
+  Node* fused = pattern::replace_with(g, nodes, std::string(op_name(spec.op)),
+                                      ops::spec_domain(spec), inputs, outputs, spec.attrs, pass);
   fused->set_provenance(names, pass);
   ctx.applied(pass);
   FusionBenefit b{fused->name(),
@@ -184,62 +192,76 @@ Pat hard_swish_written_out(const Pat& x) {
 
 std::vector<ActivationPattern> activation_patterns(const Pat& x) {
   using namespace pattern;
+  using K = ops::ActivationKind;
+  auto named = [](K k, Pat p) { return ActivationPattern{ops::activation_name(k), std::move(p)}; };
   return {
-      {"Relu", relu(x)},
-      {"Clip", op("Clip", {x, constant("clip_min"), constant("clip_max")})},
-      {"LeakyRelu", op("LeakyRelu", {x}).named("act")},
-      {"Tanh", tanh(x)},
-      {"SiLU", x * sigmoid(x)},
-      {"Swish", swish_pattern(x)},
-      {"Sigmoid", sigmoid(x)},
-      {"HardSwish", op("HardSwish", {x})},
-      {"HardSwish", x * op("HardSigmoid", {x}).named("act")},
-      {"HardSwish", hard_swish_written_out(x)},
-      {"HardSigmoid", op("HardSigmoid", {x}).named("act")},
-      {"Gelu", gelu_erf_pattern(x)},
-      {"GeluTanh", gelu_tanh_pattern(x)},
+      named(K::kRelu, relu(x)),
+      named(K::kClip, op("Clip", {x, constant("clip_min"), constant("clip_max")})),
+      named(K::kLeakyRelu, op("LeakyRelu", {x}).named("act")),
+      named(K::kTanh, tanh(x)),
+      named(K::kSiLU, x * sigmoid(x)),
+      named(K::kSwish, swish_pattern(x)),
+      named(K::kSigmoid, sigmoid(x)),
+      named(K::kHardSwish, op("HardSwish", {x})),
+      named(K::kHardSwish, x * op("HardSigmoid", {x}).named("act")),
+      named(K::kHardSwish, hard_swish_written_out(x)),
+      named(K::kHardSigmoid, op("HardSigmoid", {x}).named("act")),
+      named(K::kGelu, gelu_erf_pattern(x)),
+      named(K::kGeluTanh, gelu_tanh_pattern(x)),
   };
 }
 
-std::optional<Activation> activation_from_match(const std::string& name, const pattern::Match& m,
-                                                std::string* why) {
-  Activation a{name, 0, 0};
-  if (name == "Clip") {
-    const Tensor* lo = pattern::constant_value(m.value("clip_min"));
-    const Tensor* hi = pattern::constant_value(m.value("clip_max"));
-    if (!lo || !hi || lo->numel() != 1 || hi->numel() != 1 || lo->dtype() != DType::kFloat32 ||
-        hi->dtype() != DType::kFloat32) {
-      *why = "Clip bounds are not float32 scalar constants";
-      return std::nullopt;
+std::optional<ops::Activation> activation_from_match(const std::string& variant,
+                                                     const pattern::Match& m, std::string* why) {
+  using K = ops::ActivationKind;
+  const std::optional<K> kind = ops::activation_kind(variant);
+  if (!kind) {
+    *why = "no epilogue activation is named '" + variant + "'";
+    return std::nullopt;
+  }
+  ops::Activation a{*kind, 0, 0};
+  switch (*kind) {
+    case K::kClip: {
+      const Tensor* lo = pattern::constant_value(m.value("clip_min"));
+      const Tensor* hi = pattern::constant_value(m.value("clip_max"));
+      if (!lo || !hi || lo->numel() != 1 || hi->numel() != 1 || lo->dtype() != DType::kFloat32 ||
+          hi->dtype() != DType::kFloat32) {
+        *why = "Clip bounds are not float32 scalar constants";
+        return std::nullopt;
+      }
+      a.alpha = lo->data<float>()[0];
+      a.beta = hi->data<float>()[0];
+      break;
     }
-    a.alpha = lo->data<float>()[0];
-    a.beta = hi->data<float>()[0];
-  } else if (name == "Swish") {
-    const Tensor* t = pattern::constant_value(m.value("swish_alpha"));
-    if (!t || t->numel() != 1 || t->dtype() != DType::kFloat32) {
-      *why = "the Swish alpha (x * sigmoid(alpha * x)) is not a float32 scalar constant";
-      return std::nullopt;
+    case K::kSwish: {
+      const Tensor* t = pattern::constant_value(m.value("swish_alpha"));
+      if (!t || t->numel() != 1 || t->dtype() != DType::kFloat32) {
+        *why = "the Swish alpha (x * sigmoid(alpha * x)) is not a float32 scalar constant";
+        return std::nullopt;
+      }
+      a.alpha = t->data<float>()[0];
+      if (a.alpha == 1.0f) a = ops::Activation{K::kSiLU, 0, 0};
+      break;
     }
-    a.alpha = t->data<float>()[0];
-    if (a.alpha == 1.0f) a = Activation{"SiLU", 0, 0};
-  } else if (name == "LeakyRelu") {
-    a.alpha = m.node("act")->attr_float("alpha", 0.01f);
-  } else if (name == "HardSigmoid" || name == "HardSwish") {
-    Node* hs = m.node("act");
-    a.alpha = hs ? hs->attr_float("alpha", 0.2f) : 1.0f / 6.0f;
-    a.beta = hs ? hs->attr_float("beta", 0.5f) : 0.5f;
-    if (name == "HardSwish" && hs && (std::abs(a.alpha - 1.0f / 6.0f) > 1e-6f || a.beta != 0.5f)) {
-      *why = "x * HardSigmoid(x) with alpha/beta other than 1/6 and 0.5 is not HardSwish";
-      return std::nullopt;
+    case K::kLeakyRelu:
+      a.alpha = m.node("act")->attr_float("alpha", 0.01f);
+      break;
+    case K::kHardSigmoid:
+    case K::kHardSwish: {
+      Node* hs = m.node("act");
+      a.alpha = hs ? hs->attr_float("alpha", 0.2f) : 1.0f / 6.0f;
+      a.beta = hs ? hs->attr_float("beta", 0.5f) : 0.5f;
+      if (*kind == K::kHardSwish && hs &&
+          (std::abs(a.alpha - 1.0f / 6.0f) > 1e-6f || a.beta != 0.5f)) {
+        *why = "x * HardSigmoid(x) with alpha/beta other than 1/6 and 0.5 is not HardSwish";
+        return std::nullopt;
+      }
+      break;
     }
+    default:
+      break;
   }
   return a;
-}
-
-void set_activation_attrs(std::map<std::string, Attribute>& attrs, const Activation& a) {
-  attrs["activation"] = attr_string(a.name);
-  attrs["activation_alpha"] = attr_float(a.alpha);
-  attrs["activation_beta"] = attr_float(a.beta);
 }
 
 }  // namespace nnfuse
@@ -354,8 +376,8 @@ void rewrite_each(Graph& g, PassContext& ctx, const std::string& pass,
 
 // The chain of `ops` starting at `first`, each node a consumer of the previous one's output;
 // empty when there is none.
-std::vector<Node*> chain_from(Node* first, const std::vector<std::string>& ops) {
-  if (first->op_type() != ops[0] || !is_default_domain(first->domain())) return {};
+std::vector<Node*> chain_from(Node* first, const std::vector<Op>& ops) {
+  if (ops.empty() || ops[0] == Op::kUnknown || !first->is(ops[0])) return {};
   std::vector<Node*> chain{first};
   for (size_t i = 1; i < ops.size(); ++i) {
     const Node* cur = chain.back();
@@ -363,8 +385,7 @@ std::vector<Node*> chain_from(Node* first, const std::vector<std::string>& ops) 
     for (const Value* v : cur->outputs()) {
       if (!v) continue;
       for (const Use& u : v->uses()) {
-        if (u.node->op_type() == ops[i] && is_default_domain(u.node->domain()) &&
-            std::find(chain.begin(), chain.end(), u.node) == chain.end()) {
+        if (u.node->is(ops[i]) && std::find(chain.begin(), chain.end(), u.node) == chain.end()) {
           next = u.node;
           break;
         }
@@ -375,6 +396,12 @@ std::vector<Node*> chain_from(Node* first, const std::vector<std::string>& ops) 
     chain.push_back(next);
   }
   return chain;
+}
+
+std::vector<Op> onnx_ops_named(const std::vector<std::string>& names) {
+  std::vector<Op> r;
+  for (const std::string& n : names) r.push_back(op_of("", n));
+  return r;
 }
 
 // Why the chain's inner values cannot stay inside one kernel ("" when they can).

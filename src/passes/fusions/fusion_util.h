@@ -10,23 +10,25 @@
 
 #include "ir/builder.h"
 #include "ir/graph.h"
+#include "ops/activation.h"
 #include "passes/pass.h"
 #include "pattern/pattern.h"
 
 namespace nnfuse {
 
-// Replaces `nodes` by one node when the guards allow it and records the fused node's benefit
-// (intermediates no longer written and read back, kernels saved); returns "" then, or the
-// guard's reason. The new node's provenance lists the original nodes, including those an
-// earlier fusion had already absorbed.
+// Replaces `nodes` by one node (`spec`, a typed builder's; trailing null inputs dropped) when the
+// guards allow it and records the fused node's benefit (intermediates no longer written and read
+// back, kernels saved); returns "" then, or the guard's reason. The new node's provenance lists the
+// original nodes, including those an earlier fusion had already absorbed.
 std::string apply_fusion(Graph& g, PassContext& ctx, const std::string& pass,
-                         const std::vector<Node*>& nodes, const std::string& op_type,
-                         const std::string& domain, const std::vector<Value*>& inputs,
-                         const std::vector<Value*>& outputs,
-                         std::map<std::string, Attribute> attrs);
+                         const std::vector<Node*>& nodes, const ops::NodeSpec& spec,
+                         const std::vector<Value*>& outputs);
 
-// A LayerNormalization node: the ONNX op (opset 17+) or nnfuse's (kFusedDomain, earlier opsets).
-bool is_layer_norm(const Node& n);
+// Adds a node (a typed builder's spec; trailing null inputs dropped) named `name` writing
+// `outputs`, with the provenance `from` by `pass`.
+Node* add_spec_node(Graph& g, const ops::NodeSpec& spec, const std::string& name,
+                    const std::vector<Value*>& outputs, const std::vector<std::string>& from,
+                    const std::string& pass);
 
 // "" when `conv` (a Conv or FusedConv about to become part of a larger fused node) adds no
 // residual (FusedConv's Sum or skip convolution) and its bias, if any, is a constant; else why
@@ -36,14 +38,9 @@ std::string conv_part_reason(const Node& conv, const std::string& who);
 // Original node names behind `nodes` (expanding fused nodes' provenance).
 std::vector<std::string> original_names(const std::vector<Node*>& nodes);
 
-// An activation a fused kernel applies as its epilogue.
-struct Activation {
-  std::string name;  // as FusedConv's `activation` attribute: Relu, Clip, SiLU, Gelu, ...
-  float alpha = 0, beta = 0;
-};
-
-// Patterns of every supported activation applied to `x`; each entry's `match` has its root at
-// the activation's last node. Callers try them in order.
+// Patterns of every supported activation applied to `x`, each named as the activation is
+// (ops::activation_name: the variant a rule's rewrite reads it from); each entry's `match` has
+// its root at the activation's last node. Callers try them in order.
 struct ActivationPattern {
   std::string name;
   pattern::Pat match;
@@ -64,12 +61,10 @@ pattern::Pat gelu_tanh_pattern(const pattern::Pat& x);
 // a separate pattern).
 pattern::Pat swish_pattern(const pattern::Pat& x);
 // Reads the activation's parameters (alpha, Clip bounds, Swish's alpha: a Swish of alpha 1 is
-// named SiLU) from a match of its pattern (name "": no activation);
+// SiLU) from a match of the pattern of the variant `variant` (an activation's name; "": none);
 // nullopt with `why` set when a parameter is not a usable constant.
-std::optional<Activation> activation_from_match(const std::string& name, const pattern::Match& m,
-                                                std::string* why);
-// Sets activation, activation_alpha and activation_beta on a fused node's attributes.
-void set_activation_attrs(std::map<std::string, Attribute>& attrs, const Activation& a);
+std::optional<ops::Activation> activation_from_match(const std::string& variant,
+                                                     const pattern::Match& m, std::string* why);
 
 // Float32 matrices with the same number of rows side by side: [R, C1 + C2 + ...] (the packed
 // weights of a horizontal fusion).
@@ -96,9 +91,12 @@ void rewrite_each(Graph& g, PassContext& ctx, const std::string& pass,
                   const std::function<std::vector<Node*>(Node*)>& select,
                   const std::function<std::string(const std::vector<Node*>&)>& rewrite);
 
-// The chain of `ops` (default domain) starting at `first`, each node a consumer of the
-// previous one's output; empty when there is none.
-std::vector<Node*> chain_from(Node* first, const std::vector<std::string>& ops);
+// The chain of `ops` starting at `first`, each node a consumer of the previous one's output;
+// empty when there is none (or an op is unknown).
+std::vector<Node*> chain_from(Node* first, const std::vector<Op>& ops);
+// The ops of ONNX's default domain that `names` name (Op::kUnknown for a name nnfuse does not
+// know).
+std::vector<Op> onnx_ops_named(const std::vector<std::string>& names);
 // Why the chain's inner values cannot stay inside one kernel ("" when they can): one is a graph
 // output or is used outside the chain.
 std::string chain_escape(const std::vector<Node*>& chain);

@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "ir/builder.h"
+#include "ops/dense.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 
@@ -68,24 +69,16 @@ std::string gated_pair(const RuleMatch& m) {
   return "";
 }
 
-// The gate's activation as the fused node's attributes.
-std::map<std::string, Attribute> gate_activation(const RuleMatch& m) {
-  std::map<std::string, Attribute> attrs;
+// The gate's activation: its dense layer's epilogue, or its own node's (a Swish of alpha 1 is a
+// SiLU).
+ops::Activation gate_activation(const RuleMatch& m) {
+  using K = ops::ActivationKind;
   const Node* act = m.node("act");
-  if (!act) {
-    for (const char* k : {"activation", "activation_alpha", "activation_beta"}) {
-      if (const Attribute* a = m.node(kFactor[gate_of(m)].p)->find_attr(k)) attrs[k] = *a;
-    }
-  } else if (act->op_type() == "Sigmoid") {
-    attrs["activation"] = attr_string("Sigmoid");
-  } else if (act->op_type() == "Gelu") {
-    const bool tanh = act->attr_string("approximate", "none") == "tanh";
-    attrs["activation"] = attr_string(tanh ? "GeluTanh" : "Gelu");
-  } else {
-    const float alpha = act->attr_float("alpha", 1.0f);
-    set_activation_attrs(attrs, {alpha == 1.0f ? "SiLU" : "Swish", alpha, 0.0f});
-  }
-  return attrs;
+  if (!act) return ops::read_activation(*m.node(kFactor[gate_of(m)].p));
+  if (act->is(Op::kSigmoid)) return ops::Activation::of(K::kSigmoid);
+  ops::Activation a = ops::standalone_activation(*act);
+  if (a.kind == K::kSwish && a.alpha == 1.0f) a = {K::kSiLU, 1.0f, 0.0f};
+  return a;
 }
 
 Rule gated_ffn() {
@@ -110,7 +103,9 @@ Rule gated_ffn() {
         Value* b = m["b0"] || m["b1"]
                        ? m.add_constant(stem + "_b", concat_columns({&bg, &bu}).reshaped({2 * n}))
                        : nullptr;
-        return m.fuse("FusedGatedMatMul", {m["x"], w, b}, gate_activation(m));
+        ops::FusedGatedMatMul gated{m["x"], w, b};
+        gated.act = gate_activation(m);
+        return m.fuse(gated.spec());
       }};
 }
 
@@ -134,9 +129,7 @@ std::optional<Halves> halves_of(Value* a, Value* c) {
 // constant bias of its width (or none); else nullptr.
 Node* dense_of(Value* v) {
   Node* p = v->producer();
-  const bool dense =
-      p && ((p->op_type() == "MatMul" && is_default_domain(p->domain())) ||
-            (p->op_type() == "FusedMatMul" && p->domain() == kFusedDomain && !has_activation(p)));
+  const bool dense = p && (p->is(Op::kMatMul) || (p->is(Op::kFusedMatMul) && !has_activation(p)));
   const Tensor* w = dense && p->num_inputs() > 1 ? pattern::constant_value(p->input(1)) : nullptr;
   if (!w || w->rank() != 2 || w->dtype() != DType::kFloat32) return nullptr;
   if (p->num_inputs() > 2 && p->input(2)) {
@@ -179,7 +172,8 @@ Rule gated_ffn_chunk() {
             const Tensor* w = pattern::constant_value(p->input(1));
             const Tensor* b =
                 p->num_inputs() > 2 && p->input(2) ? pattern::constant_value(p->input(2)) : nullptr;
-            const std::map<std::string, Attribute> attrs = gate_activation(m);
+            ops::FusedGatedMatMul gated{p->input(0), nullptr, nullptr};
+            gated.act = gate_activation(m);
             const std::string stem = p->name() + "_gated";
             Value* wv = h->gate_second ? m.add_constant(stem + "_w", swap_halves(*w)) : p->input(1);
             Value* bv = b && h->gate_second ? m.add_constant(stem + "_b", swap_halves(*b))
@@ -187,8 +181,9 @@ Rule gated_ffn_chunk() {
                                             : nullptr;
             std::vector<Node*> nodes = {m.root(), m.node("act"), p};
             nodes.insert(nodes.end(), h->nodes.begin(), h->nodes.end());
-            return m.fuse_nodes(nodes, "FusedGatedMatMul", {p->input(0), wv, bv},
-                                {m.root()->output(0)}, attrs);
+            gated.w = wv;
+            gated.bias = bv;
+            return m.fuse_nodes(nodes, gated.spec(), {m.root()->output(0)});
           }};
 }
 

@@ -53,29 +53,27 @@ std::string float_type_reason(const RuleMatch& m) {
 
 Rule gelu() {
   using namespace pattern;
+  using K = ops::ActivationKind;
   Pat x = any("x");
   return {.name = "GeluFusionPass",
           .description =
               "Fuses GELU (erf and tanh forms) and x * sigmoid(alpha * x) into one "
               "Gelu or Swish node",
           .ops = {"Div", "Erf", "Add", "Mul", "Mul"},
-          .patterns = {{"Gelu", gelu_erf_pattern(x)},
-                       {"GeluTanh", gelu_tanh_pattern(x)},
-                       {"SiLU", x * sigmoid(x)},
-                       {"Swish", swish_pattern(x)}},
+          .patterns = {{ops::activation_name(K::kGelu), gelu_erf_pattern(x)},
+                       {ops::activation_name(K::kGeluTanh), gelu_tanh_pattern(x)},
+                       {ops::activation_name(K::kSiLU), x * sigmoid(x)},
+                       {ops::activation_name(K::kSwish), swish_pattern(x)}},
           .guards = {float_type_reason, keeps_shape},
           .rewrite = [](const RuleMatch& m) -> std::string {
             Value* in = m["x"];
             std::string why;
             const auto a = activation_from_match(m.variant, m.match, &why);
             if (!a) return why;
-            std::map<std::string, Attribute> attrs;
-            if (a->name == "Gelu" || a->name == "GeluTanh") {
-              attrs["approximate"] = attr_string(a->name == "Gelu" ? "none" : "tanh");
-              return m.fuse("Gelu", {in}, attrs);
+            if (a->kind == K::kGelu || a->kind == K::kGeluTanh) {
+              return m.fuse(ops::GeluBuilder{in, a->kind == K::kGeluTanh}.spec());
             }
-            attrs["alpha"] = attr_float(a->name == "SiLU" ? 1.0f : a->alpha);
-            return m.fuse("Swish", {in}, attrs);
+            return m.fuse(ops::SwishBuilder{in, a->kind == K::kSiLU ? 1.0f : a->alpha}.spec());
           }};
 }
 

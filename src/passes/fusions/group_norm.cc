@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "ops/norm.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 
@@ -102,7 +103,7 @@ pattern::Pat group_norm_input() {
 
 // The addend's inputs T, TW ([K, C]) and TB of GroupNorm, or why they do not fit x (none
 // without an addend).
-std::string addend_inputs(const RuleMatch& m, const Dims& x, std::vector<Value*>& in) {
+std::string addend_inputs(const RuleMatch& m, const Dims& x, ops::GroupNorm& gn) {
   if (!m.node("tadd")) return "";
   const Dims v = m.node("tadd")->output(0)->shape().static_dims();
   Value* t = m.node("tsilu") ? m["ts"] : m["t"];
@@ -114,7 +115,7 @@ std::string addend_inputs(const RuleMatch& m, const Dims& x, std::vector<Value*>
   if ((rows != 1 && rows != x[0]) || checked_numel(td) % rows != 0) {
     return "the addend " + dims_str(td) + " has not 1 or N rows";
   }
-  in.push_back(t);
+  gn.t = t;
   const Node* gemm = m.node("gemm");
   if (!gemm) return checked_numel(td) == rows * c ? "" : "the addend is not one value a channel";
   const Tensor* w = m.constant("tw");
@@ -136,8 +137,8 @@ std::string addend_inputs(const RuleMatch& m, const Dims& x, std::vector<Value*>
       kc.data<float>()[p * c + j] = w->data<float>()[trans ? j * k + p : p * c + j];
     }
   }
-  in.push_back(m.add_constant(gemm->name() + "_kc", std::move(kc)));
-  if (b) in.push_back(m.add_constant(gemm->name() + "_bias", b->reshaped({c})));
+  gn.tw = m.add_constant(gemm->name() + "_kc", std::move(kc));
+  if (b) gn.tb = m.add_constant(gemm->name() + "_bias", b->reshaped({c}));
   return "";
 }
 
@@ -147,7 +148,7 @@ std::string addend_inputs(const RuleMatch& m, const Dims& x, std::vector<Value*>
 std::string group_affine(const RuleMatch& m, int64_t g, std::optional<std::vector<double>>& s,
                          std::optional<std::vector<double>>& b) {
   const Node& n = *m.node("in");
-  if (n.op_type() == "InstanceNormalization") {
+  if (n.is(Op::kInstanceNormalization)) {
     s = channel_values(m.constant("s"), {1, g});
     b = channel_values(m.constant("b"), {1, g});
     if (!s || !b || m.constant("s")->numel() != g || m.constant("b")->numel() != g) {
@@ -222,17 +223,17 @@ Rule group_norm() {
               scale[j] = (*s)[k] * gamma[j];
               shift[j] = (*b)[k] * gamma[j] + beta[j];
             }
-            std::vector<Value*> in = {m["x"], nullptr, nullptr};
-            if (std::string why = addend_inputs(m, x, in); !why.empty()) return why;
-            std::map<std::string, Attribute> attrs = {
-                {"num_groups", attr_int(g)},
-                {"epsilon", attr_float(m.node("in")->attr_float("epsilon", 1e-5f))}};
-            if (m.node("tsilu")) attrs["t_activation"] = attr_string("SiLU");
-            if (std::string why = m.activation(attrs); !why.empty()) return why;
+            ops::GroupNorm gn;
+            if (std::string why = addend_inputs(m, x, gn); !why.empty()) return why;
+            gn.num_groups = g;
+            gn.epsilon = m.node("in")->attr_float("epsilon", 1e-5f);
+            gn.t_silu = m.node("tsilu") != nullptr;
+            if (std::string why = m.activation(&gn.act); !why.empty()) return why;
             const std::string& n = m.node("in")->name();
-            in[1] = m.add_constant(n + "_gamma", float_vector(scale));
-            in[2] = m.add_constant(n + "_beta", float_vector(shift));
-            return m.fuse("GroupNorm", in, attrs);
+            gn.x = m["x"];
+            gn.gamma = m.add_constant(n + "_gamma", float_vector(scale));
+            gn.beta = m.add_constant(n + "_beta", float_vector(shift));
+            return m.fuse(gn.spec());
           }};
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 
+#include "ops/conv.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 
@@ -24,10 +25,8 @@ constexpr const char* kSharedAttrs[] = {
 // A float32 1x1 conv of X (input 0) with constant weights and bias and no residual, of a known
 // 4-D output: what the fused product computes.
 bool is_product(const Node& n, const Value* x) {
-  const bool conv = n.op_type() == "Conv" && is_default_domain(n.domain());
-  const bool fused = n.op_type() == "FusedConv" && n.domain() == kFusedDomain;
-  if ((!conv && !fused) || n.num_inputs() < 2 || n.num_inputs() > 3 || n.input(0) != x ||
-      n.num_outputs() != 1) {
+  if ((!n.is(Op::kConv) && !n.is(Op::kFusedConv)) || n.num_inputs() < 2 || n.num_inputs() > 3 ||
+      n.input(0) != x || n.num_outputs() != 1) {
     return false;
   }
   const Tensor* w = constant_value(n.input(1));
@@ -50,7 +49,7 @@ bool same_value(const Attribute& x, const Attribute& y) {
 
 // Whether a and b compute with one geometry and activation.
 bool same_form(const Node& a, const Node& b) {
-  if (a.op_type() != b.op_type()) return false;
+  if (a.op() != b.op()) return false;
   for (const char* k : kSharedAttrs) {
     const Attribute* x = a.find_attr(k);
     const Attribute* y = b.find_attr(k);
@@ -106,10 +105,7 @@ std::string fuse_siblings(const RuleMatch& m) {
   std::sort(convs.begin(), convs.end(),
             [&](const Node* a, const Node* b) { return order[a] < order[b]; });
   if (m["x"]->dtype() != DType::kFloat32) return "the input is not float32";
-  std::map<std::string, Attribute> attrs;
-  for (const char* k : kSharedAttrs) {
-    if (const Attribute* a = root->find_attr(k)) attrs[k] = *a;
-  }
+  const ops::FusedConv form = ops::FusedConv::of(*root);
   std::vector<int64_t> split;
   std::vector<Value*> outs;
   bool bias = false;
@@ -118,11 +114,11 @@ std::string fuse_siblings(const RuleMatch& m) {
     outs.push_back(c->output(0));
     bias = bias || (c->num_inputs() > 2 && c->input(2));
   }
-  attrs["split"] = attr_ints(split);
   const std::string stem = root->name() + "_horizontal";
   Value* w = m.add_constant(stem + "_w", concat_outputs(convs, false));
   Value* b = bias ? m.add_constant(stem + "_b", concat_outputs(convs, true)) : nullptr;
-  return m.fuse_nodes(convs, "FusedConvSplit", {m["x"], w, b}, outs, attrs);
+  return m.fuse_nodes(convs, ops::FusedConvSplit{m["x"], w, b, form.conv, form.act, split}.spec(),
+                      outs);
 }
 
 Rule horizontal_conv() {

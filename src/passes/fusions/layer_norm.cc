@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/norm.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/norm_util.h"
 #include "passes/fusions/rule.h"
@@ -99,12 +100,12 @@ NormIO norm_io(const Match& m) {
     }
   }
   Node* root = m.root();
-  if (root->op_type() == "Cast" && !(root->input(0)->dtype() != kF32 && io.y->dtype() == kF32)) {
+  if (root->is(Op::kCast) && !(root->input(0)->dtype() != kF32 && io.y->dtype() == kF32)) {
     drop(root);
     io.y = root->input(0);
   }
   for (const Node* n : io.nodes) {
-    if (n->op_type() == "Cast" && !is_float_type(n->output(0)->dtype())) {
+    if (n->is(Op::kCast) && !is_float_type(n->output(0)->dtype())) {
       io.why = n->describe() + " casts to " + dtype_name(n->output(0)->dtype()) +
                " inside the normalization, which the fused op computes in float32";
       return io;
@@ -163,10 +164,9 @@ Rule layer_norm() {
             const int64_t e = norm::feature_count(io.x, {m["gamma"], m["beta"]});
             if (!m["gamma"] && e < 0) return "there is no gamma and the last dim is unknown";
             Value* gamma = m.feature("gamma", e, 1.0f, m.node("var")->name() + "_gamma_ones");
-            return m.fuse_nodes(io.nodes, "LayerNormalization", {io.x, gamma, m.feature("beta", e)},
-                                {io.y},
-                                {{"axis", attr_int(-1)}, {"epsilon", attr_float(m.scalar("eps"))}},
-                                m.g.opset("") >= 17 ? "" : kFusedDomain);
+            const ops::LayerNorm ln{io.x, gamma, m.feature("beta", e), m.scalar("eps"),
+                                    m.g.opset("") < 17};
+            return m.fuse_nodes(io.nodes, ln.spec(), {io.y});
           }};
 }
 
@@ -184,8 +184,9 @@ Rule rms_norm() {
           .rewrite = [](const RuleMatch& m) -> std::string {
             const NormIO io = norm_io(m.match);
             const int64_t e = norm::feature_count(io.x, {m["gamma"]});
-            return m.fuse_nodes(io.nodes, "RMSNorm", {io.x, m.feature("gamma", e)}, {io.y},
-                                {{"epsilon", attr_float(m.scalar("eps"))}});
+            return m.fuse_nodes(io.nodes,
+                                ops::RMSNorm{io.x, m.feature("gamma", e), m.scalar("eps")}.spec(),
+                                {io.y});
           }};
 }
 

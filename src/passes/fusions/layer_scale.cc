@@ -5,6 +5,8 @@
 //   Mul(Transpose(FusedMatMul(x, W, b), perm), g) == Transpose(FusedMatMul(x, W g, b g), perm)
 // when g varies only along the axis the layer's last dim moves to, and the layer has no
 // activation (the scale would not commute with it).
+#include "ops/dense.h"
+#include "ops/onnx_ops.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 #include "pattern/rewriter.h"
@@ -54,28 +56,33 @@ Rule layer_scale() {
       op_in(kFusedDomain, "FusedMatMul", {any("x"), constant("w"), optional(any("bias"))}, false)
           .named("mm");
   Pat tr = op("Transpose", {mm}).named("tr");
-  return {
-      .name = "LayerScaleFusionPass",
-      .description =
-          "Folds a constant per-channel scale after a dense layer (through a "
-          "Transpose) into its weights",
-      .ops = {"MatMul", "Add", "Transpose", "Mul"},
-      .patterns = {{"", op("Mul", {tr, constant("g")}).named("mul")}},
-      .guards = {guard::no_activation("mm"), guard::matrix("w"),
-                 guard::per_feature({"bias"}, width::columns("w")), channel_scale},
-      .rewrite = [](const RuleMatch& m) -> std::string {
-        const Tensor* w = m.constant("w");
-        const int64_t n = w->dim(1);
-        const float* g = m.constant("g")->data<float>();
-        // The scaled product, then the same Transpose: two nodes in place of the three.
-        const std::string stem = m.node("mm")->name() + "_scaled";
-        Value* wv = m.add_constant(stem + "_w", scaled_columns(*w, g, n));
-        Value* bv = m["bias"] ? m.add_constant(stem + "_b",
-                                               scaled_columns(m.feature_values("bias", n, 0), g, n))
-                              : nullptr;
-        Value* scaled = m.op("FusedMatMul", stem, {m["x"], wv, bv}, m["mm"], m.node("mm")->attrs());
-        return m.fuse("Transpose", {scaled}, m.node("tr")->attrs(), "");
-      }};
+  return {.name = "LayerScaleFusionPass",
+          .description =
+              "Folds a constant per-channel scale after a dense layer (through a "
+              "Transpose) into its weights",
+          .ops = {"MatMul", "Add", "Transpose", "Mul"},
+          .patterns = {{"", op("Mul", {tr, constant("g")}).named("mul")}},
+          .guards = {guard::no_activation("mm"), guard::matrix("w"),
+                     guard::per_feature({"bias"}, width::columns("w")), channel_scale},
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            const Tensor* w = m.constant("w");
+            const int64_t n = w->dim(1);
+            const float* g = m.constant("g")->data<float>();
+            // The scaled product, then the same Transpose: two nodes in place of the three.
+            const std::string stem = m.node("mm")->name() + "_scaled";
+            Value* wv = m.add_constant(stem + "_w", scaled_columns(*w, g, n));
+            Value* bv = m["bias"]
+                            ? m.add_constant(stem + "_b",
+                                             scaled_columns(m.feature_values("bias", n, 0), g, n))
+                            : nullptr;
+            ops::FusedMatMul mm = ops::FusedMatMul::of(*m.node("mm"));
+            mm.b = wv;
+            mm.bias = bv;
+            Value* scaled = m.op(mm.spec(), stem, m["mm"]);
+            ops::Transpose tr = ops::Transpose::of(*m.node("tr"));
+            tr.x = scaled;
+            return m.fuse(tr.spec());
+          }};
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 //                            the residual of the product's shape summed into it as the product
 //                            is written (a residual block's projection; the Adds the
 //                            LayerNorm fusions took are theirs)
+#include "ops/dense.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 #include "pattern/rewriter.h"
@@ -52,11 +53,11 @@ Rule matmul_add_act() {
             if (std::string why = row_bias_reason(*m.node("mm")->output(0), *bias); !why.empty()) {
               return why;
             }
-            std::map<std::string, Attribute> attrs;
-            if (std::string why = m.activation(attrs); !why.empty()) return why;
-            Value* b =
+            ops::FusedMatMul mm{m["a"], m["b"], nullptr, {}};
+            if (std::string why = m.activation(&mm.act); !why.empty()) return why;
+            mm.bias =
                 add_constant(m.g, m["bias"]->name() + "_row", bias->reshaped({bias->numel()}));
-            return m.fuse("FusedMatMul", {m["a"], m["b"], b}, attrs);
+            return m.fuse(mm.spec());
           }};
 }
 
@@ -70,9 +71,13 @@ Rule gemm_act() {
             if (gemm->input(0)->dtype() != DType::kFloat32) {
               return std::string("the Gemm is not float32");
             }
-            std::map<std::string, Attribute> attrs = gemm->attrs();
-            if (std::string why = m.activation(attrs); !why.empty()) return why;
-            return m.fuse("FusedGemm", gemm->inputs(), attrs);  // a copy: the node goes
+            ops::FusedGemm g{gemm->input(0),
+                             optional_input(gemm, 1),
+                             optional_input(gemm, 2),
+                             ops::GemmAttrs::of(*gemm),
+                             {}};
+            if (std::string why = m.activation(&g.act); !why.empty()) return why;
+            return m.fuse(g.spec());
           }};
 }
 
@@ -89,7 +94,7 @@ Rule matmul_residual() {
           .guards = {guard::float32({"a", "r"}), guard::not_constant({"r"}),
                      guard::no_activation("mm"), guard::matrix("w"), guard::same_shape("r", "mm")},
           .rewrite = [](const RuleMatch& m) -> std::string {
-            return m.fuse("FusedMatMulResidual", {m["a"], m["w"], m["bias"], m["r"]});
+            return m.fuse(ops::FusedMatMulResidual{m["a"], m["w"], m["bias"], m["r"]}.spec());
           }};
 }
 

@@ -18,6 +18,7 @@
 // dense layer before it (FusedMatMulResidual) and the norm into the one after, two kernels
 // where a SkipLayerNorm between them would make three.
 #include "ir/builder.h"
+#include "ops/dense.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/norm_util.h"
 #include "passes/fusions/rule.h"
@@ -26,10 +27,6 @@
 namespace nnfuse {
 
 namespace {
-
-bool fused_matmul(const Node& n) {
-  return n.op_type() == "FusedMatMul" && n.domain() == kFusedDomain;
-}
 
 Rule matmul_skip_layer_norm() {
   using namespace pattern;
@@ -40,24 +37,24 @@ Rule matmul_skip_layer_norm() {
                  {x, r, any("gamma"), optional(any("beta")), optional(any("bias2"))}, false)
         .named("sln");
   };
-  return {.name = "MatMulSkipLayerNormFusionPass",
-          .description = "Fuses a dense layer with the residual Add and LayerNorm after it",
-          .ops = {"MatMul", "Add", "Add", "LayerNormalization"},
-          .patterns = {{"", any_of({sln(mm, any("res")), sln(any("res"), mm)})}},
-          .guards = {guard::no_activation("mm"), guard::same_shape("res", "mm"),
-                     guard::float32({"res"}), guard::unused_output("sln", 1), guard::matrix("w"),
-                     guard::per_feature({"bias", "gamma", "beta", "bias2"}, width::columns("w"))},
-          .rewrite = [](const RuleMatch& m) -> std::string {
-            const int64_t n = m.constant("w")->dim(1);
-            Tensor bias = m.feature_values("bias", n, 0.0f);
-            const Tensor b2 = m.feature_values("bias2", n, 0.0f);
-            for (int64_t j = 0; j < n; ++j) bias.data<float>()[j] += b2.data<float>()[j];
-            Value* b = m.add_constant(m["mm"]->name() + "_bias", std::move(bias));
-            return m.fuse(
-                "FusedMatMulLayerNorm",
-                {m["a"], m["w"], b, m["res"], m.feature("gamma", n), m.feature("beta", n)},
-                norm::epsilon_of(*m.root()));
-          }};
+  return {
+      .name = "MatMulSkipLayerNormFusionPass",
+      .description = "Fuses a dense layer with the residual Add and LayerNorm after it",
+      .ops = {"MatMul", "Add", "Add", "LayerNormalization"},
+      .patterns = {{"", any_of({sln(mm, any("res")), sln(any("res"), mm)})}},
+      .guards = {guard::no_activation("mm"), guard::same_shape("res", "mm"),
+                 guard::float32({"res"}), guard::unused_output("sln", 1), guard::matrix("w"),
+                 guard::per_feature({"bias", "gamma", "beta", "bias2"}, width::columns("w"))},
+      .rewrite = [](const RuleMatch& m) -> std::string {
+        const int64_t n = m.constant("w")->dim(1);
+        Tensor bias = m.feature_values("bias", n, 0.0f);
+        const Tensor b2 = m.feature_values("bias2", n, 0.0f);
+        for (int64_t j = 0; j < n; ++j) bias.data<float>()[j] += b2.data<float>()[j];
+        Value* b = m.add_constant(m["mm"]->name() + "_bias", std::move(bias));
+        return m.fuse(ops::FusedMatMulLayerNorm{m["a"], m["w"], b, m["res"], m.feature("gamma", n),
+                                                m.feature("beta", n), norm::epsilon_of(*m.root())}
+                          .spec());
+      }};
 }
 
 // A dense layer reading y as its A with no prologue yet (the first such reader): a FusedMatMul
@@ -66,16 +63,16 @@ Rule matmul_skip_layer_norm() {
 Node* matmul_reader(const Value& y) {
   for (const Use& u : y.uses()) {
     const Node& n = *u.node;
-    if (u.input_index != 0 || n.domain() != kFusedDomain) continue;
-    if (fused_matmul(n) || (n.op_type() == "FusedGatedMatMul" && n.num_inputs() <= 3)) {
+    if (u.input_index != 0) continue;
+    if (n.is(Op::kFusedMatMul) || (n.is(Op::kFusedGatedMatMul) && !ops::gated_has_norm(n))) {
       return u.node;
     }
   }
   for (const Use& u : y.uses()) {  // a bias-free MatMul by a constant matrix (an LM head)
     const Node& n = *u.node;
     const Tensor* w = n.num_inputs() == 2 ? pattern::constant_value(n.input(1)) : nullptr;
-    if (u.input_index == 0 && n.op_type() == "MatMul" && is_default_domain(n.domain()) && w &&
-        w->rank() == 2 && w->dtype() == DType::kFloat32) {
+    if (u.input_index == 0 && n.is(Op::kMatMul) && w && w->rank() == 2 &&
+        w->dtype() == DType::kFloat32) {
       return u.node;
     }
   }
@@ -101,16 +98,25 @@ Rule layer_norm_matmul() {
           return "the norm's input is not a matrix of a known width";
         }
         const int64_t k = xs.dims.back().value;
-        const bool rms = m.node("ln")->op_type() == "RMSNorm";
-        std::map<std::string, Attribute> attrs = mm->attrs();
-        attrs["epsilon"] = norm::epsilon_of(*m.node("ln")).at("epsilon");
-        if (rms) attrs["norm"] = attr_string("rms");
+        const bool rms = m.node("ln")->is(Op::kRMSNorm);
+        const ops::NormPrologue norm{rms ? ops::NormKind::kRms : ops::NormKind::kLayer,
+                                     norm::epsilon_of(*m.node("ln"))};
         Value* gamma = m.feature("gamma", k, 1.0f, m.node("ln")->name() + "_gamma_ones");
-        const bool gated = mm->op_type() == "FusedGatedMatMul";
-        return m.fuse_nodes({m.node("ln"), mm}, gated ? "FusedGatedMatMul" : "FusedLayerNormMatMul",
-                            {m["x"], mm->input(1), optional_input(mm, 2), gamma,
-                             rms ? nullptr : m.feature("beta", k)},
-                            {mm->output(0)}, attrs);
+        Value* beta = rms ? nullptr : m.feature("beta", k);
+        if (mm->is(Op::kFusedGatedMatMul)) {
+          ops::FusedGatedMatMul gated = ops::FusedGatedMatMul::of(*mm);
+          gated.x = m["x"];
+          gated.gamma = gamma;
+          gated.beta = beta;
+          gated.norm = norm;
+          return m.fuse_nodes({m.node("ln"), mm}, gated.spec(), {mm->output(0)});
+        }
+        const ops::FusedMatMul dense = ops::FusedMatMul::of(*mm);
+        return m.fuse_nodes(
+            {m.node("ln"), mm},
+            ops::FusedLayerNormMatMul{m["x"], dense.b, dense.bias, gamma, beta, norm, dense.act}
+                .spec(),
+            {mm->output(0)});
       }};
 }
 

@@ -52,9 +52,7 @@ std::string layer_norm_reason(const Node& ln, int64_t rank) {
   return "";
 }
 
-std::map<std::string, Attribute> epsilon_of(const Node& ln) {
-  return {{"epsilon", attr_float(ln.attr_float("epsilon", 1e-5f))}};
-}
+float epsilon_of(const Node& ln) { return ln.attr_float("epsilon", 1e-5f); }
 
 pattern::Pat layer_norm_of(const pattern::Pat& x) {
   using namespace pattern;

@@ -27,8 +27,8 @@ std::string feature_reason(const Value* v, int64_t e, const Value* x, const char
 // `rank` input (-1: unknown, then only axis -1 is), stash_type 1, its Mean and InvStdDev
 // outputs unused; else why.
 std::string layer_norm_reason(const Node& ln, int64_t rank);
-// The LayerNorm's epsilon as a fused node's attribute.
-std::map<std::string, Attribute> epsilon_of(const Node& ln);
+// The LayerNorm's epsilon (ONNX's default when absent).
+float epsilon_of(const Node& ln);
 // LayerNormalization(x, gamma[, beta]), ONNX's or ai.nnfuse's (named "ln", "gamma", "beta").
 pattern::Pat layer_norm_of(const pattern::Pat& x);
 

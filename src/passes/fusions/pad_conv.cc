@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/onnx_ops.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 #include "pattern/rewriter.h"
@@ -73,15 +74,13 @@ std::vector<int64_t> spatial_pads(const Node& pn, const Value* pads, bool (*valu
   return out;
 }
 
-// Adds `extra` to the node's pads attribute; "" when it fits.
-std::string add_pads(const Node& n, const std::vector<int64_t>& extra,
-                     std::map<std::string, Attribute>* attrs) {
+// The node's pads attribute plus `extra` into *pads; "" when it fits.
+std::string add_pads(const Node& n, const std::vector<int64_t>& extra, std::optional<Dims>* pads) {
   const size_t sp = extra.size() / 2;
   std::vector<int64_t> cp = n.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
   if (cp.size() != 2 * sp) return "the " + n.op_type() + "'s pads do not match the Pad's rank";
   for (size_t i = 0; i < cp.size(); ++i) cp[i] += extra[i];
-  *attrs = n.attrs();
-  (*attrs)["pads"] = attr_ints(std::move(cp));
+  *pads = std::move(cp);
   return "";
 }
 
@@ -101,11 +100,9 @@ Rule pad_conv() {
             std::vector<int64_t> p = spatial_pads(*m.node("pad"), m["pads"], is_zero, "0", &why);
             if (!why.empty()) return why;
             if (cn->attr_string("auto_pad", "NOTSET") != "NOTSET") return "the Conv uses auto_pad";
-            std::map<std::string, Attribute> attrs;
-            if (why = add_pads(*cn, p, &attrs); !why.empty()) return why;
-            std::vector<Value*> ins = {m["x"], m["w"]};
-            if (cn->num_inputs() > 2 && cn->input(2)) ins.push_back(cn->input(2));
-            return m.fuse("Conv", ins, attrs, "");
+            ops::Conv conv{m["x"], m["w"], optional_input(cn, 2), ops::ConvAttrs::of(*cn)};
+            if (why = add_pads(*cn, p, &conv.conv.pads); !why.empty()) return why;
+            return m.fuse(conv.spec());
           }};
 }
 
@@ -113,7 +110,7 @@ Rule pad_conv() {
 // its own, the sum narrower than the window; ONNX pools take no wider pads), with `attrs` its
 // attributes so padded.
 std::string pool_takes_pads(const Node& pn, bool is_avg, const std::vector<int64_t>& p,
-                            std::map<std::string, Attribute>* attrs) {
+                            ops::PoolAttrs* attrs) {
   if (pn.attr_string("auto_pad", "NOTSET") != "NOTSET")
     return "the " + pn.op_type() + " uses auto_pad";
   if (pn.attr_int("ceil_mode", 0) != 0) return "the " + pn.op_type() + " uses ceil_mode";
@@ -123,20 +120,21 @@ std::string pool_takes_pads(const Node& pn, bool is_avg, const std::vector<int64
       if (v != 0) return "the AveragePool has pads of its own that it does not count";
     }
   }
-  if (std::string why = add_pads(pn, p, attrs); !why.empty()) return why;
+  *attrs = ops::PoolAttrs::of(pn);
+  if (std::string why = add_pads(pn, p, &attrs->pads); !why.empty()) return why;
   const std::vector<int64_t> k = pn.attr_ints("kernel_shape", {});
   const size_t sp = p.size() / 2;
   const std::vector<int64_t> d = pn.attr_ints("dilations", std::vector<int64_t>(sp, 1));
   if (k.size() != sp || d.size() != sp) {
     return "the " + pn.op_type() + "'s kernel_shape does not match the Pad's rank";
   }
-  const std::vector<int64_t>& np = (*attrs)["pads"].ints;
+  const std::vector<int64_t>& np = *attrs->pads;
   for (size_t i = 0; i < sp; ++i) {
     const int64_t span = (k[i] - 1) * d[i] + 1;
     if (np[i] >= span || np[sp + i] >= span)
       return "the pads would not be narrower than the window";
   }
-  if (is_avg) (*attrs)["count_include_pad"] = attr_int(1);
+  if (is_avg) attrs->count_include_pad = 1;
   return "";
 }
 
@@ -158,10 +156,9 @@ Rule pad_pool() {
                 spatial_pads(*m.node("pad"), m["pads"], is_avg ? is_zero : is_minus_inf,
                              is_avg ? "0" : "-inf", &why);
             if (!why.empty()) return why;
-            std::map<std::string, Attribute> attrs;
-            if (why = pool_takes_pads(*pn, is_avg, p, &attrs); !why.empty()) return why;
-            const std::string op_type = pn->op_type();  // pn goes with the fusion
-            return m.fuse(op_type, {m["x"]}, attrs, "");
+            ops::Pool pool{pn->op(), m["x"], {}};
+            if (why = pool_takes_pads(*pn, is_avg, p, &pool.pool); !why.empty()) return why;
+            return m.fuse(pool.spec());
           }};
 }
 

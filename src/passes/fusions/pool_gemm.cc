@@ -1,5 +1,6 @@
 // GlobalPoolGemmFusionPass: Gemm(Flatten(GlobalAveragePool(x))) == FusedGlobalPoolGemm(x, ...)
 // (torchvision's classifier head as one kernel; the pooled [N, C] never goes to memory).
+#include "ops/dense.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 
@@ -33,10 +34,10 @@ Rule pool_gemm() {
           .rewrite = [](const RuleMatch& m) -> std::string {
             const Node* fl = m.node("flatten");
             const Node* gn = m.node("gemm");
-            if (fl->op_type() == "Flatten" && fl->attr_int("axis", 1) != 1) {
+            if (fl->is(Op::kFlatten) && fl->attr_int("axis", 1) != 1) {
               return "the Flatten's axis is not 1";
             }
-            if (fl->op_type() == "Reshape") {
+            if (fl->is(Op::kReshape)) {
               if (std::string why = flattens_rows(*m.constant("shape"), m["x"]->shape());
                   !why.empty()) {
                 return why;
@@ -44,9 +45,9 @@ Rule pool_gemm() {
             }
             if (gn->attr_int("transA", 0) != 0) return "the Gemm transposes its input";
             if (m["x"]->dtype() != DType::kFloat32) return "the pool is not float32";
-            std::vector<Value*> ins = {m["x"], m["b"]};
-            if (gn->num_inputs() > 2 && gn->input(2)) ins.push_back(gn->input(2));
-            return m.fuse("FusedGlobalPoolGemm", ins, gn->attrs());
+            return m.fuse(ops::FusedGlobalPoolGemm{m["x"], m["b"], optional_input(gn, 2),
+                                                   ops::GemmAttrs::of(*gn)}
+                              .spec());
           }};
 }
 

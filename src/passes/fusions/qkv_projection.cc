@@ -4,6 +4,8 @@
 // form: MultiHeadAttention(qkv; qkv_packed = 1).
 #include <algorithm>
 
+#include "ops/attention.h"
+#include "ops/dense.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 #include "pattern/rewriter.h"
@@ -93,13 +95,17 @@ Rule qkv_projection() {
             const std::string stem = proj[0]->name() + "_qkv";
             Shape shape = m["x"]->shape();
             if (shape.has_rank && !shape.dims.empty()) shape.dims.back() = Dim{w.dim(1), ""};
-            Value* qkv =
-                m.op("FusedMatMul", stem,
-                     {m["x"], m.add_constant(proj[0]->input(1)->name() + "_qkv", w),
-                      has_bias(proj) ? m.add_constant(stem + "_bias", concat_bias(proj)) : nullptr},
-                     DType::kFloat32, shape, proj);
-            return m.rewire(m.root(), {qkv, nullptr, nullptr}, {{"qkv_packed", attr_int(1)}},
-                            qkv->producer(), proj);
+            const ops::FusedMatMul packed{
+                m["x"],
+                m.add_constant(proj[0]->input(1)->name() + "_qkv", w),
+                has_bias(proj) ? m.add_constant(stem + "_bias", concat_bias(proj)) : nullptr,
+                {}};
+            Value* qkv = m.op(packed.spec(), stem, DType::kFloat32, shape, proj);
+            ops::MultiHeadAttention mha = ops::MultiHeadAttention::of(*m.root());
+            mha.q = qkv;
+            mha.k = mha.v = nullptr;
+            mha.qkv_packed = true;
+            return m.rewire(m.root(), mha.spec(), qkv->producer(), proj);
           }};
 }
 

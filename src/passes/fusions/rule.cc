@@ -22,31 +22,29 @@ bool RuleMatch::read_outside(const Value* v) const {
   return false;
 }
 
-Value* RuleMatch::op(const std::string& op_type, const std::string& stem,
-                     const std::vector<Value*>& inputs, const Value* like,
-                     const std::map<std::string, Attribute>& attrs,
-                     const std::string& domain) const {
-  return op(op_type, stem, inputs, like->dtype(), like->shape(), match.nodes(), attrs, domain);
+Value* RuleMatch::op(const ops::NodeSpec& spec, const std::string& stem, const Value* like) const {
+  return op(spec, stem, like->dtype(), like->shape(), match.nodes());
 }
 
-Value* RuleMatch::op(const std::string& op_type, const std::string& stem,
-                     std::vector<Value*> inputs, DType dtype, const Shape& shape,
-                     const std::vector<Node*>& from, const std::map<std::string, Attribute>& attrs,
-                     const std::string& domain) const {
+Value* RuleMatch::op(const ops::NodeSpec& spec, const std::string& stem, DType dtype,
+                     const Shape& shape, const std::vector<Node*>& from) const {
+  std::vector<Value*> inputs = spec.inputs;
   while (!inputs.empty() && !inputs.back()) inputs.pop_back();
   Value* y = g.add_value(g.unique_value_name(stem), dtype, shape);
-  Node* n = g.add_node(op_type, g.unique_node_name(stem), inputs, {y}, domain);
+  Node* n = g.add_node(std::string(op_name(spec.op)), g.unique_node_name(stem), inputs, {y},
+                       ops::spec_domain(spec));
   made.push_back(n);
-  for (const auto& [k, a] : attrs) n->set_attr(k, a);
+  for (const auto& [k, a] : spec.attrs) n->set_attr(k, a);
   n->set_provenance(original_names(from), rule.name);
   return y;
 }
 
-std::string RuleMatch::rewire(Node* consumer, const std::vector<Value*>& inputs,
-                              const std::map<std::string, Attribute>& attrs, const Node* fused,
+std::string RuleMatch::rewire(Node* consumer, const ops::NodeSpec& spec, const Node* fused,
                               const std::vector<Node*>& replaced) const {
-  for (size_t i = 0; i < inputs.size(); ++i) consumer->set_input(i, inputs[i]);
-  for (const auto& [k, a] : attrs) consumer->set_attr(k, a);
+  for (size_t i = 0; i < spec.inputs.size() && i < consumer->num_inputs(); ++i) {
+    consumer->set_input(i, spec.inputs[i]);
+  }
+  for (const auto& [k, a] : spec.attrs) consumer->set_attr(k, a);
   for (Node* n : replaced) g.remove_node(n);
   g.topological_sort();
   ctx.applied(rule.name);
@@ -98,28 +96,22 @@ std::vector<Value*> RuleMatch::outputs(const std::vector<std::string>& names,
   return r;
 }
 
-std::string RuleMatch::activation(std::map<std::string, Attribute>& attrs) const {
+std::string RuleMatch::activation(ops::Activation* act) const {
   std::string why;
   const auto a = activation_from_match(variant, match, &why);
   if (!a) return why;
-  set_activation_attrs(attrs, *a);
+  *act = *a;
   return "";
 }
 
-std::string RuleMatch::fuse(const std::string& op_type, std::vector<Value*> inputs,
-                            std::map<std::string, Attribute> attrs, const std::string& domain,
-                            std::vector<Value*> outputs) const {
+std::string RuleMatch::fuse(const ops::NodeSpec& spec, std::vector<Value*> outputs) const {
   if (outputs.empty()) outputs = {match.root()->output(0)};
-  return fuse_nodes(match.nodes(), op_type, std::move(inputs), std::move(outputs), std::move(attrs),
-                    domain);
+  return fuse_nodes(match.nodes(), spec, std::move(outputs));
 }
 
-std::string RuleMatch::fuse_nodes(const std::vector<Node*>& nodes, const std::string& op_type,
-                                  std::vector<Value*> inputs, std::vector<Value*> outputs,
-                                  std::map<std::string, Attribute> attrs,
-                                  const std::string& domain) const {
-  while (!inputs.empty() && !inputs.back()) inputs.pop_back();
-  return apply_fusion(g, ctx, rule.name, nodes, op_type, domain, inputs, outputs, std::move(attrs));
+std::string RuleMatch::fuse_nodes(const std::vector<Node*>& nodes, const ops::NodeSpec& spec,
+                                  std::vector<Value*> outputs) const {
+  return apply_fusion(g, ctx, rule.name, nodes, spec, outputs);
 }
 
 std::vector<ActivationPattern> with_activations(const pattern::Pat& base, bool bare) {

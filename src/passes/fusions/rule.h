@@ -8,9 +8,9 @@
 //   Rule r{.name = "ConvActivationFusionPass", .description = "...", .ops = {"Conv", "Relu"},
 //          .patterns = with_activations(conv),
 //          .rewrite = [](const RuleMatch& m) {
-//            auto attrs = m.node("conv")->attrs();
-//            if (std::string why = m.activation(attrs); !why.empty()) return why;
-//            return m.fuse("FusedConv", {m["x"], m["w"]}, attrs);
+//            ops::FusedConv c = ops::FusedConv::of(*m.node("conv"));
+//            if (std::string why = m.activation(&c.act); !why.empty()) return why;
+//            return m.fuse(c.spec());
 //          }};
 //
 // The driver matches to a fixed point, counts every match, records every declined match with
@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/activation.h"
 #include "passes/fusions/fusion_util.h"
 #include "passes/pass.h"
 
@@ -66,42 +67,33 @@ class RuleMatch {
   // the outputs of a fused node that also writes an intermediate someone else reads.
   std::vector<Value*> outputs(const std::vector<std::string>& names,
                               const std::vector<std::string>& if_read = {}) const;
-  // The result builder: a new node writing one value of `like`'s type and shape, its
-  // provenance the match's nodes (for a rewrite into more than one node).
-  Value* op(const std::string& op_type, const std::string& stem, const std::vector<Value*>& inputs,
-            const Value* like, const std::map<std::string, Attribute>& attrs = {},
-            const std::string& domain = kFusedDomain) const;
+  // The result builder: a new node (a typed builder's spec, ops/*.h) writing one value of
+  // `like`'s type and shape, its provenance the match's nodes (for a rewrite into more than one
+  // node).
+  Value* op(const ops::NodeSpec& spec, const std::string& stem, const Value* like) const;
   // The same with the type and shape given and the provenance of `from` (a node made from some
   // of the matched nodes, as a horizontal fusion makes). Trailing null inputs are dropped.
-  Value* op(const std::string& op_type, const std::string& stem, std::vector<Value*> inputs,
-            DType dtype, const Shape& shape, const std::vector<Node*>& from,
-            const std::map<std::string, Attribute>& attrs = {},
-            const std::string& domain = kFusedDomain) const;
+  Value* op(const ops::NodeSpec& spec, const std::string& stem, DType dtype, const Shape& shape,
+            const std::vector<Node*>& from) const;
   // A fusion whose result feeds a node of the match instead of replacing its outputs: the node
-  // `consumer` reads `inputs` in place of its first inputs.size() ones (a null one left out)
-  // and takes `attrs`; the `replaced` nodes are removed, and `made` (by op(), in their place)
-  // is counted and reported as this rule's fused node. Returns "".
-  std::string rewire(Node* consumer, const std::vector<Value*>& inputs,
-                     const std::map<std::string, Attribute>& attrs, const Node* made,
+  // `consumer` becomes `spec` (its inputs and attributes; the op stays), the `replaced` nodes
+  // are removed, and `made` (by op(), in their place) is counted and reported as this rule's
+  // fused node. Returns "".
+  std::string rewire(Node* consumer, const ops::NodeSpec& spec, const Node* made,
                      const std::vector<Node*>& replaced) const;
   // Whether `v` is read by a node outside the match or is a graph output (a value the fused
   // node must write as well).
   bool read_outside(const Value* v) const;
-  // Reads the epilogue activation the variant names (with_activations) into `attrs`
-  // (activation, activation_alpha, activation_beta); "" or why its parameters are unusable.
-  std::string activation(std::map<std::string, Attribute>& attrs) const;
-  // Replaces the matched nodes by one node writing the root's output (or `outputs`), under the
-  // rewriter's guards; "" when done, else the guard's reason. Trailing null inputs (optional
-  // inputs left out) are dropped.
-  std::string fuse(const std::string& op_type, std::vector<Value*> inputs,
-                   std::map<std::string, Attribute> attrs = {},
-                   const std::string& domain = kFusedDomain,
-                   std::vector<Value*> outputs = {}) const;
+  // The epilogue activation the variant names (with_activations) into `act`; "" or why its
+  // parameters are unusable.
+  std::string activation(ops::Activation* act) const;
+  // Replaces the matched nodes by one node (a typed builder's spec) writing the root's output (or
+  // `outputs`), under the rewriter's guards; "" when done, else the guard's reason. Trailing null
+  // inputs (optional inputs left out) are dropped.
+  std::string fuse(const ops::NodeSpec& spec, std::vector<Value*> outputs = {}) const;
   // The same for `nodes` instead of the matched ones (a rewrite that leaves some out).
-  std::string fuse_nodes(const std::vector<Node*>& nodes, const std::string& op_type,
-                         std::vector<Value*> inputs, std::vector<Value*> outputs,
-                         std::map<std::string, Attribute> attrs,
-                         const std::string& domain = kFusedDomain) const;
+  std::string fuse_nodes(const std::vector<Node*>& nodes, const ops::NodeSpec& spec,
+                         std::vector<Value*> outputs) const;
 
   // What the rewrite added (for the driver to remove when it declines).
   mutable std::vector<Value*> added;

@@ -49,7 +49,7 @@ TEST(RuleDriver, ADeclinedRewriteLeavesNothingBehind) {
             .patterns = {{"", relu_add()}},
             .rewrite = [](const RuleMatch& m) -> std::string {
               Value* c = m.add_constant("scratch", random_tensor({4}, 2));
-              m.op("Mul", "scratch_mul", {m["x"], c}, m["x"]);
+              m.op(ops::NodeSpec{Op::kMul, {m["x"], c}, {}}, "scratch_mul", m["x"]);
               return "declined after building";
             }};
   std::unique_ptr<Graph> g = add_graph({4});
@@ -80,7 +80,7 @@ Rule per_feature_rule(bool runtime) {
           .patterns = {{"", relu_add()}},
           .guards = {guard::per_feature({"p"}, width::features("x"), "x", runtime)},
           .rewrite = [](const RuleMatch& m) -> std::string {
-            return m.fuse("ReluAdd", {m["x"], m.feature("p", 4)});
+            return m.fuse(ops::NodeSpec{Op::kSum, {m["x"], m.feature("p", 4)}, {}});
           }};
 }
 
@@ -90,7 +90,7 @@ TEST(RuleGuards, PerFeatureAcceptsOneValuePerFeature) {
     Outcome r = run_rule(add_graph(d), per_feature_rule(false));
     ASSERT_EQ(r.record()->effect_times, 1) << r.reason();
     const Node* fused = r.g->nodes().back();
-    ASSERT_EQ(fused->op_type(), "ReluAdd");
+    ASSERT_EQ(fused->op_type(), "Sum");
     const Tensor* p = pattern::constant_value(fused->input(1));
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(p->shape(), Dims{4});  // [1, 4] and [1] become [4]
@@ -117,7 +117,7 @@ TEST(RuleGuards, ScalarAndUnusedOutput) {
               .guards = {guard::scalar("p", "epsilon")},
               .rewrite = [](const RuleMatch& m) -> std::string {
                 EXPECT_FLOAT_EQ(m.scalar("p"), m.constant("p")->data<float>()[0]);
-                return m.fuse("ReluAdd", {m["x"], m["p"]});
+                return m.fuse(ops::NodeSpec{Op::kSum, {m["x"], m["p"]}, {}});
               }};
   EXPECT_EQ(run_rule(add_graph({1}), scalar).record()->effect_times, 1);
   EXPECT_EQ(run_rule(add_graph({4}), scalar).reason(), "epsilon 'p' is not one float (float32[4])");
@@ -134,13 +134,14 @@ TEST(RuleGuards, ScalarAndUnusedOutput) {
 
 // rewire: the Relu is replaced by a new node that the Add reads in its place.
 TEST(RuleResultBuilder, RewireFeedsTheConsumerAndReportsTheNewNode) {
-  Rule rule{
-      .name = "TestRule",
-      .patterns = {{"", relu_add()}},
-      .rewrite = [](const RuleMatch& m) -> std::string {
-        Value* y = m.op("Abs", "abs", {m["x"]}, DType::kFloat32, m["x"]->shape(), {m.node("relu")});
-        return m.rewire(m.root(), {y}, {{"tag", attr_int(1)}}, y->producer(), {m.node("relu")});
-      }};
+  Rule rule{.name = "TestRule",
+            .patterns = {{"", relu_add()}},
+            .rewrite = [](const RuleMatch& m) -> std::string {
+              Value* y = m.op(ops::NodeSpec{Op::kAbs, {m["x"]}, {}}, "abs", DType::kFloat32,
+                              m["x"]->shape(), {m.node("relu")});
+              return m.rewire(m.root(), ops::NodeSpec{Op::kAdd, {y}, {{"tag", attr_int(1)}}},
+                              y->producer(), {m.node("relu")});
+            }};
   Outcome r = run_rule(add_graph({4}), std::move(rule));
   ASSERT_EQ(r.record()->effect_times, 1) << r.reason();
   verify_graph(*r.g);

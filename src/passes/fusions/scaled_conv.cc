@@ -3,6 +3,7 @@
 // time: the excitation), become ScaledConv(X, S, W, B) (ai.nnfuse), which folds S into the
 // weights once per image instead of writing X * S out and reading it back (EfficientNet's and
 // MobileNetV3's MBConv blocks, RegNetY's). A FusedConv keeps its residual Sum and activation.
+#include "ops/conv.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 
@@ -67,25 +68,23 @@ Rule scaled_conv() {
   Pat conv = any_of({op_in(kFusedDomain, "FusedConv", {mul, constant("w")}, false),
                      op("Conv", {mul, constant("w")}, false)})
                  .named("conv");
-  return {
-      .name = "ScaledConvFusionPass",
-      .description =
-          "Folds a per-channel scale (squeeze-and-excitation) into the 1x1 Conv "
-          "that reads it",
-      .ops = {"Mul", "Conv"},
-      .patterns = {{"", conv}},
-      .rewrite = [](const RuleMatch& m) -> std::string {
-        Node* cn = m.root();
-        Value *x = nullptr, *sc = nullptr;
-        if (std::string why = split_channel_scale(m, &x, &sc); !why.empty()) return why;
-        const Dims xs = x->shape().static_dims();
-        if (std::string why = conv_takes_scale(*cn, *m.constant("w"), xs); !why.empty()) {
-          return why;
-        }
-        std::vector<Value*> ins = {x, sc, m["w"], cn->num_inputs() > 2 ? cn->input(2) : nullptr};
-        if (cn->num_inputs() > 3 && cn->input(3)) ins.push_back(cn->input(3));  // the Sum
-        return m.fuse("ScaledConv", ins, cn->attrs());
-      }};
+  return {.name = "ScaledConvFusionPass",
+          .description =
+              "Folds a per-channel scale (squeeze-and-excitation) into the 1x1 Conv "
+              "that reads it",
+          .ops = {"Mul", "Conv"},
+          .patterns = {{"", conv}},
+          .rewrite = [](const RuleMatch& m) -> std::string {
+            Node* cn = m.root();
+            Value *x = nullptr, *sc = nullptr;
+            if (std::string why = split_channel_scale(m, &x, &sc); !why.empty()) return why;
+            const Dims xs = x->shape().static_dims();
+            if (std::string why = conv_takes_scale(*cn, *m.constant("w"), xs); !why.empty()) {
+              return why;
+            }
+            const ops::FusedConv c = ops::FusedConv::of(*cn);
+            return m.fuse(ops::ScaledConv{x, sc, c.w, c.b, c.sum, c.conv, c.act}.spec());
+          }};
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // SkipLayerNormFusionPass: LayerNormalization((a [+ bias]) + b)
 //   == SkipLayerNorm(a, b, gamma, beta, bias) (ai.nnfuse), output 1 the sum itself when it has
 //   other consumers (the next residual).
+#include "ops/norm.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/norm_util.h"
 #include "passes/fusions/rule.h"
@@ -16,8 +17,7 @@ using norm::feature_reason;
 constexpr DType kFloat = DType::kFloat32;
 
 bool is_plain_add(const Node* n) {
-  return n && n->op_type() == "Add" && is_default_domain(n->domain()) && n->num_inputs() == 2 &&
-         n->input(0) && n->input(1);
+  return n && n->is(Op::kAdd) && n->num_inputs() == 2 && n->input(0) && n->input(1);
 }
 
 bool same_dim(const Dim& a, const Dim& b) {
@@ -106,9 +106,13 @@ Rule skip_layer_norm() {
             const Residual r = residual(m);
             if (!r.why.empty()) return r.why;
             const int64_t e = feature_count(m["add"], {});
-            return m.fuse_nodes(r.nodes, "SkipLayerNorm",
-                                {r.x, r.skip, m.feature("gamma", e), m.feature("beta", e), r.bias},
-                                m.outputs({"ln"}, {"add"}), norm::epsilon_of(*m.node("ln")));
+            const ops::SkipLayerNorm sln{r.x,
+                                         r.skip,
+                                         m.feature("gamma", e),
+                                         m.feature("beta", e),
+                                         r.bias,
+                                         norm::epsilon_of(*m.node("ln"))};
+            return m.fuse_nodes(r.nodes, sln.spec(), m.outputs({"ln"}, {"add"}));
           }};
 }
 

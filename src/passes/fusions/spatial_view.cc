@@ -10,6 +10,7 @@
 // a Reshape of a plain tensor as a view, where the written form needed a reorder into NCHW and a
 // transpose kernel each way. On plain tensors the rewrite costs what it replaces (one transpose).
 #include "ir/builder.h"
+#include "ops/onnx_ops.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 
@@ -54,11 +55,11 @@ Rule flatten_to_tokens() {
               return "not a [N, C, H, W] feature map flattened to [N, H*W, C]";
             }
             const Node* r = m.node("r");
-            Value* t = m.op("Transpose", r->name() + "_channels_last", {m["x"]}, m["x"]->dtype(),
-                            Shape::of({x[0], x[2], x[3], x[1]}), m.match.nodes(),
-                            {{"perm", attr_ints({0, 2, 3, 1})}}, "");
-            return m.fuse("Reshape", {t, m.add_constant(r->name() + "_tokens", shape_tensor(y))},
-                          {}, "");
+            Value* t =
+                m.op(ops::Transpose{m["x"], Dims{0, 2, 3, 1}}.spec(), r->name() + "_channels_last",
+                     m["x"]->dtype(), Shape::of({x[0], x[2], x[3], x[1]}), m.match.nodes());
+            return m.fuse(
+                ops::Reshape{t, m.add_constant(r->name() + "_tokens", shape_tensor(y))}.spec());
           }};
 }
 
@@ -66,22 +67,23 @@ Rule flatten_to_tokens() {
 Rule tokens_to_map() {
   using namespace pattern;
   Pat fold = op("Reshape", {transpose_021(any("y")), constant()}).named("r");
-  return {.name = "SpatialTransposeViewPass",
-          .patterns = {{"", fold}},
-          .rewrite = [](const RuleMatch& m) -> std::string {
-            const Dims y = match_dims(m, "y");
-            const Value* out = m.root()->output(0);
-            const Dims x = out->shape().fully_known() ? out->shape().static_dims() : Dims{};
-            if (x.size() != 4 || y != Dims{x[0], x[2] * x[3], x[1]}) {
-              return "not [N, H*W, C] tokens folded into a [N, C, H, W] feature map";
-            }
-            const Node* r = m.node("r");
-            const Dims nhwc = {x[0], x[2], x[3], x[1]};
-            Value* v = m.op("Reshape", r->name() + "_rows",
-                            {m["y"], m.add_constant(r->name() + "_nhwc", shape_tensor(nhwc))},
-                            m["y"]->dtype(), Shape::of(nhwc), m.match.nodes(), {}, "");
-            return m.fuse("Transpose", {v}, {{"perm", attr_ints({0, 3, 1, 2})}}, "");
-          }};
+  return {
+      .name = "SpatialTransposeViewPass",
+      .patterns = {{"", fold}},
+      .rewrite = [](const RuleMatch& m) -> std::string {
+        const Dims y = match_dims(m, "y");
+        const Value* out = m.root()->output(0);
+        const Dims x = out->shape().fully_known() ? out->shape().static_dims() : Dims{};
+        if (x.size() != 4 || y != Dims{x[0], x[2] * x[3], x[1]}) {
+          return "not [N, H*W, C] tokens folded into a [N, C, H, W] feature map";
+        }
+        const Node* r = m.node("r");
+        const Dims nhwc = {x[0], x[2], x[3], x[1]};
+        Value* v = m.op(
+            ops::Reshape{m["y"], m.add_constant(r->name() + "_nhwc", shape_tensor(nhwc))}.spec(),
+            r->name() + "_rows", m["y"]->dtype(), Shape::of(nhwc), m.match.nodes());
+        return m.fuse(ops::Transpose{v, Dims{0, 3, 1, 2}}.spec());
+      }};
 }
 
 }  // namespace

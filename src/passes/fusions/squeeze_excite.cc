@@ -6,11 +6,11 @@
 // rows never leaving it (MobileNetV3's, EfficientNet's, RegNetY's and SE-ResNet's blocks). Each
 // of those three kernels moves a few kilobytes, so what they cost is their launches: on
 // MobileNetV3-small, the two products took 2.5 to 9 us each, as long as the pools.
-#include "kernels/ref/squeeze_excite.h"
 
 #include <algorithm>
 
 #include "ir/builder.h"
+#include "ops/conv_blocks.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
 
@@ -74,13 +74,11 @@ Rule squeeze_excite() {
             }
             if (std::string why = plain_product(*sq, "squeeze"); !why.empty()) return why;
             if (std::string why = plain_product(*ex, "excite"); !why.empty()) return why;
-            std::map<std::string, Attribute> attrs;
-            for (const auto& [name, value] : sq->attrs())
-              attrs[ref::kSqueezeAttrPrefix + name] = value;
-            for (const auto& [name, value] : ex->attrs())
-              attrs[ref::kExciteAttrPrefix + name] = value;
-            auto bias = [](const Node* c) { return c->num_inputs() > 2 ? c->input(2) : nullptr; };
-            return m.fuse("SqueezeExcite", {m["x"], m["w1"], bias(sq), m["w2"], bias(ex)}, attrs);
+            ops::SqueezeExcite se{m["x"], m["w1"], optional_input(sq, 2), m["w2"],
+                                  optional_input(ex, 2)};
+            se.squeeze = ops::ConvPart::of(*sq);
+            se.excite = ops::ConvPart::of(*ex);
+            return m.fuse(se.spec());
           }};
 }
 
@@ -101,14 +99,13 @@ Rule squeeze_excite_scale() {
           .rewrite = [](const RuleMatch& m) -> std::string {
             const Node* n = m.node("se");
             if (m["x"] != m["sx"]) return "the Mul scales another tensor than the one pooled";
-            if (ref::squeeze_excite_applies(*n)) return "the SqueezeExcite already applies";
+            if (ops::squeeze_excite::applies(*n)) return "the SqueezeExcite already applies";
             const Shape& xs = m["x"]->shape();
             if (!xs.fully_known() || m.root()->output(0)->shape().static_dims() != xs.static_dims())
               return "the Mul's output is not X's shape";
-            std::vector<Value*> ins(n->inputs().begin(), n->inputs().end());
-            std::map<std::string, Attribute> attrs = n->attrs();
-            attrs[ref::kApplyAttr] = attr_int(1);
-            return m.fuse("SqueezeExcite", ins, attrs);
+            ops::SqueezeExcite se = ops::SqueezeExcite::of(*n);
+            se.apply = true;
+            return m.fuse(se.spec());
           }};
 }
 

@@ -5,7 +5,8 @@
 #include <iostream>
 
 #include "ir/error.h"
-#include "kernels/ref/user_pattern.h"
+#include "ops/region.h"
+#include "ops/user_pattern.h"
 #include "passes/fusions/fusion_util.h"
 #include "passes/fusions/fusions.h"
 
@@ -52,27 +53,23 @@ std::vector<Value*> chain_inputs(const std::vector<Node*>& chain, std::vector<in
 std::string fuse_match(Graph& g, PassContext& ctx, const FusionPattern& p,
                        const std::vector<Node*>& chain) {
   if (std::string why = chain_escape(chain); !why.empty()) return why;
-  std::map<std::string, Attribute> attrs;
-  attrs["pattern"] = attr_string(p.name);
-  Attribute ops;
-  ops.kind = Attribute::Kind::kStrings;
+  ops::UserPattern up{{}, p.name, {chain.begin(), chain.end()}, {}};
+  std::vector<std::string> op_types;
   std::vector<std::map<std::string, AttributeValue>> node_attrs;
-  for (size_t i = 0; i < chain.size(); ++i) {
-    ops.strings.push_back(chain[i]->op_type());
+  for (const Node* n : chain) {
+    op_types.push_back(n->op_type());
     node_attrs.emplace_back();
-    for (const auto& [name, a] : chain[i]->attrs()) {
+    for (const auto& [name, a] : n->attrs()) {
       if (a.kind == Attribute::Kind::kTensor || a.kind == Attribute::Kind::kGraph) {
-        return chain[i]->describe() + " has a " + attribute_kind_name(a.kind) + " attribute '" +
-               name + "', which a fusion pattern cannot be handed";
+        return n->describe() + " has a " + attribute_kind_name(a.kind) + " attribute '" + name +
+               "', which a fusion pattern cannot be handed";
       }
-      attrs[std::string("n").append(std::to_string(i)).append(".").append(name)] = a;
       node_attrs.back()[name] = to_attribute_value(a);
     }
   }
-  attrs["ops"] = ops;
-  std::vector<int64_t> from;
-  const std::vector<Value*> inputs = chain_inputs(chain, &from);
-  attrs["inputs_from"] = attr_ints(from);
+  std::vector<int64_t>& from = up.inputs_from;
+  up.inputs = chain_inputs(chain, &from);
+  const std::vector<Value*>& inputs = up.inputs;
   std::vector<PatternContext::InputSource> sources;
   for (size_t k = 0; k + 1 < from.size(); k += 2) {
     sources.emplace_back(static_cast<size_t>(from[k]), static_cast<size_t>(from[k + 1]));
@@ -86,7 +83,7 @@ std::string fuse_match(Graph& g, PassContext& ctx, const FusionPattern& p,
     if (!v->shape().has_rank) return std::string("input '") + v->name() + "' has no known rank";
     in_info.push_back(info_of(*v));
   }
-  const PatternContext pc(p.name, chain.back()->name(), ops.strings, std::move(node_attrs),
+  const PatternContext pc(p.name, chain.back()->name(), op_types, std::move(node_attrs),
                           std::move(sources), p.params);
   std::vector<TensorInfo> out_info;
   try {
@@ -132,8 +129,7 @@ std::string fuse_match(Graph& g, PassContext& ctx, const FusionPattern& p,
     }
     learned.emplace_back(outputs[k], std::move(s));
   }
-  std::string why = apply_fusion(g, ctx, p.name, chain, kUserPatternOp, kFusedDomain, inputs,
-                                 outputs, std::move(attrs));
+  std::string why = apply_fusion(g, ctx, p.name, chain, up.spec(), outputs);
   if (!why.empty()) return why;
   for (size_t k = 0; k < learned.size(); ++k) {
     learned[k].first->set_dtype(out_info[k].dtype);
@@ -150,8 +146,9 @@ void run_fusion_patterns(Graph& g, PassContext& ctx,
     if (!enabled(p->name)) continue;
     ctx.report.record(p->name);  // listed even with no match
     const size_t rejected_before = ctx.report.record(p->name).rejected.size();
+    const std::vector<Op> ops = onnx_ops_named(p->ops);
     rewrite_each(
-        g, ctx, p->name, [&](Node* n) { return chain_from(n, p->ops); },
+        g, ctx, p->name, [&](Node* n) { return chain_from(n, ops); },
         [&](const std::vector<Node*>& chain) { return fuse_match(g, ctx, *p, chain); });
     const auto& rejected = ctx.report.record(p->name).rejected;
     for (size_t i = rejected_before; i < rejected.size(); ++i) {
