@@ -20,49 +20,19 @@ namespace {
 
 using ref::ActivationKind;
 
-// The default domain's opset of the export: LayerNormalization, which several lowerings write,
-// is an ONNX op from opset 17 (every op's opset-13 semantics hold through 17).
+// The default domain's opset of the export: the graph's, raised to what the lowerings of its
+// nodes need (ops::OrtForm::min_opset: LayerNormalization, which several write, is an ONNX op from
+// opset 17, and every op's opset-13 semantics hold through 17).
 int64_t export_opset(const Graph& g) {
   int64_t opset = g.opset("");
-  if (opset >= 17) return opset;
   for (const Node* n : g.nodes()) {
-    if (n->domain() != kFusedDomain) continue;
-    const std::string& op = n->op_type();
-    if (op == "LayerNormalization" || op == "FusedLayerNormMatMul" || op == "EmbedLayerNorm" ||
-        op == "SkipLayerNorm" || op == "FusedMatMulLayerNorm" ||
-        (op == "FusedGatedMatMul" && n->num_inputs() > 3)) {
-      return 17;
-    }
+    const ops::OpDef* def = ops::def_of(*n);
+    if (def && def->ort.min_opset) opset = std::max(opset, def->ort.min_opset(*n));
   }
   return opset;
 }
 
-const std::set<std::string>& lowered_ops() {
-  static const std::set<std::string> ops = {"FusedConv",
-                                            "ScaledConv",
-                                            "FusedConvSplit",
-                                            "FusedConvPool",
-                                            "FusedGemm",
-                                            "FusedMatMul",
-                                            "FusedGlobalPoolGemm",
-                                            "SqueezeExcite",
-                                            "ExpandDepthwise",
-                                            "Gelu",
-                                            "Swish",
-                                            "ScaleShift",
-                                            "GroupNorm",
-                                            "SkipLayerNorm",
-                                            "RMSNorm",
-                                            "LayerNormalization",
-                                            "EmbedLayerNorm",
-                                            "MultiHeadAttention",
-                                            "FusedMatMulLayerNorm",
-                                            "FusedLayerNormMatMul",
-                                            "FusedGatedMatMul",
-                                            "FusedMatMulResidual",
-                                            "FusedRegion"};
-  return ops;
-}
+using Lower = void (OrtLowering::*)(const Node&);
 
 // Conv's own attributes, as a fused conv node carries them.
 constexpr const char* kConvAttrs[] = {"auto_pad",     "dilations", "group",
@@ -136,8 +106,6 @@ std::optional<Dims> static_dims(const Value* v) {
 
 }  // namespace
 
-bool ort_lowering_exists(const std::string& op_type) { return lowered_ops().count(op_type) != 0; }
-
 OrtLowering::OrtLowering(const Graph& g, onnx::GraphProto* gp) : g_(g), w_(g, gp, export_opset(g)) {
   plan();
 }
@@ -157,40 +125,59 @@ void OrtLowering::declare(const Value* v) {
   value_info_to_proto(v, vi);
 }
 
+const std::map<Op, void (OrtLowering::*)(const Node&)>& OrtLowering::lowerings() {
+  static const std::map<Op, Lower> m = {
+      {Op::kFusedConv, &OrtLowering::lower_conv},
+      {Op::kScaledConv, &OrtLowering::lower_scaled_conv},
+      {Op::kFusedConvSplit, &OrtLowering::lower_conv_split},
+      {Op::kFusedConvPool, &OrtLowering::lower_conv_pool},
+      {Op::kFusedGemm, &OrtLowering::lower_gemm},
+      {Op::kFusedMatMul, &OrtLowering::lower_matmul},
+      {Op::kFusedGlobalPoolGemm, &OrtLowering::lower_pool_gemm},
+      {Op::kSqueezeExcite, &OrtLowering::lower_squeeze_excite},
+      {Op::kExpandDepthwise, &OrtLowering::lower_expand_depthwise},
+      {Op::kGelu, &OrtLowering::lower_standalone_activation},
+      {Op::kSwish, &OrtLowering::lower_standalone_activation},
+      {Op::kScaleShift, &OrtLowering::lower_scale_shift},
+      {Op::kGroupNorm, &OrtLowering::lower_group_norm},
+      {Op::kSkipLayerNorm, &OrtLowering::lower_skip_layer_norm},
+      {Op::kRMSNorm, &OrtLowering::lower_rms_norm},
+      {Op::kLayerNormalization, &OrtLowering::lower_layer_norm},
+      {Op::kEmbedLayerNorm, &OrtLowering::lower_embed},
+      {Op::kMultiHeadAttention, &OrtLowering::lower_attention},
+      {Op::kFusedMatMulLayerNorm, &OrtLowering::lower_matmul_layer_norm},
+      {Op::kFusedLayerNormMatMul, &OrtLowering::lower_layer_norm_matmul},
+      {Op::kFusedGatedMatMul, &OrtLowering::lower_gated_matmul},
+      {Op::kFusedMatMulResidual, &OrtLowering::lower_matmul_residual},
+      {Op::kFusedRegion, &OrtLowering::lower_region},
+  };
+  return m;
+}
+
 void OrtLowering::lower(const Node& n) {
-  const std::string& op = n.op_type();
   w_.begin(n.name());
   if (auto it = rewrites_.find(&n); it != rewrites_.end()) return it->second();
-  if (op == "UserPattern") {
-    fail(ErrorKind::kUnsupported, n.describe(), ": fusion pattern '", n.attr_string("pattern", ""),
-         "' is computed by the user's code, which ONNX Runtime cannot run; export with the "
-         "nnfuse format, or compile without the pattern registered");
+  const ops::OpDef* def = ops::def_of(n);
+  if (!def) fail(ErrorKind::kUnsupported, n.describe(), ": not an op of ", kFusedDomain);
+  switch (def->ort.kind) {
+    case ops::OrtForm::Kind::kNone:
+      fail(ErrorKind::kUnsupported, n.describe(), ": no ONNX Runtime form: ", def->ort.why,
+           "; export with the nnfuse format");
+    case ops::OrtForm::Kind::kDecomposed:
+      return write_decomposed(n, *def);
+    case ops::OrtForm::Kind::kLowering:
+      break;
   }
-  if (op == "FusedConv") return lower_conv(n);
-  if (op == "ScaledConv") return lower_scaled_conv(n);
-  if (op == "FusedConvSplit") return lower_conv_split(n);
-  if (op == "FusedConvPool") return lower_conv_pool(n);
-  if (op == "FusedGemm") return lower_gemm(n);
-  if (op == "FusedMatMul") return lower_matmul(n);
-  if (op == "FusedGlobalPoolGemm") return lower_pool_gemm(n);
-  if (op == "SqueezeExcite") return lower_squeeze_excite(n);
-  if (op == "ExpandDepthwise") return lower_expand_depthwise(n);
-  if (op == "Gelu" || op == "Swish") return lower_standalone_activation(n);
-  if (op == "ScaleShift") return lower_scale_shift(n);
-  if (op == "GroupNorm") return lower_group_norm(n);
-  if (op == "SkipLayerNorm") return lower_skip_layer_norm(n);
-  if (op == "RMSNorm") return lower_rms_norm(n);
-  if (op == "LayerNormalization") return lower_layer_norm(n);
-  if (op == "EmbedLayerNorm") return lower_embed(n);
-  if (op == "MultiHeadAttention") return lower_attention(n);
-  if (op == "FusedMatMulLayerNorm") return lower_matmul_layer_norm(n);
-  if (op == "FusedLayerNormMatMul") return lower_layer_norm_matmul(n);
-  if (op == "FusedGatedMatMul") return lower_gated_matmul(n);
-  if (op == "FusedMatMulResidual") return lower_matmul_residual(n);
-  if (op == "FusedRegion") return lower_region(n);
-  fail(ErrorKind::kUnsupported, n.describe(), ": no ONNX Runtime form of ", op,
-       " (domain ai.nnfuse) is known");
+  auto it = lowerings().find(n.op());
+  if (it == lowerings().end()) {
+    fail(ErrorKind::kInternal, n.describe(),
+         ": its definition names an ONNX Runtime lowering "
+         "that the exporter does not have");
+  }
+  (this->*it->second)(n);
 }
+
+bool ort_lowering_exists(Op op) { return OrtLowering::lowerings().count(op) != 0; }
 
 void OrtLowering::write_activation(const Node& n, const std::string& in, const std::string& out,
                                    const std::string& name) {
@@ -518,7 +505,7 @@ void OrtLowering::lower_expand_depthwise(const Node& n) {
 
 void OrtLowering::lower_standalone_activation(const Node& n) {
   const std::string in = name_of(n.input(0)), out = name_of(n.output(0));
-  if (n.op_type() == "Swish") {
+  if (n.is(Op::kSwish)) {
     onnx::NodeProto* p = w_.node("QuickGelu", {in}, {out}, kOrtDomain, n.name());
     ProtoWriter::set_float(p, "alpha", n.attr_float("alpha", 1.0f));
     return;

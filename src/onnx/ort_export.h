@@ -45,6 +45,7 @@
 
 #include "ir/graph.h"
 #include "onnx/proto_writer.h"
+#include "ops/def.h"
 
 namespace nnfuse {
 
@@ -61,9 +62,12 @@ class OrtLowering {
   bool absorbed(const Node& n) const { return absorbed_.count(&n) != 0; }
   // Whether the standard node `n` is written in another form (lower() writes it).
   bool claims(const Node& n) const { return rewrites_.count(&n) != 0; }
-  // Writes the fused node `n` (domain ai.nnfuse). Throws kUnsupported naming it when no
-  // lowering exists.
+  // Writes the fused node `n` (domain ai.nnfuse) in its definition's ONNX Runtime form
+  // (ops::OrtForm): a lowering of the exporter's, or its decomposition into standard ops. Throws
+  // kUnsupported naming it when it has none.
   void lower(const Node& n);
+  // The exporter's lowerings, by op.
+  static const std::map<Op, void (OrtLowering::*)(const Node&)>& lowerings();
 
   // Pieces the lowerings share (ort_export.cc, ort_transformer.cc, ort_region.cc).
   ProtoWriter& writer() { return w_; }
@@ -102,6 +106,9 @@ class OrtLowering {
   void lower_matmul_layer_norm(const Node& n);
   void lower_layer_norm_matmul(const Node& n);
   void lower_region(const Node& n);
+  // A node whose definition decomposes it into standard ops: the nodes its decomposition makes
+  // in a graph of its own, written as they are.
+  void write_decomposed(const Node& n, const ops::OpDef& def);
 
   // FusedConv(x, input first_weight, its next input as B, the one after as Z) with the node's
   // conv attributes and activation, writing `out`; `conv_value` (may be nullptr) has the conv's
@@ -130,7 +137,7 @@ class OrtLowering {
   std::map<std::string, std::string> expanded_masks_;
 };
 
-// Whether a node of this op type (domain ai.nnfuse) has a lowering.
-bool ort_lowering_exists(const std::string& op_type);
+// Whether the exporter has a lowering of its own for the op (one of nnfuse's).
+bool ort_lowering_exists(Op op);
 
 }  // namespace nnfuse

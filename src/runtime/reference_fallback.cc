@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include "ir/error.h"
+#include "ops/def.h"
 
 namespace nnfuse {
 
@@ -27,45 +27,21 @@ std::string ReferenceFallback::message() const {
   return describe(*this, " runs on the reference kernel");
 }
 
-bool is_compute_op(const std::string& op_type) {
-  static const std::set<std::string> kOps = {
-      // Convolutions and dense products.
-      "Conv", "ConvTranspose", "MatMul", "Gemm", "FusedConv", "FusedConvPool", "ScaledConv",
-      "FusedConvSplit", "FusedMatMul", "FusedGemm", "FusedGlobalPoolGemm", "FusedMatMulLayerNorm",
-      "FusedLayerNormMatMul", "FusedGatedMatMul", "FusedMatMulResidual",
-      // Pooling.
-      "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool", "GlobalLpPool",
-      "SqueezeExcite", "ExpandDepthwise",
-      // Normalizations (Softmax normalizes rows: attention's scores).
-      "BatchNormalization", "LayerNormalization", "InstanceNormalization", "GroupNormalization",
-      "GroupNorm", "ScaleShift", "SkipLayerNorm", "RMSNorm", "EmbedLayerNorm", "Softmax",
-      "LogSoftmax",
-      // Attention and resampling.
-      "Attention", "MultiHeadAttention", "Resize",
-      // Recurrences (the forms their fast kernels decline), quantized products, Einsums not
-      // lowered to MatMuls, sampling and transforms: reference kernels only for now (RoiAlign
-      // and GridSample have fast ones), so every run says so.
-      "LSTM", "GRU", "RNN", "Einsum", "QLinearConv", "QLinearMatMul", "ConvInteger",
-      "MatMulInteger", "GridSample", "RoiAlign", "DFT", "STFT",
-      // Control flow: the subgraphs run node by node on the reference kernels (a compute op
-      // when a subgraph holds one: compute_ops_in).
-      "If", "Loop", "Scan"};
-  return kOps.count(op_type) != 0;
-}
-
 namespace {
 
-// The compute op types n's subgraphs hold, at any depth (a control-flow node counts through
-// its own subgraphs), each once, in order of first appearance.
-void compute_ops_in(const Node& n, std::vector<std::string>& found) {
+bool is_control_flow(const Node& n) { return n.is(Op::kIf) || n.is(Op::kLoop) || n.is(Op::kScan); }
+
+// The compute ops n's subgraphs hold, at any depth (a control-flow node counts through its own
+// subgraphs), each once, in order of first appearance.
+void compute_ops_in(const Node& n, std::vector<Op>& found) {
   for (const auto& [name, a] : n.attrs()) {
     if (a.kind != Attribute::Kind::kGraph || !a.g) continue;
     for (const Node* m : a.g->nodes()) {
-      if (m->op_type() == "If" || m->op_type() == "Loop" || m->op_type() == "Scan") {
+      if (is_control_flow(*m)) {
         compute_ops_in(*m, found);
-      } else if (is_compute_op(m->op_type()) &&
-                 std::find(found.begin(), found.end(), m->op_type()) == found.end()) {
-        found.push_back(m->op_type());
+      } else if (ops::traits_of(*m).compute &&
+                 std::find(found.begin(), found.end(), m->op()) == found.end()) {
+        found.push_back(m->op());
       }
     }
   }
@@ -74,10 +50,8 @@ void compute_ops_in(const Node& n, std::vector<std::string>& found) {
 }  // namespace
 
 bool is_compute_node(const Node& n) {
-  if (n.op_type() != "If" && n.op_type() != "Loop" && n.op_type() != "Scan") {
-    return is_compute_op(n.op_type());
-  }
-  std::vector<std::string> found;
+  if (!is_control_flow(n)) return ops::traits_of(n).compute;
+  std::vector<Op> found;
   compute_ops_in(n, found);
   return !found.empty();
 }
@@ -92,10 +66,10 @@ std::optional<ReferenceFallback> reference_fallback(const NodeInfo& info) {
   if (f.declined.empty()) {
     if (!compute) return std::nullopt;
     std::string why = "there is none for " + n.op_type() + " yet";
-    std::vector<std::string> inside;
+    std::vector<Op> inside;
     compute_ops_in(n, inside);
     for (size_t i = 0; i < inside.size(); ++i) {
-      why += (i ? ", " : "; its subgraphs run ") + inside[i];
+      why += (i ? ", " : "; its subgraphs run ") + std::string(op_name(inside[i]));
     }
     if (!inside.empty()) why += " on the reference kernels";
     f.declined.emplace_back("fast kernels", why);

@@ -32,10 +32,9 @@ struct ReferenceFallback {
   std::string message() const;
 };
 
-// True for the compute ops (see ReferenceFallback::compute_op).
-bool is_compute_op(const std::string& op_type);
-// For a node: its op is a compute op, and an If, Loop or Scan is one only when its subgraphs
-// (at any depth) hold one; a detector's NMS branch (index bookkeeping) is not.
+// Whether the node is a compute op (its op's traits, ops/def.h: convolutions, dense products,
+// pools, normalizations, attention, resampling, recurrences...); an If, Loop or Scan is one only
+// when its subgraphs (at any depth) hold one: a detector's NMS branch (index bookkeeping) is not.
 bool is_compute_node(const Node& n);
 
 // The fallback record for a node about to run on the reference kernel, when its op has fast

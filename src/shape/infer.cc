@@ -12,6 +12,7 @@
 
 #include "onnx/exporter.h"
 #include "onnx/tensor_proto.h"
+#include "ops/def.h"
 #include "shape/shape_inference.h"
 
 namespace nnfuse::shape {
@@ -96,9 +97,30 @@ class NodeContext : public onnx::InferenceContext {
   std::map<std::string, onnx::AttributeProto> attrs_;
 };
 
+// An op of nnfuse's domain: its definition's shape rule (ops/def.h), where it knows more.
+bool infer_own_op(Node* n, const ops::OpDef& def) {
+  std::vector<ops::OutputType> out;
+  if (!def.infer || !def.infer(*n, out).empty()) return false;
+  bool changed = false;
+  for (size_t k = 0; k < n->num_outputs() && k < out.size(); ++k) {
+    Value* o = n->output(k);
+    if (!o) continue;
+    if (o->dtype() == DType::kUndefined && out[k].dtype != DType::kUndefined) {
+      o->set_dtype(out[k].dtype);
+      changed = true;
+    }
+    if (knowledge(out[k].shape) > knowledge(o->shape())) {
+      o->set_shape(std::move(out[k].shape));
+      changed = true;
+    }
+  }
+  return changed;
+}
+
 }  // namespace
 
 bool infer_node(const Graph& g, Node* n) {
+  if (const ops::OpDef* def = ops::def_of(*n)) return infer_own_op(n, *def);
   const std::string domain = is_default_domain(n->domain()) ? "" : n->domain();
   const onnx::OpSchema* schema =
       onnx::OpSchemaRegistry::Schema(n->op_type(), static_cast<int>(g.opset(domain)), domain);

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "cost/cost.h"
+#include "ops/def.h"
 
 namespace nnfuse {
 
@@ -17,7 +18,7 @@ RegionCost region_cost(const Region& r) {
   int64_t per_row = -1;
   for (const Node* n : r.nodes) {
     const Value* x = n->input(0);
-    if (n->op_type().rfind("Reduce", 0) != 0 || !x || !x->shape().fully_known()) continue;
+    if (ops::op_class(*n) != OpClass::kReduction || !x || !x->shape().fully_known()) continue;
     const Dims d = x->shape().static_dims();
     if (!d.empty() && d.back() > 0) per_row = domain / d.back();
   }
@@ -39,7 +40,7 @@ RegionCost region_cost(const Region& r) {
         continue;
       }
       // Written once and read back, as cost::intermediate_bytes.
-      c.bytes_saved = cost::sat_add(c.bytes_saved, cost::sat_mul(2, bytes));
+      c.bytes_saved = sat_add(c.bytes_saved, sat_mul(2, bytes));
     }
   }
   return c;
@@ -56,7 +57,7 @@ std::string why_not_paying(const RegionCost& cost, const CostOptions& options) {
            std::to_string(options.min_bytes_saved);
   }
   const int64_t saved =
-      cost::sat_add(cost.bytes_saved / 4, cost::sat_mul(cost.kernels_saved, options.launch_cost));
+      sat_add(cost.bytes_saved / 4, sat_mul(cost.kernels_saved, options.launch_cost));
   if (saved < cost.recomputed_cost) {
     return "broadcasting would recompute " + std::to_string(cost.recomputed) + " elements (cost " +
            std::to_string(cost.recomputed_cost) + ") to save " + std::to_string(cost.bytes_saved) +

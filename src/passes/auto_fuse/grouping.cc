@@ -52,7 +52,7 @@ std::vector<Value*> inputs_of(const std::vector<Node*>& nodes) {
   return r;
 }
 
-bool is_reduction(const Node& n) { return op_class(n) == OpClass::kReduction; }
+bool is_reduction(const Node& n) { return ops::op_class(n) == OpClass::kReduction; }
 
 class Grower {
  public:
@@ -178,7 +178,7 @@ class Grower {
 }  // namespace
 
 bool region_member_candidate(const Node& node, int64_t opset) {
-  switch (op_class(node)) {
+  switch (ops::op_class(node)) {
     case OpClass::kElementwise:
     case OpClass::kBroadcast:
     case OpClass::kInjective:
