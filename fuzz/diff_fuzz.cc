@@ -23,8 +23,8 @@
 #include "codegen/codegen.h"
 #include "codegen/jit.h"
 #include "ir/error.h"
-#include "kernels/ref/fused_region.h"
 #include "onnx/exporter.h"
+#include "ops/region.h"
 #include "passes/pipeline.h"
 #include "random_graph.h"
 #include "runtime/session.h"
@@ -202,9 +202,9 @@ void prebuild(uint64_t from, uint64_t count, int max_steps) {
       po.target = "cuda";
       nnfuse::run_pipeline(*g, po);
       for (const nnfuse::Node* n : g->nodes()) {
-        if (n->op_type() != nnfuse::kFusedRegionOp || n->domain() != nnfuse::kFusedDomain) continue;
-        const nnfuse::codegen::Region r = nnfuse::fused_region_of(*n);
-        const std::string symbol = nnfuse::fused_region_symbol(r);
+        if (!n->is(nnfuse::Op::kFusedRegion)) continue;
+        const nnfuse::codegen::Region r = nnfuse::ops::fused_region_of(*n);
+        const std::string symbol = nnfuse::ops::fused_region_symbol(r);
         if (seen.insert(symbol).second) {
           fns.push_back({symbol, nnfuse::codegen::emit_cpp_function(r, symbol)});
         }

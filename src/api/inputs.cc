@@ -16,7 +16,7 @@ int64_t index_bound(const Value* v, int depth = 0) {
   int64_t bound = 0;
   for (const Use& u : v->uses()) {
     const Node* n = u.node;
-    if (n->op_type() == "Gather" && u.input_index == 1) {
+    if (n->is(Op::kGather) && u.input_index == 1) {
       const Value* data = n->input(0);
       int64_t axis = n->attr_int("axis", 0);
       if (data && data->shape().has_rank) {
@@ -28,8 +28,8 @@ int64_t index_bound(const Value* v, int depth = 0) {
         }
       }
     } else if (depth < 4 &&
-               (n->op_type() == "Cast" || n->op_type() == "Unsqueeze" ||
-                n->op_type() == "Reshape" || n->op_type() == "Flatten") &&
+               (n->is(Op::kCast) || n->is(Op::kUnsqueeze) || n->is(Op::kReshape) ||
+                n->is(Op::kFlatten)) &&
                u.input_index == 0 && n->output(0)) {
       int64_t b = index_bound(n->output(0), depth + 1);
       if (b) bound = bound ? std::min(bound, b) : b;

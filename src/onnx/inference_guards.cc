@@ -12,6 +12,7 @@
 
 #include "ir/error.h"
 #include "onnx/opset_upgrade.h"
+#include "ops/op.h"
 
 namespace nnfuse {
 
@@ -299,7 +300,7 @@ void add_ranks(const onnx::GraphProto& g, Ranks& ranks) {
 void check_graph(const onnx::GraphProto& g, Ranks ranks, const std::string& label) {
   add_ranks(g, ranks);
   for (const auto& n : g.node()) {
-    if ((n.domain().empty() || n.domain() == "ai.onnx") && n.op_type() == "Gemm") {
+    if (op_of(n.domain(), n.op_type()) == Op::kGemm) {
       // The Gemm 6-to-7 adapter reads two dims of A and of B, as their shapes say.
       for (int i = 0; i < 2 && i < n.input_size(); ++i) {
         const auto it = ranks.find(n.input(i));

@@ -6,6 +6,7 @@
 #include "ir/error.h"
 #include "kernels/ref/fused.h"
 #include "onnx/ort_export.h"
+#include "ops/norm.h"
 
 namespace nnfuse {
 
@@ -18,7 +19,7 @@ std::string OrtLowering::with_addend(const Node& n, const Dims& xd) {
                ": the export needs the addend's static shape");
   const std::string& name = n.name();
   std::string a = t->name();
-  if (n.attr_string("t_activation", "") == "SiLU") {
+  if (ops::t_silu(n)) {
     // T * Sigmoid(T): the SiLU as PyTorch exports it.
     const std::string sig = w_.fresh(name + "_t_sigmoid"), silu = w_.fresh(name + "_t_silu");
     w_.node("Sigmoid", {a}, {sig}, "", name + "_t_sigmoid");

@@ -24,7 +24,7 @@ bool only_reader(const Value* v, const Node* reader) {
 // The Transpose producing v when it swaps the last two dims and `reader` is its one reader.
 const Node* swap_transpose(const Value* v, const Node* reader) {
   const Node* t = v ? v->producer() : nullptr;
-  if (!t || t->op_type() != "Transpose" || !is_default_domain(t->domain())) return nullptr;
+  if (!t || !t->is(Op::kTranspose)) return nullptr;
   if (!only_reader(v, reader) || !v->shape().has_rank) return nullptr;
   const size_t rank = v->shape().dims.size();
   if (rank < 2) return nullptr;
@@ -42,9 +42,8 @@ std::optional<double> scalar(const Value* v) {
 }
 
 bool is_plain_matmul(const Node& n) {
-  if (n.op_type() == "MatMul" && is_default_domain(n.domain())) return true;
-  return n.op_type() == "FusedMatMul" && n.domain() == kFusedDomain && !n.input(2) &&
-         n.attr_string("activation", "").empty();
+  if (n.is(Op::kMatMul)) return true;
+  return n.is(Op::kFusedMatMul) && !n.input(2) && n.attr_string("activation", "").empty();
 }
 
 }  // namespace
@@ -52,7 +51,7 @@ bool is_plain_matmul(const Node& n) {
 // The constant target shape of a default-domain Reshape, when it has no 0 (copy a dim) entry:
 // then it does not depend on its input's shape.
 static std::optional<std::vector<int64_t>> fixed_reshape(const Node* r) {
-  if (!r || r->op_type() != "Reshape" || !is_default_domain(r->domain()) || r->num_inputs() < 2) {
+  if (!r || !r->is(Op::kReshape) || r->num_inputs() < 2) {
     return std::nullopt;
   }
   const Tensor* t = pattern::constant_value(r->input(1));
@@ -66,8 +65,7 @@ void OrtLowering::plan_gemms() {
   // A FusedMatMul of an N-D input reshaped for it, whose result is only reshaped: the input
   // reshaped to [M, K] instead and a Gemm (the bias in it), as ORT's MatMulAddFusion does.
   for (const Node* n : g_.nodes()) {
-    if (absorbed(*n) || claims(*n) || n->op_type() != "FusedMatMul" ||
-        n->domain() != kFusedDomain) {
+    if (absorbed(*n) || claims(*n) || !n->is(Op::kFusedMatMul)) {
       continue;
     }
     const Value* a = n->input(0);
@@ -121,9 +119,9 @@ void OrtLowering::plan_peepholes() {
       const Node* m = out->uses()[0].node;
       if (!is_default_domain(m->domain()) || m->num_inputs() != 2) break;
       std::optional<double> c;
-      if (m->op_type() == "Mul") {
+      if (m->is(Op::kMul)) {
         c = m->input(0) == out ? scalar(m->input(1)) : scalar(m->input(0));
-      } else if (m->op_type() == "Div" && m->input(0) == out) {
+      } else if (m->is(Op::kDiv) && m->input(0) == out) {
         c = scalar(m->input(1));
         if (c && *c != 0.0) c = 1.0 / *c;
       }

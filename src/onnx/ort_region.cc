@@ -8,8 +8,8 @@
 #include <optional>
 
 #include "ir/error.h"
-#include "kernels/ref/fused_region.h"
 #include "onnx/ort_export.h"
+#include "ops/region.h"
 
 namespace nnfuse {
 
@@ -168,7 +168,7 @@ class IdiomMatcher {
 }  // namespace
 
 void OrtLowering::lower_region(const Node& n) {
-  const codegen::Region r = fused_region_of(n);
+  const codegen::Region r = ops::fused_region_of(n);
   const std::vector<int64_t>& dom = codegen::domain(r);
   const size_t num_ops = r.ops.size();
   // The ops the output depends on.

@@ -227,13 +227,13 @@ std::string OrtLowering::expanded_mask(const Value* mask, int64_t sq, int64_t sk
 void OrtLowering::plan() {
   // A packed QKV projection read only by its attention becomes part of ORT's Attention.
   for (const Node* n : g_.nodes()) {
-    if (n->op_type() != "MultiHeadAttention" || n->domain() != kFusedDomain ||
-        n->attr_int("qkv_packed", 0) == 0 || is_decoder_attention(*n)) {
+    if (!n->is(Op::kMultiHeadAttention) || n->attr_int("qkv_packed", 0) == 0 ||
+        is_decoder_attention(*n)) {
       continue;
     }
     const Value* qkv = n->input(0);
     const Node* p = qkv ? qkv->producer() : nullptr;
-    if (!p || p->op_type() != "FusedMatMul" || p->domain() != kFusedDomain) continue;
+    if (!p || !p->is(Op::kFusedMatMul)) continue;
     if (qkv->uses().size() != 1 || qkv->is_graph_output()) continue;
     if (!p->attr_string("activation", "").empty()) continue;
     const auto xd = known_dims(p->input(0));

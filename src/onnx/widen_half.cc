@@ -45,8 +45,7 @@ Value* add_cast(Graph& g, Value* x, int64_t to, DType dtype, const std::string& 
 // already: nothing to add.
 bool read_as_float32_only(const Value* v) {
   return std::all_of(v->uses().begin(), v->uses().end(), [](const Use& u) {
-    return u.node->op_type() == "Cast" && is_default_domain(u.node->domain()) &&
-           u.node->attr_int("to", 0) == kOnnxFloat;
+    return u.node->is(Op::kCast) && u.node->attr_int("to", 0) == kOnnxFloat;
   });
 }
 
@@ -78,10 +77,9 @@ size_t widen_half_precision(Graph& g) {
   // half-typed value becomes that Cast.
   for (Node* n : g.nodes()) {
     int64_t to = 0;
-    if (n->op_type() == "Cast" && is_default_domain(n->domain())) {
+    if (n->is(Op::kCast)) {
       to = n->attr_int("to", 0);
-    } else if (n->op_type() == "CastLike" && is_default_domain(n->domain()) && n->input(1) &&
-               was_half.count(n->input(1))) {
+    } else if (n->is(Op::kCastLike) && n->input(1) && was_half.count(n->input(1))) {
       to = onnx_type_of(n->input(1)->dtype());
       const std::string name = n->name();
       Value* x = n->input(0);

@@ -273,7 +273,9 @@ TEST(Builders, ChecksNameWhatDoesNotFitTheDefinition) {
   OneNode t;
   t.make(ops::FusedMatMul{t.in("a", {2, 3}), t.in("b", {3, 4})}.spec());
   const ops::OpDef& def = *ops::def_of(*t.node);
-  t.node->set_attr("strides", Attribute{Attribute::Kind::kInts});
+  Attribute strides;
+  strides.kind = Attribute::Kind::kInts;
+  t.node->set_attr("strides", strides);
   EXPECT_NE(ops::check_against_def(*t.node, def).find("strides"), std::string::npos);
   OneNode u;
   u.make(ops::FusedMatMul{u.in("a", {2, 3}), nullptr}.spec());

@@ -12,7 +12,6 @@ namespace traits_test {
 using ops::op_class;
 
 using fusion_test::B;
-using fusion_test::ints;
 
 Node* unary(Graph& g, const std::string& op, const std::string& domain = "") {
   Value* x = g.add_value(g.unique_value_name("x"), DType::kFloat32, Shape::of({2, 3}));
@@ -97,36 +96,6 @@ TEST(OpClass, BinaryOpsAreElementwiseOnlyForEqualKnownShapes) {
   EXPECT_EQ(cls(b.n("Sub", {x, u}, {2, 3})), OpClass::kBroadcast);
   EXPECT_EQ(cls(b.n("Where", {x, y, x}, {2, 3})), OpClass::kElementwise);
   EXPECT_EQ(cls(b.n("Sum", {x}, {2, 3})), OpClass::kElementwise);
-}
-
-TEST(OpClass, LastAxisReductions) {
-  B b;
-  Value* x = b.in("x", {2, 3, 4});
-  Value* v = b.in("v", {5});
-  Value* m = b.in("m", {2, 6});
-  auto last = [&](Value* out, int64_t opset = 17) {
-    return is_last_axis_reduction(*out->producer(), opset);
-  };
-  Value* minus1 = b.c(Tensor::from_vector<int64_t>({1}, {-1}));
-  Value* one = b.c(Tensor::from_vector<int64_t>({1}, {1}));
-  EXPECT_TRUE(last(b.n("ReduceSum", {x, minus1}, {2, 3, 1})));
-  EXPECT_FALSE(last(b.n("ReduceSum", {x, one}, {2, 1, 4})));
-  EXPECT_FALSE(last(b.n("ReduceSum", {x, b.in("axes", {1})}, {2, 3, 1})));  // not constant
-  EXPECT_TRUE(last(b.n("ReduceMean", {x}, {2, 3, 1}, {{"axes", ints({2})}})));
-  EXPECT_FALSE(last(b.n("ReduceMean", {x}, {2, 1, 1}, {{"axes", ints({1, 2})}})));
-  EXPECT_FALSE(last(b.n("ReduceMax", {x}, {1, 1, 1})));  // every axis
-  EXPECT_TRUE(last(b.n("ReduceMax", {v}, {1})));         // every axis of a vector
-  EXPECT_TRUE(last(b.n("Softmax", {x}, {2, 3, 4})));     // axis -1 from opset 13
-  Attribute axis1;
-  axis1.i = 1;
-  EXPECT_FALSE(last(b.n("Softmax", {x}, {2, 3, 4}, {{"axis", axis1}})));
-  EXPECT_TRUE(last(b.n("LogSoftmax", {m}, {2, 6}), 11));      // axis 1 of a matrix
-  EXPECT_FALSE(last(b.n("LogSoftmax", {x}, {2, 3, 4}), 11));  // axis 1 of rank 3
-  EXPECT_FALSE(last(b.n("ArgMax", {m}, {1, 6})));             // axis 0
-  Attribute minus;
-  minus.i = -1;
-  EXPECT_TRUE(last(b.n("ArgMax", {m}, {2, 1}, {{"axis", minus}})));
-  EXPECT_FALSE(last(b.n("Relu", {m}, {2, 6})));  // not a reduction
 }
 
 }  // namespace traits_test

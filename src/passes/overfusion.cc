@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "ir/error.h"
-#include "kernels/ref/fused_region.h"
+#include "ops/region.h"
 
 namespace nnfuse {
 
@@ -67,10 +67,10 @@ std::string kib(int64_t bytes) {
 std::vector<FusionWarning> overfusion_warnings(const Graph& g, int64_t l2_bytes, int registers) {
   std::vector<FusionWarning> out;
   for (const Node* n : g.nodes()) {
-    if (n->op_type() != kFusedRegionOp || n->domain() != kFusedDomain) continue;
+    if (!n->is(Op::kFusedRegion)) continue;
     codegen::Region r;
     try {
-      r = fused_region_of(*n);
+      r = ops::fused_region_of(*n);
     } catch (const Error&) {
       continue;  // malformed: the kernel's own check names it when the model runs
     }

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/ref/fused_region.h"
+#include "ops/region.h"
 
 namespace nnfuse {
 namespace overfusion_test {
@@ -17,8 +17,8 @@ Node* add_region(Graph& g, const codegen::Region& r, const std::string& name) {
                              Shape::of(r.input_shapes[i])));
   }
   Value* out = g.add_value(name + "_out", DType::kFloat32, Shape::of(r.output_shape));
-  Node* n = g.add_node(kFusedRegionOp, name, in, {out}, kFusedDomain);
-  for (auto& [k, a] : fused_region_attrs(r)) n->set_attr(k, a);
+  Node* n = g.add_node("FusedRegion", name, in, {out}, kFusedDomain);
+  for (auto& [k, a] : ops::fused_region_attrs(r)) n->set_attr(k, a);
   return n;
 }
 

@@ -7,7 +7,7 @@
 #include "ir/dump.h"
 #include "ir/error.h"
 #include "ir/progress.h"
-#include "kernels/ref/user_pattern.h"
+#include "ops/user_pattern.h"
 #include "passes/auto_fuse/auto_fuse.h"
 #include "passes/canonicalize/canonicalize.h"
 #include "passes/fusions/fusion_records.h"

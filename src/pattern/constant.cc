@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include "kernels/kernel_math.h"
+#include "ops/op_math.h"
 #include "pattern/pattern.h"
 #include "pattern/pattern_internal.h"
 
@@ -40,7 +40,7 @@ const Tensor* constant_value(const Value* v) {
   if (!v) return nullptr;
   if (v->is_constant()) return &v->constant();
   const Node* n = v->producer();
-  if (!n || n->op_type() != "Constant" || !is_default_domain(n->domain())) return nullptr;
+  if (!n || !n->is(Op::kConstant)) return nullptr;
   if (n->num_outputs() < 1 || n->output(0) != v) return nullptr;
   const Attribute* a = nullptr;
   if ((a = n->find_attr("value"))) {
@@ -64,7 +64,7 @@ const Tensor* constant_value(const Value* v) {
 }
 
 std::optional<SliceRange> slice_range(const Node* n) {
-  if (!n || n->op_type() != "Slice" || !is_default_domain(n->domain()) || n->num_inputs() < 3) {
+  if (!n || !n->is(Op::kSlice) || n->num_inputs() < 3) {
     return std::nullopt;
   }
   const Value* x = n->input(0);

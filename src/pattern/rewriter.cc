@@ -138,7 +138,7 @@ Node* replace_with(Graph& g, const std::vector<Node*>& nodes, const std::string&
   for (const Node* n : ordered) {
     for (const Value* v : n->inputs()) {
       Node* p = v ? v->producer() : nullptr;
-      if (p && !in_set.count(p) && p->op_type() == "Constant" && is_default_domain(p->domain())) {
+      if (p && !in_set.count(p) && p->is(Op::kConstant)) {
         feeders.insert(p);
       }
     }

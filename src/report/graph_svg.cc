@@ -54,7 +54,7 @@ std::string block_of(const std::string& name, int depth) {
 std::vector<const Node*> drawn_nodes(const Graph& g) {
   std::vector<const Node*> r;
   for (const Node* n : g.nodes()) {
-    if (n->op_type() != "Constant") r.push_back(n);
+    if (!n->is(Op::kConstant)) r.push_back(n);
   }
   return r;
 }

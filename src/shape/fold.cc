@@ -9,15 +9,13 @@
 namespace nnfuse::shape {
 
 bool fold_shape_of(Graph& g, Node* n) {
-  if (!is_default_domain(n->domain()) || (n->op_type() != "Shape" && n->op_type() != "Size")) {
-    return false;
-  }
+  if (!n->is(Op::kShape) && !n->is(Op::kSize)) return false;
   Value* x = n->input(0);
   Value* out = n->output(0);
   if (!x || !out || out->is_graph_output() || !x->shape().fully_known()) return false;
   Dims d = x->shape().static_dims();
   Tensor t;
-  if (n->op_type() == "Size") {
+  if (n->is(Op::kSize)) {
     t = Tensor::scalar<int64_t>(checked_numel(d));
   } else {
     int64_t r = static_cast<int64_t>(d.size());
@@ -34,10 +32,10 @@ bool fold_shape_of(Graph& g, Node* n) {
 }
 
 bool fold_constant(Graph& g, Node* n) {
-  static const std::set<std::string> kNondeterministic = {"RandomNormal",     "RandomUniform",
-                                                          "RandomNormalLike", "RandomUniformLike",
-                                                          "Multinomial",      "Bernoulli"};
-  if (!is_default_domain(n->domain()) || kNondeterministic.count(n->op_type())) return false;
+  static const std::set<Op> kNondeterministic = {Op::kRandomNormal,     Op::kRandomUniform,
+                                                 Op::kRandomNormalLike, Op::kRandomUniformLike,
+                                                 Op::kMultinomial,      Op::kBernoulli};
+  if (!is_default_domain(n->domain()) || kNondeterministic.count(n->op())) return false;
   for (Value* v : n->inputs()) {
     if (v && !v->is_constant()) return false;
   }
@@ -49,9 +47,9 @@ bool fold_constant(Graph& g, Node* n) {
   // Nothing too large to keep as a constant is computed to find that out: an output the shape
   // inference knows is checked first, and the ops whose output size comes from their input values
   // fold only where it knows it (ConstantOfShape of [2^31] would allocate 8 GiB to be dropped).
-  static const std::set<std::string> kSizedByValues = {
-      "ConstantOfShape", "Expand", "Tile",    "Range",         "Pad",   "Resize",
-      "Upsample",        "OneHot", "EyeLike", "CenterCropPad", "Col2Im"};
+  static const std::set<Op> kSizedByValues = {
+      Op::kConstantOfShape, Op::kExpand, Op::kTile,    Op::kRange,         Op::kPad,   Op::kResize,
+      Op::kUpsample,        Op::kOneHot, Op::kEyeLike, Op::kCenterCropPad, Op::kCol2Im};
   for (const Value* o : n->outputs()) {
     if (o->shape().fully_known()) {
       const Dims d = o->shape().static_dims();
@@ -61,7 +59,7 @@ bool fold_constant(Graph& g, Node* n) {
         numel *= e;
       }
       if (numel > kMaxFoldedElements) return false;
-    } else if (kSizedByValues.count(n->op_type())) {
+    } else if (kSizedByValues.count(n->op())) {
       return false;
     }
   }

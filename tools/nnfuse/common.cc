@@ -13,9 +13,9 @@
 #include "ir/atomic_file.h"
 #include "ir/dump.h"
 #include "ir/error.h"
-#include "kernels/ref/fused_region.h"
 #include "onnx/exporter.h"
 #include "onnx/importer.h"
+#include "ops/region.h"
 #include "passes/auto_fuse/auto_fuse.h"
 #include "passes/canonicalize/canonicalize.h"
 #include "passes/pipeline.h"
@@ -82,9 +82,9 @@ size_t dump_kernel_sources(const Graph& g, const std::string& dir, const std::st
   std::set<std::string> used;
   size_t n = 0;
   for (const Node* node : g.nodes()) {
-    if (node->op_type() != kFusedRegionOp) continue;
-    const codegen::Region r = fused_region_of(*node);
-    const std::string symbol = fused_region_symbol(r);
+    if (!node->is(Op::kFusedRegion)) continue;
+    const codegen::Region r = ops::fused_region_of(*node);
+    const std::string symbol = ops::fused_region_symbol(r);
     std::string stem;
     for (char c : node->name()) stem += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
     if (stem.empty()) stem = "region";

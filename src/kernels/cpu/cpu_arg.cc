@@ -114,7 +114,7 @@ class ArgKernel : public Kernel {
  public:
   explicit ArgKernel(const NodeInfo& info)
       : who_(info.node.describe()),
-        max_(info.node.op_type() == "ArgMax"),
+        max_(info.node.is(Op::kArgMax)),
         axis_(info.node.attr_int("axis", 0)),
         keepdims_(info.node.attr_int("keepdims", 1) != 0),
         last_(info.node.attr_int("select_last_index", 0) != 0) {}

@@ -7,7 +7,7 @@
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/cpu_util.h"
 #include "kernels/cpu/layout.h"
-#include "kernels/kernel_math.h"
+#include "ops/op_math.h"
 
 namespace nnfuse::cpu {
 namespace {

@@ -77,7 +77,7 @@ std::string depth_space_declines(const NodeInfo& info) {
     return "input of rank " + std::to_string(x->shape().dims.size());
   }
   if (n.attr_int("blocksize", 0) <= 0) return "no positive blocksize";
-  if (n.op_type() == "DepthToSpace") {
+  if (n.is(Op::kDepthToSpace)) {
     const std::string mode = n.attr_string("mode", "DCR");
     if (mode != "DCR" && mode != "CRD") return "mode '" + mode + "'";
   }

@@ -11,7 +11,7 @@
 #include "ir/progress.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/cpu_util.h"
-#include "kernels/ref/fused_region.h"
+#include "ops/region.h"
 
 namespace nnfuse::cpu {
 
@@ -21,7 +21,7 @@ namespace {
 codegen::JitResult build(const codegen::Region& r) {
   static std::mutex mu;
   static std::map<std::string, codegen::JitResult> built;
-  const std::string symbol = fused_region_symbol(r);
+  const std::string symbol = ops::fused_region_symbol(r);
   std::lock_guard<std::mutex> lock(mu);
   auto it = built.find(symbol);
   if (it == built.end()) {
@@ -86,7 +86,7 @@ std::optional<Layout> region_layout(const NodeInfo& info, const codegen::Region&
 
 std::optional<Layout> region_layout(const NodeInfo& info) {
   try {
-    return region_layout(info, fused_region_of(info.node));
+    return region_layout(info, ops::fused_region_of(info.node));
   } catch (const Error&) {
     return std::nullopt;
   }
@@ -99,7 +99,7 @@ Layout fused_region_output_layout(const NodeInfo& info, size_t) {
 bool fused_region_accepts(const NodeInfo& info) {
   codegen::Region r;
   try {
-    r = fused_region_of(info.node);
+    r = ops::fused_region_of(info.node);
   } catch (const Error&) {
     return false;  // the reference kernel reports it
   }
@@ -110,7 +110,7 @@ bool fused_region_accepts(const NodeInfo& info) {
 }
 
 std::unique_ptr<Kernel> fused_region_create(const NodeInfo& info) {
-  codegen::Region r = fused_region_of(info.node);
+  codegen::Region r = ops::fused_region_of(info.node);
   const codegen::KernelFn fn = build(r).fn;
   const Layout layout = region_layout(info, r).value_or(Layout::kPlain);
   return std::make_unique<FusedRegionKernel>(std::move(r), fn, layout);
@@ -130,7 +130,7 @@ int fused_region_in_place(const NodeInfo& info, size_t k) {
 }  // namespace
 
 void append_fused_region_kernels(FactoryTable& t) {
-  t.emplace_back(kFusedRegionOp,
+  t.emplace_back("FusedRegion",
                  KernelFactory{"cpu.generated", fused_region_accepts, fused_region_output_layout,
                                fused_region_create, fused_region_in_place});
 }

@@ -6,7 +6,7 @@
 
 #include "codegen/test_cache_dir.h"
 #include "kernels/cpu/cpu_test_support.h"
-#include "kernels/ref/fused_region.h"
+#include "ops/region.h"
 
 namespace nnfuse {
 namespace cpu_fused_region_test {
@@ -20,7 +20,7 @@ class CpuFusedRegion : public codegen::CacheDirTest {};
 struct RegionNode {
   testing::OneNode one;
   RegionNode(const codegen::Region& r, const std::vector<FastInput>& inputs)
-      : one(kFusedRegionOp, inputs, fused_region_attrs(r)) {
+      : one("FusedRegion", inputs, ops::fused_region_attrs(r)) {
     Value* out = one.node->output(0);
     out->set_dtype(DType::kFloat32);
     out->set_shape(Shape::of(Dims(r.output_shape.begin(), r.output_shape.end())));
@@ -32,7 +32,7 @@ struct RegionNode {
 Layout expect_generated_matches_ref(const codegen::Region& r, const std::vector<FastInput>& in) {
   RegionNode n(r, in);
   const NodeInfo info = n.one.info();
-  const KernelFactory* f = testing::find_factory(kFusedRegionOp, "cpu.generated");
+  const KernelFactory* f = testing::find_factory("FusedRegion", "cpu.generated");
   EXPECT_NE(f, nullptr);
   if (!f || !f->accepts(info)) {
     ADD_FAILURE() << "cpu.generated declines";
@@ -49,7 +49,7 @@ Layout expect_generated_matches_ref(const codegen::Region& r, const std::vector<
   EXPECT_EQ(io.outputs[0].layout(), layout);
   KernelContext ctx{*n.one.node, 17, {}, std::vector<Tensor>(1)};
   for (const FastInput& x : in) ctx.inputs.push_back(&x.value);
-  find_ref_kernel(kFusedRegionOp)->run(ctx);
+  find_ref_kernel("FusedRegion")->run(ctx);
   testing::expect_close(to_layout(io.outputs[0], Layout::kPlain), ctx.outputs[0], 1e-6f, 1e-5f);
   return layout;
 }
@@ -87,7 +87,7 @@ TEST_F(CpuFusedRegion, ChannelsLastStaysChannelsLastWhenEveryInputIsFullOrScalar
   RegionNode n(bc, {{testing::random_tensor(s, 1), false, Layout::kNHWC},
                     {testing::random_tensor({16, 1, 1}, 2)},
                     {testing::random_tensor({1}, 3)}});
-  EXPECT_FALSE(testing::find_factory(kFusedRegionOp, "cpu.generated")->accepts(n.one.info()));
+  EXPECT_FALSE(testing::find_factory("FusedRegion", "cpu.generated")->accepts(n.one.info()));
 }
 
 TEST_F(CpuFusedRegion, RowRegionOverManyRowsUsesTheThreads) {
@@ -111,7 +111,7 @@ TEST_F(CpuFusedRegion, DeclinesWhenTheCodeCannotBeBuilt) {
                    {testing::random_tensor({4, 4}, 2)},
                    {testing::random_tensor({1}, 3)}});
   ::testing::internal::CaptureStderr();
-  EXPECT_FALSE(testing::find_factory(kFusedRegionOp, "cpu.generated")->accepts(n.one.info()));
+  EXPECT_FALSE(testing::find_factory("FusedRegion", "cpu.generated")->accepts(n.one.info()));
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("fallback: region FusedRegion 'node'"), std::string::npos) << err;
 }
@@ -129,7 +129,7 @@ TEST_F(CpuFusedRegion, MalformedRegionsAreUnsupportedWithTheReason) {
     n.one.node->set_attr("ops", ops);
     const std::string why = ref_unsupported_reason(*n.one.node, 17);
     EXPECT_NE(why.find("FusedRegion 'node': malformed region"), std::string::npos) << why;
-    EXPECT_FALSE(testing::find_factory(kFusedRegionOp, "cpu.generated")->accepts(n.one.info()));
+    EXPECT_FALSE(testing::find_factory("FusedRegion", "cpu.generated")->accepts(n.one.info()));
   }
   {
     RegionNode n(r, in);

@@ -184,7 +184,7 @@ bool per_tensor(const NodeInfo& info) {
 
 std::string quantize_declines(const NodeInfo& info) {
   const Node& n = info.node;
-  const bool q = n.op_type() == "QuantizeLinear";
+  const bool q = n.is(Op::kQuantizeLinear);
   if (!n.domain().empty() || n.num_inputs() < 2 || !info.has_input(0) || !info.has_input(1) ||
       !single_output(n)) {
     return "not a plain node";

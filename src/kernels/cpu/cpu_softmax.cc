@@ -105,7 +105,7 @@ class SoftmaxKernel : public Kernel {
  public:
   explicit SoftmaxKernel(const NodeInfo& info)
       : who_(info.node.describe()),
-        log_(info.node.op_type() == "LogSoftmax"),
+        log_(info.node.is(Op::kLogSoftmax)),
         opset_(info.opset),
         axis_(info.node.attr_int("axis", info.opset >= 13 ? -1 : 1)) {}
 

@@ -114,7 +114,7 @@ NNFUSE_TARGET_CLONES void gelu_loop(GeluMode mode, const float* x, float* y, int
 // The mode of a Gelu or Swish node; throws on an unknown `approximate`.
 GeluMode gelu_mode(const Node& n, float* alpha) {
   *alpha = 1.0f;
-  if (n.op_type() == "Swish") {
+  if (n.is(Op::kSwish)) {
     *alpha = n.attr_float("alpha", 1.0f);
     return GeluMode::kSwish;
   }
@@ -151,7 +151,7 @@ class GeluKernel : public Kernel {
 bool gelu_accepts(const NodeInfo& info) {
   const Node& n = info.node;
   // Gelu is also ONNX's (opset 20), with the same semantics.
-  const bool domain_ok = n.domain() == "ai.nnfuse" || (n.op_type() == "Gelu" && n.domain().empty());
+  const bool domain_ok = n.domain() == kFusedDomain || (n.is(Op::kGelu) && n.domain().empty());
   if (!domain_ok || n.num_inputs() != 1 || !input_is(info, 0, DType::kFloat32) ||
       !single_output(n)) {
     return false;

@@ -60,7 +60,7 @@ std::optional<PoolSpec> pool_spec(const NodeInfo& info, std::string* why) {
   PoolSpec s;
   if (!pool_input(info, s, why)) return {};
   s.out_layout = s.in_layout;
-  const bool max = node.op_type() == "MaxPool";
+  const bool max = node.is(Op::kMaxPool);
   try {
     if (!node.has_attr("kernel_shape")) return decline(why, "no kernel_shape");
     const Dims in = spatial(s.x_shape);
@@ -112,8 +112,8 @@ std::optional<PoolSpec> global_pool_spec(const NodeInfo& info, std::string* why)
   PoolSpec s;
   if (!pool_input(info, s, why)) return {};
   s.out_layout = Layout::kPlain;
-  s.alg = info.node.op_type() == "GlobalMaxPool" ? dnnl::algorithm::pooling_max
-                                                 : dnnl::algorithm::pooling_avg_exclude_padding;
+  s.alg = info.node.is(Op::kGlobalMaxPool) ? dnnl::algorithm::pooling_max
+                                           : dnnl::algorithm::pooling_avg_exclude_padding;
   s.kernel = spatial(s.x_shape);
   const size_t r = s.kernel.size();
   s.strides.assign(r, 1);

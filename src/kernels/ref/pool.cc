@@ -43,7 +43,7 @@ Dims pool_out_shape(const Tensor& x, const WindowGeometry& g) {
 std::string support_pool(const Node& node, int64_t /*opset*/) {
   std::string why = float_inputs_reason(node, 0, 1);
   if (why.empty()) why = auto_pad_reason(node);
-  if (why.empty() && node.op_type() == "MaxPool") {
+  if (why.empty() && node.is(Op::kMaxPool)) {
     int64_t so = node.attr_int("storage_order", 0);
     if (so != 0 && so != 1) why = "storage_order " + std::to_string(so) + " is not supported";
   }

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "kernels/kernel_math.h"
 #include "kernels/ref/shape_internal.h"
+#include "ops/op_math.h"
 
 namespace nnfuse {
 
@@ -438,13 +438,21 @@ void run_trilu(KernelContext& ctx) {
 }  // namespace
 
 Dims view_output_dims(const KernelContext& ctx) {
-  const std::string& op = ctx.node.op_type();
-  if (op == "Reshape") return reshape_dims(ctx);
-  if (op == "Flatten") return flatten_dims(ctx);
-  if (op == "Squeeze") return squeeze_dims(ctx);
-  if (op == "Unsqueeze") return unsqueeze_dims(ctx);
-  if (op == "Identity" || op == "Dropout") return ctx.in(0).shape();
-  fail(ErrorKind::kInternal, ctx.node.describe(), ": not a view op");
+  switch (ctx.node.op()) {
+    case Op::kReshape:
+      return reshape_dims(ctx);
+    case Op::kFlatten:
+      return flatten_dims(ctx);
+    case Op::kSqueeze:
+      return squeeze_dims(ctx);
+    case Op::kUnsqueeze:
+      return unsqueeze_dims(ctx);
+    case Op::kIdentity:
+    case Op::kDropout:
+      return ctx.in(0).shape();
+    default:
+      fail(ErrorKind::kInternal, ctx.node.describe(), ": not a view op");
+  }
 }
 
 void append_shape_kernels(std::vector<RefKernelEntry>& t) {

@@ -16,40 +16,42 @@ namespace {
 using codegen::OpKind;
 using Shape64 = std::vector<int64_t>;
 
-const std::map<std::string, OpKind>& unary_kinds() {
-  static const std::map<std::string, OpKind> m = {
-      {"Relu", OpKind::kRelu}, {"Neg", OpKind::kNeg}, {"Abs", OpKind::kAbs},
-      {"Exp", OpKind::kExp},   {"Log", OpKind::kLog}, {"Sqrt", OpKind::kSqrt},
-      {"Tanh", OpKind::kTanh}, {"Erf", OpKind::kErf}, {"Sigmoid", OpKind::kSigmoid},
+const std::map<Op, OpKind>& unary_kinds() {
+  static const std::map<Op, OpKind> m = {
+      {Op::kRelu, OpKind::kRelu}, {Op::kNeg, OpKind::kNeg}, {Op::kAbs, OpKind::kAbs},
+      {Op::kExp, OpKind::kExp},   {Op::kLog, OpKind::kLog}, {Op::kSqrt, OpKind::kSqrt},
+      {Op::kTanh, OpKind::kTanh}, {Op::kErf, OpKind::kErf}, {Op::kSigmoid, OpKind::kSigmoid},
   };
   return m;
 }
 
-const std::map<std::string, OpKind>& binary_kinds() {
-  static const std::map<std::string, OpKind> m = {
-      {"Add", OpKind::kAdd}, {"Sub", OpKind::kSub}, {"Mul", OpKind::kMul},
-      {"Div", OpKind::kDiv}, {"Pow", OpKind::kPow}, {"Max", OpKind::kMax},
-      {"Min", OpKind::kMin}, {"Sum", OpKind::kAdd}, {"Mean", OpKind::kAdd},
+const std::map<Op, OpKind>& binary_kinds() {
+  static const std::map<Op, OpKind> m = {
+      {Op::kAdd, OpKind::kAdd}, {Op::kSub, OpKind::kSub}, {Op::kMul, OpKind::kMul},
+      {Op::kDiv, OpKind::kDiv}, {Op::kPow, OpKind::kPow}, {Op::kMax, OpKind::kMax},
+      {Op::kMin, OpKind::kMin}, {Op::kSum, OpKind::kAdd}, {Op::kMean, OpKind::kAdd},
   };
   return m;
 }
 
-const std::map<std::string, OpKind>& reduce_kinds() {
-  static const std::map<std::string, OpKind> m = {
-      {"ReduceSum", OpKind::kReduceSum},
-      {"ReduceMean", OpKind::kReduceMean},
-      {"ReduceMax", OpKind::kReduceMax},
-      {"ReduceMin", OpKind::kReduceMin},
+const std::map<Op, OpKind>& reduce_kinds() {
+  static const std::map<Op, OpKind> m = {
+      {Op::kReduceSum, OpKind::kReduceSum},
+      {Op::kReduceMean, OpKind::kReduceMean},
+      {Op::kReduceMax, OpKind::kReduceMax},
+      {Op::kReduceMin, OpKind::kReduceMin},
   };
   return m;
 }
 
 // Ops lowered to a few codegen ops by hand (see lower_node).
-const std::vector<std::string>& composite_ops() {
-  static const std::vector<std::string> v = {"Clip",      "HardSigmoid", "HardSwish", "Identity",
-                                             "LeakyRelu", "Reciprocal",  "Softplus"};
+const std::vector<Op>& composite_ops() {
+  static const std::vector<Op> v = {Op::kClip,      Op::kHardSigmoid, Op::kHardSwish, Op::kIdentity,
+                                    Op::kLeakyRelu, Op::kReciprocal,  Op::kSoftplus};
   return v;
 }
+
+bool is_reduction(const Node& n) { return reduce_kinds().count(n.op()) != 0; }
 
 bool is_float_static(const Value* v) {
   return v && v->dtype() == DType::kFloat32 && v->shape().fully_known();
@@ -74,9 +76,7 @@ bool broadcast_into(Shape64& acc, const Shape64& s) {
 }
 
 // Inputs of `node` that are data (not Reduce's axes).
-size_t data_inputs(const Node& node) {
-  return reduce_kinds().count(node.op_type()) ? 1 : node.num_inputs();
-}
+size_t data_inputs(const Node& node) { return is_reduction(node) ? 1 : node.num_inputs(); }
 
 bool constant_scalar(const Value* v, float* out) {
   if (!v || !v->is_constant() || v->dtype() != DType::kFloat32 || v->constant().numel() != 1) {
@@ -120,7 +120,7 @@ class Lowerer {
   }
 
   std::string lower_node(Node* n) {
-    const std::string& op = n->op_type();
+    const Op op = n->op();
     const int x = value(n->input(0));
     int y = -1;
     if (auto u = unary_kinds().find(op); u != unary_kinds().end()) {
@@ -129,36 +129,36 @@ class Lowerer {
       y = x;
       for (size_t i = 1; i < n->num_inputs(); ++i) {
         float e = 0;
-        if (op == "Pow" && constant_scalar(n->input(i), &e) && (e == 2.0f || e == 1.0f)) {
+        if (op == Op::kPow && constant_scalar(n->input(i), &e) && (e == 2.0f || e == 1.0f)) {
           y = e == 2.0f ? bin(OpKind::kMul, x, x) : x;
           continue;
         }
         y = bin(b->second, y, value(n->input(i)));
       }
-      if (op == "Mean") y = bin(OpKind::kDiv, y, konst(static_cast<float>(n->num_inputs())));
+      if (op == Op::kMean) y = bin(OpKind::kDiv, y, konst(static_cast<float>(n->num_inputs())));
     } else if (auto red = reduce_kinds().find(op); red != reduce_kinds().end()) {
       y = r_.add_reduction(red->second, x);
-    } else if (op == "Identity") {
+    } else if (op == Op::kIdentity) {
       y = x;
-    } else if (op == "Reciprocal") {
+    } else if (op == Op::kReciprocal) {
       y = bin(OpKind::kDiv, konst(1.0f), x);
-    } else if (op == "Softplus") {
+    } else if (op == Op::kSoftplus) {
       // max(x, 0) + log(1 + exp(-|x|)): the reference's overflow-free form.
       const int e = un(OpKind::kExp, un(OpKind::kNeg, un(OpKind::kAbs, x)));
       y = bin(OpKind::kAdd, bin(OpKind::kMax, x, konst(0.0f)),
               un(OpKind::kLog, bin(OpKind::kAdd, konst(1.0f), e)));
-    } else if (op == "LeakyRelu") {
+    } else if (op == Op::kLeakyRelu) {
       const float a = n->attr_float("alpha", 0.01f);
       y = bin(OpKind::kAdd, bin(OpKind::kMax, x, konst(0.0f)),
               bin(OpKind::kMul, konst(a), bin(OpKind::kMin, x, konst(0.0f))));
-    } else if (op == "HardSigmoid" || op == "HardSwish") {
-      const bool swish = op == "HardSwish";
+    } else if (op == Op::kHardSigmoid || op == Op::kHardSwish) {
+      const bool swish = op == Op::kHardSwish;
       const float a = swish ? 1.0f / 6.0f : n->attr_float("alpha", 0.2f);
       const float b = swish ? 0.5f : n->attr_float("beta", 0.5f);
       const int lin = bin(OpKind::kAdd, bin(OpKind::kMul, konst(a), x), konst(b));
       y = bin(OpKind::kMax, bin(OpKind::kMin, lin, konst(1.0f)), konst(0.0f));
       if (swish) y = bin(OpKind::kMul, x, y);
-    } else if (op == "Clip") {
+    } else if (op == Op::kClip) {
       float lo = -std::numeric_limits<float>::infinity();
       float hi = std::numeric_limits<float>::infinity();
       if (opset_ < 11) {
@@ -170,7 +170,7 @@ class Lowerer {
       }
       y = clip(x, lo, hi);
     } else {
-      return op + " has no lowering";
+      return n->op_type() + " has no lowering";
     }
     ops_[n->output(0)] = y;
     return "";
@@ -189,16 +189,18 @@ bool becomes_literal(const Value& v) {
   return constant_scalar(&v, &unused);
 }
 
-bool lowerable_op_type(const std::string& op_type) {
-  const auto& v = lowerable_op_types();
-  return std::binary_search(v.begin(), v.end(), op_type);
+bool lowerable_op(Op op) {
+  const std::vector<Op>& c = composite_ops();
+  return unary_kinds().count(op) || binary_kinds().count(op) || reduce_kinds().count(op) ||
+         std::find(c.begin(), c.end(), op) != c.end();
 }
 
 const std::vector<std::string>& lowerable_op_types() {
   static const std::vector<std::string> v = [] {
-    std::vector<std::string> r(composite_ops());
+    std::vector<std::string> r;
+    for (Op op : composite_ops()) r.emplace_back(op_name(op));
     for (const auto* m : {&unary_kinds(), &binary_kinds(), &reduce_kinds()}) {
-      for (const auto& [k, _] : *m) r.push_back(k);
+      for (const auto& [k, _] : *m) r.emplace_back(op_name(k));
     }
     std::sort(r.begin(), r.end());
     return r;
@@ -210,7 +212,7 @@ std::string lowering_blocker(const Node& node, int64_t opset) {
   if (!is_default_domain(node.domain())) {
     return "op domain '" + node.domain() + "' has no lowering";
   }
-  if (!lowerable_op_type(node.op_type())) return node.op_type() + " has no lowering";
+  if (!lowerable_op(node.op())) return node.op_type() + " has no lowering";
   if (node.num_outputs() != 1 || !is_float_static(node.output(0))) {
     return "the output is not one float32 value of static shape";
   }
@@ -227,7 +229,7 @@ std::string lowering_blocker(const Node& node, int64_t opset) {
     }
     if (!is_float_static(v)) return "input '" + v->name() + "' is not float32 of static shape";
   }
-  if (reduce_kinds().count(node.op_type()) && !is_last_axis_reduction(node, opset)) {
+  if (is_reduction(node) && !is_last_axis_reduction(node, opset)) {
     return "the reduction is not over the last axis alone";
   }
   return "";
@@ -248,12 +250,12 @@ std::variant<LoweredRegion, std::string> lower_region(const std::vector<Node*>& 
     if (!broadcast_into(dom, shape_of(n->output(0)))) {
       return n->describe() + ": shapes in the region do not broadcast together";
     }
-    if (reduce_kinds().count(n->op_type()) && !broadcast_into(dom, shape_of(n->input(0)))) {
+    if (is_reduction(*n) && !broadcast_into(dom, shape_of(n->input(0)))) {
       return n->describe() + ": shapes in the region do not broadcast together";
     }
   }
   for (const Node* n : nodes) {
-    if (!reduce_kinds().count(n->op_type())) continue;
+    if (!is_reduction(*n)) continue;
     const Shape64 in = shape_of(n->input(0));
     if (in.empty() || in.back() != dom.back()) {
       return n->describe() + ": reduces an axis that is not the region's last axis";

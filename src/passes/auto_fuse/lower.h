@@ -23,8 +23,8 @@ struct LoweredRegion {
   Value* output = nullptr;     // the root's output: the region's value
 };
 
-// True when `op_type` (default domain) has a lowering at all; user rules may name only these.
-bool lowerable_op_type(const std::string& op_type);
+// True when the op (default domain) has a lowering at all; user rules may name only these.
+bool lowerable_op(Op op);
 // The lowerable op types, sorted (for error messages).
 const std::vector<std::string>& lowerable_op_types();
 

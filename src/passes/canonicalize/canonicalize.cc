@@ -60,8 +60,8 @@ bool is_noop_pad(const Node& n) {
 // does not exceed x's (so nothing broadcasts): the input that passes through (exactly, for
 // every float value), else -1. Exporters write them for alpha = beta = 1 (baddbmm).
 int unit_scale_input(const Node& n) {
-  if ((n.op_type() != "Mul" && n.op_type() != "Div") || n.num_inputs() != 2) return -1;
-  for (int c = n.op_type() == "Div" ? 1 : 0; c < 2; ++c) {
+  if ((!n.is(Op::kMul) && !n.is(Op::kDiv)) || n.num_inputs() != 2) return -1;
+  for (int c = n.is(Op::kDiv) ? 1 : 0; c < 2; ++c) {
     const Tensor* t = pattern::constant_value(n.input(static_cast<size_t>(c)));
     const Value* x = n.input(static_cast<size_t>(1 - c));
     if (!t || !x || t->numel() != 1 || !dtype_is_float(t->dtype()) || t->double_at(0) != 1.0 ||
@@ -86,8 +86,8 @@ class IdentityElimination : public Pass {
   void run(Graph& g, PassContext&) const override {
     for (Node* n : g.nodes()) {
       if (!is_default_domain(n->domain())) continue;
-      bool identity = n->op_type() == "Identity";
-      if (n->op_type() == "Dropout") {
+      bool identity = n->is(Op::kIdentity);
+      if (n->is(Op::kDropout)) {
         // Dropout is the identity unless it drops: training_mode true (or not a constant)
         // with a ratio that is not a constant 0; or when the mask is used.
         bool training = false;
@@ -109,19 +109,19 @@ class IdentityElimination : public Pass {
           identity = false;
         }
       }
-      if ((n->op_type() == "AveragePool" || n->op_type() == "MaxPool") && n->num_outputs() == 1) {
+      if ((n->is(Op::kAveragePool) || n->is(Op::kMaxPool)) && n->num_outputs() == 1) {
         identity = is_noop_pool(*n);
       }
-      if (n->op_type() == "Pad") identity = is_noop_pad(*n);
+      if (n->is(Op::kPad)) identity = is_noop_pad(*n);
       // A Cast to the type its input already has (x.float() on a float tensor).
-      if (n->op_type() == "Cast" && n->num_inputs() == 1 && n->input(0) && n->has_attr("to")) {
+      if (n->is(Op::kCast) && n->num_inputs() == 1 && n->input(0) && n->has_attr("to")) {
         const DType from = n->input(0)->dtype();
         const Attribute* to = n->find_attr("to");
         identity = from != DType::kUndefined && to && to->kind == Attribute::Kind::kInt &&
                    static_cast<int64_t>(dtype_to_onnx(from)) == to->i;
       }
       int data = 0;  // the input that passes through
-      if (n->op_type() == "Mul" || n->op_type() == "Div") {
+      if (n->is(Op::kMul) || n->is(Op::kDiv)) {
         data = unit_scale_input(*n);
         identity = data >= 0;
       }

@@ -409,7 +409,7 @@ class EinsumLowering : public Pass {
     bool changed = false;
     for (Node* n : g.nodes()) {
       if (!g.contains(n)) continue;
-      if (n->op_type() != "Einsum" || !is_default_domain(n->domain())) {
+      if (!n->is(Op::kEinsum)) {
         // ONNX's Einsum inference gives a rank at most: once an Einsum is lowered its output has
         // static dims, and the nodes after it (the Reshapes to heads and back, the next Einsum's
         // operands) are inferred again from them.

@@ -30,16 +30,15 @@ class TransposeGather : public Pass {
 
  private:
   static void rewrite(Graph& g, Node* gather) {
-    if (gather->op_type() != "Gather" || !is_default_domain(gather->domain()) ||
-        gather->num_inputs() != 2 || gather->num_outputs() != 1 || !gather->output(0)) {
+    if (!gather->is(Op::kGather) || gather->num_inputs() != 2 || gather->num_outputs() != 1 ||
+        !gather->output(0)) {
       return;
     }
     Value* t_out = gather->input(0);
     Node* tr = t_out ? t_out->producer() : nullptr;
     const Tensor* index = pattern::constant_value(gather->input(1));
-    if (!tr || tr->op_type() != "Transpose" || !is_default_domain(tr->domain()) ||
-        t_out->uses().size() != 1 || t_out->is_graph_output() || !index || index->rank() != 0 ||
-        !tr->input(0) || !tr->input(0)->shape().has_rank) {
+    if (!tr || !tr->is(Op::kTranspose) || t_out->uses().size() != 1 || t_out->is_graph_output() ||
+        !index || index->rank() != 0 || !tr->input(0) || !tr->input(0)->shape().has_rank) {
       return;
     }
     Value* x = tr->input(0);
