@@ -140,36 +140,42 @@ KINDS = {
         "about": "`bench/sweep.py` exports each model from PyTorch (random weights, BN statistics "
                  "randomized) and gives it one row: the error against PyTorch (`nnfuse run`, "
                  "relative to the largest output), the kernels left on a reference kernel and "
-                 "whether `bench --strict` passes, nnfuse's kernels per inference against the "
-                 "node count of ONNX Runtime's optimized graph (level `all`), the latency ratio "
-                 "nnfuse / ONNX Runtime alternating A B A B (median of the rounds' medians, with "
-                 "the min-max of the per-round ratios) and the peak RSS of each benchmark "
-                 "process (`/usr/bin/time -f %M`); then the geomean of the ratios and the models "
-                 "failing each criterion. The models: the torchvision 0.14 classification "
-                 "catalogue, the smallest member of each family, its segmentation models (the "
-                 "`out` map) and video classifiers (16 frames), plus the project's BERTs and two "
-                 "audio models (wav2vec2_small, hifigan_small) from "
-                 "`tests/models/export_models.py`, exported once into `bench/zoo/sweep` (the first "
-                 "of opsets 13, 14 and 17 that exports). `--assert` makes any failure (an error "
-                 "over 1e-4 of the largest output, `--strict` failing, more kernels than ORT "
-                 "nodes, a model that did not export or run) the exit status; `--resolution N` "
-                 "changes the input size where the architecture allows it (the row notes where it "
-                 "does not); `--no-ort` measures correctness and kernels only.",
+                 "whether `bench --strict` passes, nnfuse's kernels per inference against the node"
+                 " count of ONNX Runtime's optimized graph (level `all`, saved through "
+                 "`optimizedModelFilePath`), the latency ratio nnfuse / ONNX Runtime alternating A"
+                 " B A B (median of the rounds' medians, with the min-max of the per-round ratios)"
+                 " and the peak RSS of each benchmark process (`/usr/bin/time -f %M`); then the "
+                 "geomean of the ratios and the models failing each criterion. The models: the "
+                 "torchvision 0.14 classification catalogue, the smallest member of each family, "
+                 "its segmentation models (the `out` map) and video classifiers (16 frames of "
+                 "112x112; S3D's of 224x224), plus bert_tiny, bert_base and two audio models "
+                 "(wav2vec2_small: wav2vec 2.0's conv feature extractor, positional conv and "
+                 "encoder layers on 1 s of 16 kHz audio; hifigan_small: a HiFi-GAN-style vocoder "
+                 "of transposed and dilated 1-D convs) from `tests/models/export_models.py`, "
+                 "exported once into `bench/zoo/sweep` (the first of opsets 13, 14 and 17 that "
+                 "exports). `--assert` makes any failure (an error over 1e-4 of the largest "
+                 "output, `--strict` failing, more kernels than ORT nodes, a model that did not "
+                 "export or run) the exit status; `--resolution N` changes the input size where "
+                 "the architecture allows it (the row notes where it does not); `--no-ort` "
+                 "measures correctness and kernels only. A quick run: `bench/sweep.py --models "
+                 "resnet18 mobilenet_v3_small squeezenet1_0 --resolution 64 --rounds 1 --runs 3`.",
         "columns": sweep_columns, "summary": sweep_summary,
     },
     "compare_ort": {
         "title": "Against ONNX Runtime",
         "about": "`bench/compare_ort.py` runs `nnfuse bench` and ONNX Runtime (npm "
-                 "`onnxruntime-node`, CPU execution provider) alternately; ratio = nnfuse median "
-                 "/ ORT median, with the min-max of the per-round ratios. `peak` is the "
-                 "activation arena the memory planner lays out; `all` is the sum of every "
-                 "activation's size, what a runtime without reuse would hold. Models come from "
+                 "`onnxruntime-node`, CPU execution provider) alternately; ratio = nnfuse median /"
+                 " ORT median, with the min-max of the per-round ratios. `peak` is the activation "
+                 "arena the memory planner lays out; `all` is the sum of every activation's size, "
+                 "what a runtime without reuse would hold. Models come from "
                  "`tests/models/export_models.py` (torchvision, and a BERT with Hugging Face's op "
                  "structure, sequence 128); `bert_base_dyn` has symbolic batch and sequence, run "
                  "at other shapes with `--shape input_ids=1,512 attention_mask=1,512 "
                  "token_type_ids=1,512`. torchvision's detectors are exported by "
-                 "`tests/models/detection.py build/nnfuse DIR` and measured with `--zoo "
-                 "DIR/detection`.",
+                 "`tests/models/detection.py build/nnfuse DIR` (random weights; Faster R-CNN and "
+                 "Mask R-CNN with `box_score_thresh` 0 so that they keep their full count of "
+                 "detections, RetinaNet at 256 with every score kept, Mask R-CNN at 256 with 20 "
+                 "detections) and measured with `--zoo DIR/detection`.",
         "subtitle": compare_ort_title,
         "columns": lambda doc: [
             ("model", field("model")), ("nnfuse ms", field("nnfuse_ms", "%.2f")),
@@ -212,8 +218,8 @@ KINDS = {
     },
     "compare_switches": {
         "title": "Fusion switches compared",
-        "about": "`bench/compare_switches.py`: nnfuse under two switch files, alternating A B A B; "
-                 "ratio = A / B.",
+        "about": "`bench/compare_switches.py`: nnfuse under two switch files, alternating A B A B;"
+                 " ratio = A / B.",
         "subtitle": compare_switches_title,
         "columns": lambda doc: [
             ("model", field("model")), ("A ms", field("a_ms", "%.3f")),
@@ -247,8 +253,8 @@ KINDS = {
     "winograd_rule": {
         "title": "Winograd against the direct algorithm",
         "about": "`bench/winograd_rule.py`: a 3x3 stride-1 conv between two 1x1 convs, profiled "
-                 "with oneDNN's Winograd (`NNFUSE_WINOGRAD=force`), the project's own "
-                 "(`=own`) and the direct algorithm (`=0`); ratios to the direct time, and what "
+                 "with oneDNN's Winograd (`NNFUSE_WINOGRAD=force`), the project's own (`=own`) and"
+                 " the direct algorithm (`=0`); ratios to the direct time, and what "
                  "`src/kernels/winograd_rule.h` picks for oneDNN's.",
         "columns": lambda doc: [
             ("Cin", field("cin", "%d")), ("Cout", field("cout", "%d")),
