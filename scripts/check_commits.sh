@@ -69,8 +69,8 @@ if ! command -v git > /dev/null 2>&1; then
   echo "check_commits: skipped: git is not installed"
   exit 0
 fi
-if ! git rev-parse --verify -q HEAD > /dev/null 2>&1; then
-  echo "check_commits: skipped: $(pwd) is not a git checkout with commits"
+if ! why=$(git rev-parse --verify HEAD 2>&1 > /dev/null); then
+  echo "check_commits: skipped: no git history in $(pwd) ($(echo "$why" | head -1))"
   exit 0
 fi
 
