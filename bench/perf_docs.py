@@ -198,7 +198,7 @@ KINDS = {
             ("ORT own ms", field("ort_all_ms", "%.2f")),
             ("export, `disabled` ms", field("export_ms", "%.2f")), ("ratio", ratio("ratio")),
             ("export, `all` ms", field("export_all_ms", "%.2f")),
-            ("ratio ", ratio("all_ratio"))],
+            ("ratio", ratio("all_ratio"))],
     },
     "compare_plan_cache": {
         "title": "Symbolic shapes through the plan cache",
