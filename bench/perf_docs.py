@@ -316,7 +316,7 @@ def provenance(doc):
     if doc.get("commit"):
         facts.append("commit `%s`" % doc["commit"])
     if s.get("threads") is not None:
-        facts.append("%d threads" % s["threads"])
+        facts.append(plural(s["threads"], "thread"))
     if s.get("rounds") is not None and s.get("runs") is not None:
         facts.append("%s x %s" % (plural(s["rounds"], "round"), plural(s["runs"], "run")))
     lines.append("; ".join(facts) + ".")
