@@ -27,6 +27,8 @@ ROOT = os.path.dirname(HERE)
 # One ONNX Runtime install for the tests and the benchmarks (npm, /tmp/nnfuse-ort).
 sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
 from ort_export import ORT_VERSION, ensure_ort  # noqa: E402,F401
+sys.path.insert(0, HERE)
+import bench_json  # noqa: E402
 
 
 def ensure_model(zoo, name):
@@ -56,7 +58,8 @@ def main():
     ap.add_argument("--no-fusion", action="store_true", help="pass --no-fusion to nnfuse")
     ap.add_argument("--zoo", default=os.path.join(HERE, "zoo"))
     ap.add_argument("--nnfuse", default=os.path.join(ROOT, "build", "nnfuse"))
-    ap.add_argument("--json", help="also write the results as JSON to this file")
+    ap.add_argument("--json", metavar="OUT", help="also write the results, with the command, "
+                    "machine and date, as JSON to this file (bench/bench_json.py)")
     ap.add_argument("--shape", nargs="+", default=[], metavar="NAME=d0,d1",
                     help="input dims to run with instead of the model's")
     ap.add_argument("--switch-file", help="pass --fusion_switch_file FILE to nnfuse (e.g. to "
@@ -109,8 +112,10 @@ def main():
                  r["kernels"], r["nodes"], r["peak_activation_bytes"] / 2**20,
                  r["total_activation_bytes"] / 2**20))
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump(results, f, indent=1)
+        bench_json.write(a.json, "compare_ort",
+                         {"ort": ORT_VERSION, "ort_level": a.ort_level, "no_fusion": a.no_fusion,
+                          "switch_file": a.switch_file, "shapes": shapes, "threads": a.threads,
+                          "rounds": a.rounds, "runs": a.runs}, results)
 
 
 if __name__ == "__main__":

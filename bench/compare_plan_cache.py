@@ -9,6 +9,7 @@ with the min-max over rounds, kernels and reference kernels.
 Usage:
   /usr/bin/python3 bench/compare_plan_cache.py MODEL.onnx --set "input_ids=1,32 ..." \\
       --set "input_ids=4,128 ..." [--rounds 3] [--runs 20] [--threads 2] [--nnfuse build/nnfuse]
+      [--json OUT]
 
 For example, a BERT exported with symbolic batch and sequence (tests/models/export_models.py
 DIR bert_base_dyn):
@@ -17,9 +18,12 @@ DIR bert_base_dyn):
       --set "$(printf "$S" 1,32 1,32 1,32)" --set "$(printf "$S" 1,128 1,128 1,128)" \\
       --set "$(printf "$S" 4,128 4,128 4,128)"
 """
-import argparse, json, os, statistics, subprocess
+import argparse, json, os, statistics, subprocess, sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import bench_json  # noqa: E402
 
 
 def bench(cmd):
@@ -38,6 +42,8 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--nnfuse", default=os.path.join(ROOT, "build", "nnfuse"))
+    ap.add_argument("--json", metavar="OUT", help="also write the results, with the command, "
+                    "machine and date, as JSON (bench/bench_json.py)")
     a = ap.parse_args()
     base = [a.nnfuse, "bench", a.model, "--runs", str(a.runs), "--threads", str(a.threads),
             "--json"]
@@ -61,13 +67,23 @@ def main():
     print("%-44s %10s %12s %22s %8s %5s %10s" % ("shapes", "cycle ms", "--shape ms",
                                                  "ratio (min-max)", "kernels", "ref",
                                                  "first ms"))
+    rows = []
     for i, s in enumerate(a.sets):
         ratios = [c / f for c, f in zip(cycle_ms[i], fixed_ms[i])]
+        rows.append({"shapes": s, "cycle_ms": statistics.median(cycle_ms[i]),
+                     "shape_ms": statistics.median(fixed_ms[i]),
+                     "ratio": statistics.median(ratios), "ratio_min": min(ratios),
+                     "ratio_max": max(ratios), "kernels": info[i][0],
+                     "reference_kernels": info[i][1], "first_run_ms": info[i][2]})
         print("%-44s %10.3f %12.3f %8.3f (%.3f-%.3f) %8d %5d %10.1f" % (
-            s[:44], statistics.median(cycle_ms[i]), statistics.median(fixed_ms[i]),
-            statistics.median(ratios), min(ratios), max(ratios), info[i][0], info[i][1],
-            info[i][2]))
+            s[:44], rows[-1]["cycle_ms"], rows[-1]["shape_ms"], rows[-1]["ratio"], min(ratios),
+            max(ratios), info[i][0], info[i][1], info[i][2]))
     print("plans built per cycle process: %d" % info[0][3])
+    if a.json:
+        bench_json.write(a.json, "compare_plan_cache",
+                         {"model": os.path.basename(a.model), "threads": a.threads,
+                          "rounds": a.rounds, "runs": a.runs}, rows,
+                         {"plans_built": info[0][3]})
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ invocations included.
 
 Usage:
   /usr/bin/python3 bench/compile_scaling.py [--sizes 10000 20000 50000 100000]
-      [--families chain dag] [--cold] [--nnfuse build/nnfuse] [--work DIR]
+      [--families chain dag] [--cold] [--nnfuse build/nnfuse] [--work DIR] [--json OUT]
 """
 import argparse, os, random, re, subprocess, sys, tempfile, time
 
@@ -23,7 +23,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import bench_json  # noqa: E402
 
 
 def make_chain(n):
@@ -75,6 +78,8 @@ def main():
     ap.add_argument("--cold", action="store_true", help="time the first compile (cold cache)")
     ap.add_argument("--nnfuse", default=os.path.join(ROOT, "build", "nnfuse"))
     ap.add_argument("--work", default=None, help="folder for the models (default: a temp dir)")
+    ap.add_argument("--json", metavar="OUT", help="also write the results, with the command, "
+                    "machine and date, as JSON (bench/bench_json.py)")
     a = ap.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="nnfuse-scaling-")
     os.makedirs(work, exist_ok=True)
@@ -84,6 +89,7 @@ def main():
 
     print("%-6s %7s %10s %24s %9s %14s" % ("family", "nodes", "compile s", "load / fuse / save s",
                                             "nodes out", "run --no-fusion s"))
+    rows = []
     for family in a.families:
         for n in a.sizes:
             model = os.path.join(work, "%s_%d.onnx" % (family, n))
@@ -102,6 +108,12 @@ def main():
             print("%-6s %7d %10.2f %24s %9s %14.2f" % (family, n, dt, split,
                                                        k.group(1) if k else "?", run_dt),
                   flush=True)
+            load, fuse, save = (float(x) for x in m.groups()) if m else (None, None, None)
+            rows.append({"family": family, "nodes": n, "compile_s": dt, "load_s": load,
+                         "fuse_s": fuse, "save_s": save,
+                         "nodes_after": int(k.group(1)) if k else None, "run_s": run_dt})
+    if a.json:
+        bench_json.write(a.json, "compile_scaling", {"cold": a.cold}, rows)
 
 
 if __name__ == "__main__":

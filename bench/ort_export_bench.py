@@ -26,6 +26,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
 from ort_export import ORT_VERSION, ensure_ort, count_nodes, zoo_feeds  # noqa: E402
+sys.path.insert(0, HERE)
+import bench_json  # noqa: E402
 
 DEFAULT_MODELS = ["resnet18_224", "mobilenet_v2_224", "efficientnet_b0_224", "densenet121_224",
                   "convnext_tiny_224", "vit_b_16_224", "bert_base"]
@@ -46,7 +48,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--json")
+    ap.add_argument("--json", metavar="OUT", help="also write the results, with the command, "
+                    "machine and date, as JSON (bench/bench_json.py)")
     a = ap.parse_args()
     env = dict(os.environ, ORT_NODE=ensure_ort())
     rows = []
@@ -104,8 +107,9 @@ def main():
                  r["ort_all_ms"], r["export_ms"], r["ratio"], r["ratio_min"], r["ratio_max"],
                  r["export_all_ms"], r["all_ratio"], r["all_ratio_min"], r["all_ratio_max"]))
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        bench_json.write(a.json, "ort_export_bench",
+                         {"ort": ORT_VERSION, "threads": a.threads, "rounds": a.rounds,
+                          "runs": a.runs}, rows)
 
 
 if __name__ == "__main__":

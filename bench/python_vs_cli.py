@@ -7,7 +7,7 @@ each side's median of per-round medians and their ratio (python / CLI) with the 
 
 Usage:
   /usr/bin/python3 bench/python_vs_cli.py [--model bench/zoo/resnet50.onnx] [--rounds 5]
-      [--runs 20] [--threads 2] [--nnfuse build/nnfuse]
+      [--runs 20] [--threads 2] [--nnfuse build/nnfuse] [--json OUT]
 
 The model is exported with tests/models/export_models.py when missing; the module is taken
 from build/python (scripts/build.sh builds it).
@@ -17,6 +17,9 @@ import argparse, json, os, statistics, subprocess, sys, time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "build", "python"))
+sys.path.insert(0, HERE)
+
+import bench_json  # noqa: E402
 
 import numpy as np  # noqa: E402
 import nnfuse  # noqa: E402
@@ -29,6 +32,8 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--nnfuse", default=os.path.join(ROOT, "build", "nnfuse"))
+    ap.add_argument("--json", metavar="OUT", help="also write the result, with the command, "
+                    "machine and date, as JSON (bench/bench_json.py)")
     a = ap.parse_args()
     if not os.path.exists(a.model):
         name = os.path.splitext(os.path.basename(a.model))[0]
@@ -58,6 +63,13 @@ def main():
     print("%s, %d threads: CLI %.3f ms, Python %.3f ms, python/CLI %.3f (%.3f-%.3f)" % (
         os.path.basename(a.model), a.threads, statistics.median(cli), statistics.median(py),
         statistics.median(py) / statistics.median(cli), min(ratios), max(ratios)))
+    if a.json:
+        bench_json.write(a.json, "python_vs_cli",
+                         {"threads": a.threads, "rounds": a.rounds, "runs": a.runs},
+                         [{"model": os.path.basename(a.model), "cli_ms": statistics.median(cli),
+                           "python_ms": statistics.median(py),
+                           "ratio": statistics.median(py) / statistics.median(cli),
+                           "ratio_min": min(ratios), "ratio_max": max(ratios)}])
 
 
 if __name__ == "__main__":

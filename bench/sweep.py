@@ -29,6 +29,8 @@ Usage:
                   inception_v3 needs 75+, vit_b_16 a multiple of 16, swin_t of 32) the model
                   keeps its default and the row says so. The BERTs keep their sequence.
   --no-ort        skip ONNX Runtime: only the correctness and kernel columns.
+  --json OUT      also write the rows and the summary with the command, machine and date
+                  (bench/bench_json.py; bench/perf_docs.py makes docs/performance.md of them).
   --assert        exit 1 when any model errors or violates: error > 1e-4 of max |y|,
                   `bench --strict` fails, or nnfuse kernels > ORT's optimized nodes.
 
@@ -41,6 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import compare_ort  # noqa: E402  (ensure_ort, run_json)
+import bench_json  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 TOL = 1e-4
@@ -557,10 +560,12 @@ def main():
     log("done in %.0f s" % (time.time() - t0))
     summary = report(a, rows)
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"threads": a.threads, "rounds": a.rounds, "runs": a.runs,
-                       "resolution": a.resolution, "ort": None if a.no_ort else compare_ort.ORT_VERSION,
-                       "rows": rows, "summary": summary}, f, indent=1)
+        bench_json.write(a.json, "sweep",
+                         {"threads": a.threads, "rounds": a.rounds, "runs": a.runs,
+                          "resolution": a.resolution,
+                          "ort": None if a.no_ort else compare_ort.ORT_VERSION,
+                          "ort_level": None if a.no_ort else "all"},
+                         rows, summary)
     if a.assert_:
         bad = set(summary["errors"] + summary["fail_error"] + summary["fail_strict"] + summary.get("fail_kernels", []))
         if bad:

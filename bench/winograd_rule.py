@@ -12,7 +12,7 @@ what the rule picks for oneDNN's.
 
 Usage:
   /usr/bin/python3 bench/winograd_rule.py [--channels 32 64 128 256] [--sizes 7 14 28 56]
-      [--rounds 2] [--runs 30] [--threads 2] [--nnfuse build/nnfuse]
+      [--rounds 2] [--runs 30] [--threads 2] [--nnfuse build/nnfuse] [--json OUT]
 """
 import argparse, os, re, subprocess, sys, tempfile
 
@@ -20,7 +20,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import bench_json  # noqa: E402
 
 
 def winograd_pays(cin, cout, h, w):
@@ -73,12 +76,15 @@ def main():
     ap.add_argument("--runs", type=int, default=30, help="profiled runs per round")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--nnfuse", default=os.path.join(ROOT, "build", "nnfuse"))
+    ap.add_argument("--json", metavar="OUT", help="also write the results, with the command, "
+                    "machine and date, as JSON (bench/bench_json.py)")
     a = ap.parse_args()
     if not os.path.exists(a.nnfuse):
         sys.exit("no nnfuse binary at %s: build first (./scripts/build.sh)" % a.nnfuse)
     print("| Cin | Cout | size | winograd ms | own ms | direct ms | ratio | own ratio | rule picks |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     wrong = 0
+    rows = []
     with tempfile.TemporaryDirectory() as work:
         for cin in a.channels:
             for cout in a.channels:
@@ -96,7 +102,14 @@ def main():
                     print("| %d | %d | %d | %.3f | %.3f | %.3f | %.2f | %.2f | %s |" %
                           (cin, cout, hw, w, o, d, w / d, o / d, "winograd" if pick else "direct"),
                           flush=True)
+                    rows.append({"cin": cin, "cout": cout, "size": hw, "winograd_ms": w,
+                                 "own_ms": o, "direct_ms": d, "rule": "winograd" if pick
+                                 else "direct"})
     print("\nshapes where the rule picks the slower path on this machine: %d" % wrong)
+    if a.json:
+        bench_json.write(a.json, "winograd_rule",
+                         {"threads": a.threads, "rounds": a.rounds, "runs": a.runs}, rows,
+                         {"rule_wrong": wrong})
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install_deps.sh
 ./scripts/check_format.sh
+./scripts/check_commits.sh
 ./scripts/build.sh
 # Generated kernels built by the tests go to a cache inside the build, not the user's.
 export NNFUSE_CACHE_DIR="$PWD/${BUILD_DIR:-build}/jit-cache"

@@ -229,6 +229,16 @@ TEST_F(FusionCli, ReportWritesOnePageWithMeasuredBenefits) {
   std::stringstream page2;
   page2 << html2.rdbuf();
   EXPECT_NE(page2.str().find("ONNX Runtime 2.000 ms: ratio 0.750"), std::string::npos);
+  // The results file compare_ort.py writes (bench/bench_json.py), its rows under "rows".
+  write("results.json", R"({"benchmark": "compare_ort", "command": "compare_ort.py",
+                            "rows": [{"model": "tiny_resnet", "nnfuse_ms": 1.5, "ort_ms": 3.0,
+                                      "ratio": 0.5, "ratio_min": 0.4, "ratio_max": 0.6}]})");
+  r = nnfuse({"report", model(), "-o", path("report4.html"), "--ort-json", path("results.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream html4(path("report4.html"));
+  std::stringstream page4;
+  page4 << html4.rdbuf();
+  EXPECT_NE(page4.str().find("ONNX Runtime 3.000 ms: ratio 0.500"), std::string::npos);
   write("other.json", R"([{"model": "resnet50", "nnfuse_ms": 1, "ort_ms": 2}])");
   r = nnfuse({"report", model(), "-o", path("report3.html"), "--ort-json", path("other.json")});
   EXPECT_EQ(r.exit_code, 1) << r.output;

@@ -1,5 +1,5 @@
 // Builds generated C++ source into a shared object with the system compiler, caches it on disk
-// and loads it with dlopen (DESIGN.md, "Generated kernels").
+// and loads it with dlopen (docs/architecture.md, "Generated kernels").
 //
 // Compiler: $NNFUSE_CXX, else $CXX, else `c++` (split on whitespace, so "ccache g++" works),
 // with flags kJitFlags. Cache directory: $NNFUSE_CACHE_DIR, else $XDG_CACHE_HOME/nnfuse, else

@@ -32,7 +32,8 @@ std::string fallback_line(const ReferenceFallback& f) {
   return line;
 }
 
-// The line of bench/compare_ort.py's --json results for `model` (by its file's stem).
+// The line of bench/compare_ort.py's --json results for `model` (by its file's stem): the
+// results file (bench/bench_json.py: its rows under "rows"), or a bare array of rows.
 std::string ort_line(const std::string& path, const std::string& model) {
   std::ifstream in(path);
   if (!in) fail(ErrorKind::kInvalidArgument, "--ort-json: cannot read '", path, "'");
@@ -43,7 +44,8 @@ std::string ort_line(const std::string& path, const std::string& model) {
     fail(ErrorKind::kInvalidArgument, "--ort-json '", path, "': not JSON (", e.what(), ")");
   }
   const std::string stem = std::filesystem::path(model).stem().string();
-  for (const nlohmann::json& r : j.is_array() ? j : nlohmann::json::array()) {
+  const nlohmann::json rows = j.is_object() && j.contains("rows") ? j["rows"] : j;
+  for (const nlohmann::json& r : rows.is_array() ? rows : nlohmann::json::array()) {
     if (!r.is_object() || r.value("model", "") != stem) continue;
     char buf[256];
     std::snprintf(buf, sizeof buf,
