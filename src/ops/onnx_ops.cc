@@ -34,6 +34,13 @@ NodeSpec Transpose::spec() const {
   return s;
 }
 
+NodeSpec Reduce::spec() const {
+  NodeSpec s{op, {x, axes}, {}};
+  if (axes_attr) s.attrs["axes"] = attr_ints(*axes_attr);
+  if (keepdims) s.attrs["keepdims"] = attr_int(*keepdims);
+  return s;
+}
+
 NodeSpec Reshape::spec() const { return {Op::kReshape, {x, shape}, {}}; }
 
 namespace {

@@ -36,6 +36,16 @@ struct Transpose {
   static Transpose of(const Node& n);
   NodeSpec spec() const;
 };
+// A Reduce* node: its axes an input (`axes`, from opset 13 for ReduceSum, 18 for the others) or
+// the attribute (`axes_attr`, before).
+struct Reduce {
+  Op op = Op::kReduceSum;
+  Value* x = nullptr;
+  Value* axes = nullptr;
+  std::optional<Dims> axes_attr = {};
+  std::optional<int64_t> keepdims = {};
+  NodeSpec spec() const;
+};
 struct Reshape {
   Value* x = nullptr;
   Value* shape = nullptr;

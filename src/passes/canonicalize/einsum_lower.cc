@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "ir/builder.h"
+#include "ops/onnx_ops.h"
 #include "passes/canonicalize/canonicalize.h"
 #include "pattern/rewriter.h"
 #include "shape/shape_inference.h"
@@ -195,16 +196,20 @@ class Emitter {
  public:
   Emitter(Graph& g, const std::string& stem) : g_(g), stem_(stem) {}
 
-  // `op` reading `inputs` into `target` or, when null, a fresh float32 value of shape `dims`.
-  Value* add(const std::string& op, const std::string& suffix, const std::vector<Value*>& inputs,
-             const Dims& dims, Value* target, std::map<std::string, Attribute> attrs = {}) {
+  // The node of `spec` (a typed builder's) into `target` or, when null, a fresh float32 value
+  // of shape `dims`.
+  Value* add(const ops::NodeSpec& spec, const std::string& suffix, const Dims& dims,
+             Value* target) {
     Value* y = target;
     if (!y) {
       y = g_.add_value(g_.unique_value_name(stem_ + "/" + suffix + "_output"), DType::kFloat32,
                        Shape::of(dims));
     }
-    Node* n = g_.add_node(op, g_.unique_node_name(stem_ + "/" + suffix), inputs, {y});
-    for (auto& [k, a] : attrs) n->set_attr(k, std::move(a));
+    std::vector<Value*> inputs = spec.inputs;
+    while (!inputs.empty() && !inputs.back()) inputs.pop_back();
+    Node* n = g_.add_node(std::string(op_name(spec.op)), g_.unique_node_name(stem_ + "/" + suffix),
+                          inputs, {y});
+    for (const auto& [k, a] : spec.attrs) n->set_attr(k, a);
     // A step on a constant operand (a weight transposed or reshaped) is done once, here.
     shape::fold_constant(g_, n);
     return y;
@@ -219,21 +224,22 @@ class Emitter {
     // The axes are an input from opset 13, an attribute before.
     int64_t opset = g_.opset("");
     if (opset == 0) opset = g_.opset("ai.onnx");
+    ops::Reduce r{Op::kReduceSum, x, nullptr, std::nullopt, 0};
     if (opset >= 13) {
-      return add("ReduceSum", suffix, {x, constant(suffix + "_axes", axes)}, dims, target,
-                 {{"keepdims", attr_int(0)}});
+      r.axes = constant(suffix + "_axes", axes);
+    } else {
+      r.axes_attr = axes;
     }
-    return add("ReduceSum", suffix, {x}, dims, target,
-               {{"keepdims", attr_int(0)}, {"axes", attr_ints(axes)}});
+    return add(r.spec(), suffix, dims, target);
   }
 
   Value* transpose(Value* x, const std::vector<int64_t>& perm, const Dims& dims,
                    const std::string& suffix, Value* target) {
-    return add("Transpose", suffix, {x}, dims, target, {{"perm", attr_ints(perm)}});
+    return add(ops::Transpose{x, perm}.spec(), suffix, dims, target);
   }
 
   Value* reshape(Value* x, const Dims& dims, const std::string& suffix, Value* target) {
-    return add("Reshape", suffix, {x, constant(suffix + "_shape", dims)}, dims, target);
+    return add(ops::Reshape{x, constant(suffix + "_shape", dims)}.spec(), suffix, dims, target);
   }
 
  private:
@@ -324,7 +330,8 @@ void lower_two(Emitter& em, const Equation& e, Value* a, Value* b, Value* out) {
   const Dims tail_shape = dims_of(tail, e.size);
   const std::vector<int64_t> perm = permutation(tail, lo);
   const bool reshape = mm_shape != tail_shape, transpose = !is_identity(perm);
-  Value* z = em.add("MatMul", "matmul", {x, y}, mm_shape, reshape || transpose ? nullptr : out);
+  Value* z = em.add(ops::NodeSpec{Op::kMatMul, {x, y}, {}}, "matmul", mm_shape,
+                    reshape || transpose ? nullptr : out);
   if (reshape) z = em.reshape(z, tail_shape, "reshape", transpose ? nullptr : out);
   if (transpose) em.transpose(z, perm, dims_of(lo, e.size), "transpose", out);
 }
@@ -335,7 +342,7 @@ void lower_one(Emitter& em, const Equation& e, Value* a, Value* out) {
   const std::vector<int64_t> perm = permutation(k, e.output);
   const bool reduce = k.size() != la.size(), transpose = !is_identity(perm);
   if (!reduce && !transpose) {
-    em.add("Identity", "identity", {a}, dims_of(e.output, e.size), out);
+    em.add(ops::NodeSpec{Op::kIdentity, {a}, {}}, "identity", dims_of(e.output, e.size), out);
     return;
   }
   Value* x = a;

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "ir/builder.h"
+#include "ops/onnx_ops.h"
 #include "passes/canonicalize/canonicalize.h"
 #include "pattern/pattern.h"
 
@@ -72,17 +73,22 @@ class TransposeGather : public Pass {
         if (d != src_axis) picked_shape.dims.push_back(x->shape().dims[static_cast<size_t>(d)]);
       }
     }
-    const Attribute axis_attr = attr_int(src_axis);
+    // The node of `spec` (a typed builder's) writing `out`, in place of `old` when given.
+    auto make = [&](const ops::NodeSpec& spec, Node* old, const std::string& node_name,
+                    Value* out) {
+      Node* n =
+          old ? g.replace_node(old, std::string(op_name(spec.op)), node_name, spec.inputs, {out})
+              : g.add_node(std::string(op_name(spec.op)), node_name, spec.inputs, {out});
+      for (const auto& [k, a] : spec.attrs) n->set_attr(k, a);
+    };
+    const ops::NodeSpec pick = ops::Gather{x, index_v, src_axis}.spec();
     if (identity) {
-      Node* ng = g.replace_node(gather, "Gather", name, {x, index_v}, {y});
-      ng->set_attr("axis", axis_attr);
+      make(pick, gather, name, y);
     } else {
       Value* picked =
           g.add_value(g.unique_value_name(y->name() + "/picked"), x->dtype(), picked_shape);
-      Node* ng = g.replace_node(gather, "Gather", name, {x, index_v}, {picked});
-      ng->set_attr("axis", axis_attr);
-      Node* nt = g.add_node("Transpose", g.unique_node_name(tr->name()), {picked}, {y});
-      nt->set_attr("perm", attr_ints(rest));
+      make(pick, gather, name, picked);
+      make(ops::Transpose{picked, rest}.spec(), nullptr, g.unique_node_name(tr->name()), y);
     }
     g.remove_node(tr);
     g.ensure_sorted();
