@@ -23,6 +23,8 @@ struct PassContext {
   std::string target = "cpu";
   // The machine fusions' benefits are estimated for (cost/machine.h).
   cost::Machine machine{};
+  // Which passes run (the switch file); nullptr: every pass at its default.
+  const FusionSwitches* switches = nullptr;
   // Records a match and its outcome for `pass`.
   void matched(const std::string& pass) { report.record(pass).match_times++; }
   void applied(const std::string& pass) { report.record(pass).effect_times++; }
@@ -38,6 +40,9 @@ class Pass {
   // Const: a pass keeps nothing between runs, so the pipeline's passes are built once and
   // shared by every compile, on any thread.
   virtual void run(Graph& g, PassContext& ctx) const = 0;
+  // Whether it runs in this compile: by default as ctx.switches says (without them, as
+  // info().default_on says); a pass that is not a fusion always runs.
+  virtual bool enabled(const PassContext& ctx) const;
 };
 
 }  // namespace nnfuse

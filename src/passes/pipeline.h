@@ -1,5 +1,7 @@
-// THE ordered pass pipeline: canonicalization first, then the fusion passes. Every pass
-// re-runs the graph verifier in debug builds; graphs can be dumped after every pass.
+// THE pass pipeline: phases of passes (canonicalization, the user's fusions, then the built-in
+// fusions), each pass with the order it needs as data (phase.h), checked when the pipeline is
+// built. Around the passes, instrumentation (pass_observers.h): cost figures, the graph verifier
+// after every pass in debug builds, dumps of the graph after every pass, the progress line.
 #pragma once
 
 #include <map>
@@ -11,6 +13,8 @@
 #include "config/switches.h"
 #include "ir/graph.h"
 #include "passes/pass.h"
+#include "passes/phase.h"
+#include "passes/user_phase.h"
 
 namespace nnfuse {
 
@@ -24,14 +28,13 @@ struct PipelineOptions {
   std::optional<cost::Machine> machine;
 };
 
-// Every pass, in the order it runs: built on first use (the rules' patterns take a while to
-// build) and shared by every compile after.
-const std::vector<std::unique_ptr<Pass>>& pipeline();
+// Every phase and its passes, in the order they run: built on first use (the rules' patterns
+// take a while to build), its order checked against its constraints, and shared by every
+// compile after.
+const std::vector<Phase>& pipeline();
 // The registered user fusion patterns first (they run before the built-in fusions), then the
-// pipeline's passes.
+// passes of the listed phases (all but the user phase, which runs those patterns).
 std::vector<PassInfo> list_passes();
-// How a user fusion pattern appears among the passes (switchable by its name).
-PassInfo user_pattern_info(const std::string& name);
 // For the rules format of the switch file: each fusion pass's op list (PassInfo::ops).
 std::map<std::string, std::vector<std::string>> pass_op_lists();
 
