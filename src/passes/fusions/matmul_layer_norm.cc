@@ -79,6 +79,34 @@ Node* matmul_reader(const Value& y) {
   return nullptr;
 }
 
+// The norm of a match and the dense layer reading it as one node; "" or why not.
+std::string fuse_norm_into_dense(const RuleMatch& m) {
+  Node* mm = matmul_reader(*m["ln"]);
+  const Shape& xs = m["x"]->shape();
+  if (xs.dims.size() < 2 || !xs.dims.back().known()) {
+    return "the norm's input is not a matrix of a known width";
+  }
+  const int64_t k = xs.dims.back().value;
+  const bool rms = m.node("ln")->is(Op::kRMSNorm);
+  const ops::NormPrologue norm{rms ? ops::NormKind::kRms : ops::NormKind::kLayer,
+                               norm::epsilon_of(*m.node("ln"))};
+  Value* gamma = m.feature("gamma", k, 1.0f, m.node("ln")->name() + "_gamma_ones");
+  Value* beta = rms ? nullptr : m.feature("beta", k);
+  if (mm->is(Op::kFusedGatedMatMul)) {
+    ops::FusedGatedMatMul gated = ops::FusedGatedMatMul::of(*mm);
+    gated.x = m["x"];
+    gated.gamma = gamma;
+    gated.beta = beta;
+    gated.norm = norm;
+    return m.fuse_nodes({m.node("ln"), mm}, gated.spec(), {mm->output(0)});
+  }
+  const ops::FusedMatMul dense = ops::FusedMatMul::of(*mm);
+  return m.fuse_nodes(
+      {m.node("ln"), mm},
+      ops::FusedLayerNormMatMul{m["x"], dense.b, dense.bias, gamma, beta, norm, dense.act}.spec(),
+      {mm->output(0)});
+}
+
 Rule layer_norm_matmul() {
   using namespace pattern;
   Pat rms = op_in(kFusedDomain, "RMSNorm", {any("x"), optional(any("gamma"))}, false).named("ln");
@@ -91,33 +119,7 @@ Rule layer_norm_matmul() {
                                    "read by a dense layer")}},
       .guards = {guard::read_once("ln"), guard::layer_norm("ln", "x"), guard::float32({"x"}),
                  guard::per_feature({"gamma", "beta"}, width::features("x"), "x")},
-      .rewrite = [](const RuleMatch& m) -> std::string {
-        Node* mm = matmul_reader(*m["ln"]);
-        const Shape& xs = m["x"]->shape();
-        if (xs.dims.size() < 2 || !xs.dims.back().known()) {
-          return "the norm's input is not a matrix of a known width";
-        }
-        const int64_t k = xs.dims.back().value;
-        const bool rms = m.node("ln")->is(Op::kRMSNorm);
-        const ops::NormPrologue norm{rms ? ops::NormKind::kRms : ops::NormKind::kLayer,
-                                     norm::epsilon_of(*m.node("ln"))};
-        Value* gamma = m.feature("gamma", k, 1.0f, m.node("ln")->name() + "_gamma_ones");
-        Value* beta = rms ? nullptr : m.feature("beta", k);
-        if (mm->is(Op::kFusedGatedMatMul)) {
-          ops::FusedGatedMatMul gated = ops::FusedGatedMatMul::of(*mm);
-          gated.x = m["x"];
-          gated.gamma = gamma;
-          gated.beta = beta;
-          gated.norm = norm;
-          return m.fuse_nodes({m.node("ln"), mm}, gated.spec(), {mm->output(0)});
-        }
-        const ops::FusedMatMul dense = ops::FusedMatMul::of(*mm);
-        return m.fuse_nodes(
-            {m.node("ln"), mm},
-            ops::FusedLayerNormMatMul{m["x"], dense.b, dense.bias, gamma, beta, norm, dense.act}
-                .spec(),
-            {mm->output(0)});
-      }};
+      .rewrite = fuse_norm_into_dense};
 }
 
 }  // namespace
