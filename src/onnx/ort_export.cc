@@ -161,8 +161,9 @@ void OrtLowering::lower(const Node& n) {
   if (!def) fail(ErrorKind::kUnsupported, n.describe(), ": not an op of ", kFusedDomain);
   switch (def->ort.kind) {
     case ops::OrtForm::Kind::kNone:
-      fail(ErrorKind::kUnsupported, n.describe(), ": no ONNX Runtime form: ", def->ort.why,
-           "; export with the nnfuse format");
+      fail(ErrorKind::kUnsupported, n.describe(), ": ",
+           def->ort.why_for ? def->ort.why_for(n) : std::string(def->ort.why),
+           "; export with the nnfuse format, or compile without it");
     case ops::OrtForm::Kind::kDecomposed:
       return write_decomposed(n, *def);
     case ops::OrtForm::Kind::kLowering:

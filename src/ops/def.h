@@ -119,6 +119,8 @@ struct OrtForm {
   const char* summary = "";  // what it becomes ("FusedConv, or Conv and the activation")
   DecomposeFn decompose = nullptr;
   const char* why = "";
+  // With kNone: the reason for this node, when it says more than `why` (names its pattern).
+  std::string (*why_for)(const Node& n) = nullptr;
   // The default domain's opset the form needs at least (LayerNormalization: 17); 0 for any.
   int64_t (*min_opset)(const Node& n) = nullptr;
 };

@@ -49,6 +49,11 @@ std::string infer_region(const Node& n, std::vector<OutputType>& out) {
   return "";
 }
 
+std::string user_pattern_why(const Node& n) {
+  return "fusion pattern '" + n.attr_string("pattern", "") +
+         "' is computed by the user's code, which ONNX Runtime cannot run";
+}
+
 }  // namespace
 
 NodeSpec UserPattern::spec() const {
@@ -161,7 +166,8 @@ void append_region_defs(std::vector<OpDef>& t) {
                .infer_why = "the pattern's own infer_shape gives its outputs",
                .ort = {.kind = OrtForm::Kind::kNone,
                        .why = "a user fusion pattern's compute is C++ code registered in the "
-                              "process; ONNX Runtime has no kernel for it"}});
+                              "process; ONNX Runtime has no kernel for it",
+                       .why_for = user_pattern_why}});
 }
 
 }  // namespace nnfuse::ops
