@@ -241,6 +241,26 @@ KINDS = {
             ("`run --no-fusion` s", field("run_s", "%.2f"))],
         "summary": compile_scaling_summary,
     },
+    "compare_builds": {
+        "title": "Two builds of nnfuse compared",
+        "about": "`bench/compare_builds.py`: two nnfuse binaries (A, the one compared against, and "
+                 "B) on the sweep's models, exported as `bench/sweep.py` exports them: kernels "
+                 "per inference of each, and the latency alternating A B A B; ratio = B median / "
+                 "A median, with the min-max of the per-round ratios. What a refactoring must "
+                 "leave alone: equal kernel counts and ratios within the per-round spread.",
+        "subtitle": lambda doc: "A `%s`, B `%s`" % (doc["settings"].get("a"),
+                                                  doc["settings"].get("b")),
+        "columns": lambda doc: [
+            ("model", field("model")), ("kernels A / B", pair("kernels_a", "kernels_b")),
+            ("A ms", field("ms_a", "%.3f")), ("B ms", field("ms_b", "%.3f")),
+            ("ratio B / A (min-max)", ratio("ratio"))],
+        "summary": lambda doc: ["geomean B / A: %s over %s models; kernel counts differ on: %s"
+                                % tuple((lambda s: ("%.3f" % s["geomean_ratio"]
+                                                    if s.get("geomean_ratio") else "-",
+                                                    s.get("models", "-"),
+                                                    ", ".join(s.get("kernel_counts_differ", []))
+                                                    or "none"))(doc.get("summary") or {}))],
+    },
     "python_vs_cli": {
         "title": "The Python module against the CLI",
         "about": "`bench/python_vs_cli.py`: `nnfuse bench` alternated with as many timed "
