@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Installs what nnfuse needs, checks formatting, builds, and runs every test: unit tests, the
-# ONNX node conformance suite, bad-input and fusion CLI tests and real models exported from
-# PyTorch; the C++ example built against the installed package; then the same tests (without the
-# real models) under AddressSanitizer and UndefinedBehaviorSanitizer, built with Clang together
-# with the libFuzzer targets, which each run for a short time; and the concurrency tests under
-# ThreadSanitizer.
+# Installs what nnfuse needs, checks formatting and that no source file outside the tests is over
+# 600 lines, builds, and runs every test: unit tests, the ONNX node conformance suite, bad-input
+# and fusion CLI tests and real models exported from PyTorch; the C++ example built against the
+# installed package; then the same tests (without the real models) under AddressSanitizer and
+# UndefinedBehaviorSanitizer, built with Clang together with the libFuzzer targets, which each
+# run for a short time; and the concurrency tests under ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install_deps.sh
 ./scripts/check_format.sh
 ./scripts/check_commits.sh
+./scripts/check_file_size.sh
 ./scripts/build.sh
 # Generated kernels built by the tests go to a cache inside the build, not the user's.
 export NNFUSE_CACHE_DIR="$PWD/${BUILD_DIR:-build}/jit-cache"

@@ -1,5 +1,7 @@
-// Compile-time values: initializers and the outputs of Constant nodes.
+// Compile-time values: initializers and the outputs of Constant nodes, and their elements read
+// as numbers.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -32,6 +34,20 @@ const Tensor* cached(const Node* n, Tensor t) {
   }
   entries.push_back(std::make_unique<Tensor>(std::move(t)));
   return entries.back().get();
+}
+
+float half_to_float(uint16_t h) {
+  const int exp = (h >> 10) & 0x1f;
+  const int mant = h & 0x3ff;
+  float r;
+  if (exp == 0) {
+    r = std::ldexp(static_cast<float>(mant), -24);
+  } else if (exp == 31) {
+    r = mant ? NAN : INFINITY;
+  } else {
+    r = std::ldexp(static_cast<float>(mant | 0x400), exp - 25);
+  }
+  return (h & 0x8000) ? -r : r;
 }
 
 }  // namespace
@@ -88,6 +104,34 @@ std::optional<SliceRange> slice_range(const Node* n) {
   const int64_t d = in[static_cast<size_t>(axis)];
   const SliceAxis a = slice_axis(d, st->int_at(0), en->int_at(0), 1);
   return SliceRange{n->input(0), axis, a.start, a.start + a.len};
+}
+
+std::optional<double> element(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kFloat32:
+    case DType::kFloat64:
+      return t.double_at(i);
+    case DType::kFloat16:
+      return half_to_float(static_cast<const uint16_t*>(t.raw())[i]);
+    case DType::kBFloat16: {
+      uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t*>(t.raw())[i]) << 16;
+      float f;
+      std::memcpy(&f, &bits, sizeof f);
+      return f;
+    }
+    case DType::kUInt8:
+    case DType::kInt8:
+    case DType::kUInt16:
+    case DType::kInt16:
+    case DType::kInt32:
+    case DType::kInt64:
+    case DType::kUInt32:
+    case DType::kUInt64:
+    case DType::kBool:
+      return static_cast<double>(t.int_at(i));
+    default:
+      return std::nullopt;
+  }
 }
 
 }  // namespace nnfuse::pattern

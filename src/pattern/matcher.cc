@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <map>
 #include <optional>
@@ -89,49 +88,6 @@ std::string number(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.7g", x);
   return buf;
-}
-
-float half_to_float(uint16_t h) {
-  const int exp = (h >> 10) & 0x1f;
-  const int mant = h & 0x3ff;
-  float r;
-  if (exp == 0) {
-    r = std::ldexp(static_cast<float>(mant), -24);
-  } else if (exp == 31) {
-    r = mant ? NAN : INFINITY;
-  } else {
-    r = std::ldexp(static_cast<float>(mant | 0x400), exp - 25);
-  }
-  return (h & 0x8000) ? -r : r;
-}
-
-// Element i of a numeric tensor as double; nullopt for strings, complex and the like.
-std::optional<double> element(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DType::kFloat32:
-    case DType::kFloat64:
-      return t.double_at(i);
-    case DType::kFloat16:
-      return half_to_float(static_cast<const uint16_t*>(t.raw())[i]);
-    case DType::kBFloat16: {
-      uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t*>(t.raw())[i]) << 16;
-      float f;
-      std::memcpy(&f, &bits, sizeof f);
-      return f;
-    }
-    case DType::kUInt8:
-    case DType::kInt8:
-    case DType::kUInt16:
-    case DType::kInt16:
-    case DType::kInt32:
-    case DType::kInt64:
-    case DType::kUInt32:
-    case DType::kUInt64:
-    case DType::kBool:
-      return static_cast<double>(t.int_at(i));
-    default:
-      return std::nullopt;
-  }
 }
 
 size_t used_inputs(const Node* n) {

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -52,5 +53,8 @@ struct PatNode {
 
 // True for ops whose two inputs may be swapped.
 bool is_commutative(const std::string& op_type);
+
+// Element i of a numeric tensor as double; nullopt for strings, complex and the like.
+std::optional<double> element(const Tensor& t, int64_t i);
 
 }  // namespace nnfuse::pattern
