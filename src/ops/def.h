@@ -75,6 +75,8 @@ struct OpTraits {
   // Costs about as much as a dozen adds or more per element (exp, erf, division...): what
   // automatic fusion's recomputation estimate weighs.
   bool expensive = false;
+  // Its two inputs may be swapped (Add, Mul, Max...): the pattern matcher tries both orders.
+  bool commutative = false;
   FlopsFn flops = nullptr;
 };
 
@@ -151,6 +153,9 @@ const std::vector<const OpDef*>& all_defs();
 // What nnfuse knows of an op beyond its schema: its definition's traits for nnfuse's ops, the
 // table of ops/onnx_ops.cc for ONNX's; an unknown op's are the defaults (opaque, not compute).
 const OpTraits& traits_of(const Node& n);
+
+// The traits of an op (its definition's where it has one, else ONNX's table).
+const OpTraits& traits_of(Op op);
 
 // The node's class: its traits' (node_class when set) — opaque for unknown ops.
 OpClass op_class(const Node& node);

@@ -94,6 +94,12 @@ const OpTraits& traits_of(const Node& n) {
   return unknown_traits();
 }
 
+const OpTraits& traits_of(Op op) {
+  if (const OpDef* d = find_def(op)) return d->traits;
+  if (const OpTraits* t = is_onnx_op(op) ? onnx_traits(op) : nullptr) return *t;
+  return unknown_traits();
+}
+
 OpClass op_class(const Node& node) {
   const OpTraits& t = traits_of(node);
   return t.node_class ? t.node_class(node) : t.op_class;

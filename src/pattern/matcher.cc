@@ -369,9 +369,7 @@ class Matcher {
         return place(s, v) + " is " + what + ", not the output of " + p->op_type;
       });
     }
-    const bool same_domain =
-        p->domain.empty() ? is_default_domain(n->domain()) : n->domain() == p->domain;
-    if (n->op_type() != p->op_type || !same_domain) {
+    if (!n->is(p->op)) {
       return reject([&] {
         std::string got = n->op_type();
         if (!is_default_domain(n->domain())) got += " (domain " + quoted(n->domain()) + ")";
@@ -395,7 +393,7 @@ class Matcher {
     }
     if (!checks(p, v, n, s) || !bind(p, v, n, s)) return false;
     st_.nodes.push_back(n);
-    if (want == 2 && have == 2 && is_commutative(p->op_type)) {
+    if (want == 2 && have == 2 && is_commutative(p->op)) {
       const Mark saved = mark();
       if (match_inputs(p, n, false, 0, k)) return true;
       undo(saved);
@@ -430,8 +428,8 @@ class Matcher {
   // The tree of p->op_type nodes above `v`; each leaf matched by p's leaf pattern on its own.
   bool match_tree(const PatNode* p, Value* v, const Site& s, std::vector<Match>& leaves) {
     Node* n = v->producer();
-    if (n && n->op_type() == p->op_type && is_default_domain(n->domain()) && n->num_inputs() == 2 &&
-        n->input(0) && n->input(1) && n->output(0) == v) {
+    if (n && n->is(p->op) && n->num_inputs() == 2 && n->input(0) && n->input(1) &&
+        n->output(0) == v) {
       st_.nodes.push_back(n);
       ++st_.steps;
       return match_tree(p, n->input(0), Site{n, 0, nullptr}, leaves) &&
@@ -457,12 +455,12 @@ class Matcher {
 
   // Whether `n` (producing `v`) may be skipped by a through() pattern.
   static bool passes(const PatNode* p, const Node* n, const Value* v) {
-    if (!n || !p->pass_ops.count(n->op_type()) || !is_default_domain(n->domain())) return false;
+    if (!n || !p->pass_ops.count(n->op())) return false;
     if (n->output(0) != v || used_inputs(n) < 1 || !n->input(0)) return false;
     for (size_t i = 1; i < n->num_inputs(); ++i) {
       if (n->input(i) && !constant_value(n->input(i))) return false;  // a data input
     }
-    if (n->op_type() == "Cast") {
+    if (n->is(Op::kCast)) {
       const Attribute* to = n->find_attr("to");
       if (!to || to->kind != Attribute::Kind::kInt) return false;
       const DType in = n->input(0)->dtype();
@@ -510,14 +508,14 @@ namespace {
 bool may_start_at(const PatNode* p, const Node* n) {
   switch (p->kind) {
     case PatNode::Kind::kOp:
-      return n->op_type() == p->op_type;
+      return n->is(p->op);
     case PatNode::Kind::kAnyOf:
       return std::any_of(p->inputs.begin(), p->inputs.end(),
                          [&](const Pat& alt) { return may_start_at(alt.get(), n); });
     case PatNode::Kind::kThrough:
-      return p->pass_ops.count(n->op_type()) || may_start_at(p->inputs[0].get(), n);
+      return p->pass_ops.count(n->op()) || may_start_at(p->inputs[0].get(), n);
     case PatNode::Kind::kTree:
-      return n->op_type() == p->op_type || may_start_at(p->inputs[0].get(), n);
+      return n->is(p->op) || may_start_at(p->inputs[0].get(), n);
     default:
       return true;
   }

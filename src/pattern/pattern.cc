@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "ir/error.h"
+#include "ops/def.h"
 #include "pattern/pattern_internal.h"
 
 namespace nnfuse::pattern {
@@ -30,11 +31,21 @@ Pat unary(const char* op_type, Pat x) { return op(op_type, {std::move(x)}); }
 
 }  // namespace
 
-bool is_commutative(const std::string& op_type) {
-  static const std::set<std::string> kOps = {"Add",   "Mul", "Max", "Min", "Sum",
-                                             "Equal", "And", "Or",  "Xor"};
-  return kOps.count(op_type) != 0;
+bool is_commutative(Op op) { return ops::traits_of(op).commutative; }
+
+namespace {
+
+// The op (domain, op_type) names; a pattern of an op nnfuse does not know could never match.
+Op known_op(const std::string& domain, const std::string& op_type) {
+  const Op op = op_of(domain, op_type);
+  if (op == Op::kUnknown) {
+    fail(ErrorKind::kInternal, "pattern: op ", op_type, " of domain '", domain,
+         "' is not one nnfuse knows (ops/op_names.inc)");
+  }
+  return op;
 }
+
+}  // namespace
 
 Pat Pat::where(std::function<bool(const Value&)> pred, std::string why) const {
   auto c = copy_of(n_);
@@ -100,24 +111,24 @@ Pat scalar(float v, float tol, std::string name) {
 }
 
 Pat op(const std::string& op_type, std::vector<Pat> inputs, bool exact_inputs, int output) {
-  check_valid(inputs, ("op " + op_type).c_str());
-  if (output < 0) fail(ErrorKind::kInternal, "pattern: op ", op_type, " with output ", output);
-  PatNode n;
-  n.kind = PatNode::Kind::kOp;
-  n.op_type = op_type;
-  n.inputs = std::move(inputs);
-  n.exact_inputs = exact_inputs;
-  n.output = output;
-  return make(std::move(n));
+  return op_in("", op_type, std::move(inputs), exact_inputs, output);
 }
 
 Pat op_any_inputs(const std::string& op_type) { return op(op_type, {}, false); }
 
 Pat op_in(const std::string& domain, const std::string& op_type, std::vector<Pat> inputs,
           bool exact_inputs, int output) {
-  Pat p = op(op_type, std::move(inputs), exact_inputs, output);
-  p.get()->domain = is_default_domain(domain) ? "" : domain;
-  return p;
+  check_valid(inputs, ("op " + op_type).c_str());
+  if (output < 0) fail(ErrorKind::kInternal, "pattern: op ", op_type, " with output ", output);
+  PatNode n;
+  n.kind = PatNode::Kind::kOp;
+  n.op_type = op_type;
+  n.domain = is_default_domain(domain) ? "" : domain;
+  n.op = known_op(n.domain, op_type);
+  n.inputs = std::move(inputs);
+  n.exact_inputs = exact_inputs;
+  n.output = output;
+  return make(std::move(n));
 }
 
 Pat any_of(std::vector<Pat> alternatives) {
@@ -134,7 +145,7 @@ Pat through(Pat p, std::set<std::string> ops) {
   PatNode n;
   n.kind = PatNode::Kind::kThrough;
   n.inputs = {std::move(p)};
-  n.pass_ops = std::move(ops);
+  for (const std::string& o : ops) n.pass_ops.insert(known_op("", o));
   return make(std::move(n));
 }
 
@@ -161,6 +172,7 @@ Pat tree(std::string name, const std::string& op_type, Pat leaf) {
   n.kind = PatNode::Kind::kTree;
   n.name = std::move(name);
   n.op_type = op_type;
+  n.op = known_op("", op_type);
   n.inputs = {std::move(leaf)};
   return make(std::move(n));
 }

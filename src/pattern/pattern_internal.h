@@ -32,13 +32,14 @@ struct PatNode {
   float value = 0;  // kScalar
   float tol = 0;
 
-  std::string op_type;      // kOp, kTree
+  std::string op_type;      // kOp, kTree: its name, for reasons
   std::string domain;       // kOp: "" is the default ONNX domain
+  Op op = Op::kUnknown;     // kOp, kTree: the op matched (of that domain)
   std::vector<Pat> inputs;  // kOp: inputs; kAnyOf: alternatives; kThrough, kTree: the inner one
   bool exact_inputs = true;
   int output = 0;
 
-  std::set<std::string> pass_ops;  // kThrough
+  std::set<Op> pass_ops;  // kThrough
 
   std::function<std::string(Value*, NativeResult&)> native;  // kNative
 
@@ -51,8 +52,8 @@ struct PatNode {
   const PatNode* identity() const { return origin ? origin.get() : this; }
 };
 
-// True for ops whose two inputs may be swapped.
-bool is_commutative(const std::string& op_type);
+// True for ops whose two inputs may be swapped (the op's traits, ops/def.h).
+bool is_commutative(Op op);
 
 // Element i of a numeric tensor as double; nullopt for strings, complex and the like.
 std::optional<double> element(const Tensor& t, int64_t i);

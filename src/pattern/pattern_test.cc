@@ -477,9 +477,18 @@ TEST(PatternDomain, OpInMatchesOnlyItsDomain) {
   Node* relu_node = b.node("Relu", "relu", {y});
   std::string why;
   EXPECT_TRUE(match_at(*b.g, op_in("ai.nnfuse", "FusedConv", {any(), any()}), fused, &why)) << why;
-  EXPECT_FALSE(match_at(*b.g, op("FusedConv", {any(), any()}), fused, &why));
-  EXPECT_NE(why.find("ai.nnfuse"), std::string::npos) << why;
-  EXPECT_FALSE(match_at(*b.g, op_in("ai.nnfuse", "Relu", {any()}), relu_node, &why));
+  // A FusedConv pattern does not match a Relu, and its reason names both.
+  EXPECT_FALSE(match_at(*b.g, op_in("ai.nnfuse", "FusedConv", {any(), any()}), relu_node, &why));
+  EXPECT_NE(why.find("not FusedConv"), std::string::npos) << why;
+  // An op in a domain it does not belong to could never match: such a pattern is refused when
+  // it is made, naming the op and the domain.
+  try {
+    op("FusedConv", {any(), any()});
+    ADD_FAILURE() << "a pattern of FusedConv in the default domain was made";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("FusedConv of domain ''"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(op_in("ai.nnfuse", "Relu", {any()}), Error);
   // op_in with the default domain is op().
   EXPECT_TRUE(match_at(*b.g, op_in("", "Relu", {any()}), relu_node, &why)) << why;
   EXPECT_TRUE(
