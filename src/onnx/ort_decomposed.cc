@@ -2,6 +2,7 @@
 // (ops::OrtForm::Kind::kDecomposed): the node alone in a graph of its own, decomposed there, and
 // each node made written as it is, under fresh names for what it adds.
 #include <map>
+#include <set>
 
 #include "ir/error.h"
 #include "onnx/ort_export.h"
@@ -11,15 +12,21 @@ namespace nnfuse {
 void OrtLowering::write_decomposed(const Node& n, const ops::OpDef& def) {
   Graph part;
   part.opsets = g_.opsets;
+  // The node's own values, under their names: its constant inputs stay constants (the
+  // decomposition may fold what it does to them), already written as the export's initializers.
+  std::set<const Value*> own;
   auto copy = [&](const Value* v) -> Value* {
     if (!v) return nullptr;
     if (Value* known = part.find_value(v->name())) return known;
-    return part.add_value(v->name(), v->dtype(), v->shape());
+    Value* c = part.add_value(v->name(), v->dtype(), v->shape());
+    if (v->is_constant()) c->set_constant(v->constant());
+    own.insert(c);
+    return c;
   };
   std::vector<Value*> ins, outs;
   for (const Value* v : n.inputs()) {
     ins.push_back(copy(v));
-    if (ins.back()) part.add_input(ins.back());
+    if (ins.back() && !ins.back()->is_constant()) part.add_input(ins.back());
   }
   for (const Value* v : n.outputs()) outs.push_back(copy(v));
   Node* copy_of_n = part.add_node(n.op_type(), n.name(), ins, outs, n.domain());
@@ -34,8 +41,7 @@ void OrtLowering::write_decomposed(const Node& n, const ops::OpDef& def) {
   auto name_of = [&](const Value* v) -> std::string {
     if (!v) return "";
     if (auto it = names.find(v); it != names.end()) return it->second;
-    const bool own = v->is_graph_input() || v->is_graph_output();
-    return names[v] = own                ? v->name()
+    return names[v] = own.count(v)       ? v->name()
                       : v->is_constant() ? w_.constant(v->name(), v->constant())
                                          : w_.fresh(v->name());
   };
