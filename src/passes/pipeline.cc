@@ -71,6 +71,7 @@ void normalization_phase(std::vector<Phase>& phases) {
        runs_before({"GeluFusionPass"}, "the SiLU after the norm is its epilogue, not a Swish"),
        runs_before({"AutoFusionPass"},
                    "the norm's Mul and Add are its own, not a generated kernel's")});
+  add(p, make_response_norm_pass(), {before_absorbers});
   add(p, make_embed_layer_norm_pass(),
       {runs_after({"LayerNormFusionPass"},
                   "it takes the LayerNormalization that LayerNormFusionPass makes"),

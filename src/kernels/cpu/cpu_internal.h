@@ -40,10 +40,11 @@ void append_grid_sample_kernels(FactoryTable& t);  // cpu_grid_sample.cc: GridSa
 void append_depth_space_kernels(FactoryTable& t);  // cpu_depth_to_space.cc: DepthToSpace...
 void append_quantize_kernels(FactoryTable& t);  // cpu_quantize.cc: QuantizeLinear, DequantizeLinear
 void append_pad_kernels(FactoryTable& t);       // cpu_pad.cc: Pad
-void append_attention_kernels(FactoryTable& t);     // cpu_attention.cc: MultiHeadAttention
-void append_norm_fused_kernels(FactoryTable& t);    // cpu_norm_fused.cc: SkipLayerNorm, RMSNorm
-void append_embed_kernels(FactoryTable& t);         // cpu_embed.cc: EmbedLayerNorm (ai.nnfuse)
-void append_fused_region_kernels(FactoryTable& t);  // cpu_fused_region.cc: generated kernels
+void append_attention_kernels(FactoryTable& t);      // cpu_attention.cc: MultiHeadAttention
+void append_norm_fused_kernels(FactoryTable& t);     // cpu_norm_fused.cc: SkipLayerNorm, RMSNorm
+void append_embed_kernels(FactoryTable& t);          // cpu_embed.cc: EmbedLayerNorm (ai.nnfuse)
+void append_fused_region_kernels(FactoryTable& t);   // cpu_fused_region.cc: generated kernels
+void append_response_norm_kernels(FactoryTable& t);  // cpu_response_norm.cc: GlobalResponseNorm
 // cpu_global_pool.cc: GlobalAveragePool (ahead of oneDNN's: append_preferred_cpu_kernels)
 void append_global_pool_kernels(FactoryTable& t);
 

@@ -31,6 +31,7 @@ void append_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {
   cpu::append_norm_fused_kernels(t);
   cpu::append_embed_kernels(t);
   cpu::append_fused_region_kernels(t);
+  cpu::append_response_norm_kernels(t);
 }
 
 }  // namespace nnfuse

@@ -79,6 +79,7 @@ void append_gated_matmul_kernels(std::vector<RefKernelEntry>& t);       // Fused
 void append_norm_fused_kernels(std::vector<RefKernelEntry>& t);         // SkipLayerNorm, RMSNorm
 void append_fused_region_kernels(std::vector<RefKernelEntry>& t);       // FusedRegion
 void append_user_pattern_kernels(std::vector<RefKernelEntry>& t);       // UserPattern
+void append_response_norm_kernels(std::vector<RefKernelEntry>& t);      // GlobalResponseNorm
 
 namespace ref {
 // The norm prologue of FusedLayerNormMatMul and of FusedGatedMatMul with a gamma: X (input 0)

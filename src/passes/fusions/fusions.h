@@ -36,6 +36,7 @@ std::unique_ptr<Pass> make_pool_gemm_pass();             // pool_gemm.cc
 std::unique_ptr<Pass> make_layer_norm_pass();            // layer_norm.cc
 std::unique_ptr<Pass> make_rms_norm_pass();              // layer_norm.cc
 std::unique_ptr<Pass> make_group_norm_pass();            // group_norm.cc
+std::unique_ptr<Pass> make_response_norm_pass();         // response_norm.cc
 std::unique_ptr<Pass> make_skip_layer_norm_pass();       // layer_norm.cc
 std::unique_ptr<Pass> make_gelu_pass();                  // gelu.cc
 std::unique_ptr<Pass> make_gated_ffn_chunk_pass();       // gated_ffn.cc
