@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 
+#include "cost/winograd_rule.h"
 #include "kernels/cpu/cpu_depthwise.h"
 #include "kernels/cpu/cpu_util.h"
 #include "kernels/cpu/cpu_winograd.h"
@@ -28,7 +29,6 @@
 #include "kernels/ref/conv_pool.h"
 #include "kernels/ref/conv_skip.h"
 #include "kernels/ref/nn_internal.h"
-#include "kernels/winograd_rule.h"
 
 namespace nnfuse::onednn {
 namespace {
@@ -66,7 +66,7 @@ struct ConvSpec {
   // costs more than it saves.
   // Set by make_pd where that kernel exists.
   bool nchw_in = false;
-  // Winograd for unstrided 3x3 convs where it pays (kernels/winograd_rule.h: enough output
+  // Winograd for unstrided 3x3 convs where it pays (cost/winograd_rule.h: enough output
   // channels and pixels; up to 2x faster than the direct NHWC kernel on VGG's and ResNet's 3x3
   // layers even with the reorders into and out of the blocked layout it needs), relative error
   // ~3e-6 per layer. Set by conv_spec where eligible; make_pd clears it where oneDNN has no
@@ -216,12 +216,12 @@ bool winograd_geometry(const ConvSpec& s) {
   return true;
 }
 
-// Unstrided 3x3 convs where Winograd pays (kernels/winograd_rule.h).
+// Unstrided 3x3 convs where Winograd pays (cost/winograd_rule.h).
 bool winograd_eligible(const ConvSpec& s) {
   const WinogradMode mode = winograd_mode();
   if (mode == WinogradMode::kOff || !winograd_geometry(s)) return false;
   return mode == WinogradMode::kForce ||
-         winograd_pays(s.x_shape[1], s.y_shape[1], s.y_shape[2], s.y_shape[3]);
+         cost::winograd_pays(s.x_shape[1], s.y_shape[1], s.y_shape[2], s.y_shape[3]);
 }
 
 // Convs whose algorithm is measured when their kernel is built (create(): the direct one,
@@ -238,7 +238,7 @@ bool winograd_measured_here(const ConvSpec& s) {
   return false;
 #else
   return winograd_mode() == WinogradMode::kMeasure && !s.skip && winograd_geometry(s) &&
-         winograd_measured(s.x_shape[1], s.y_shape[1], s.y_shape[2], s.y_shape[3]);
+         cost::winograd_measured(s.x_shape[1], s.y_shape[1], s.y_shape[2], s.y_shape[3]);
 #endif
 }
 
@@ -305,12 +305,12 @@ bool own_depthwise_fits(const ConvSpec& s) {
 }
 
 // Winograd's scratchpad, as oneDNN sizes it for the blocking it picks, against the work it
-// saves (kernels/winograd_rule.h: winograd_scratch_pays).
+// saves (cost/winograd_rule.h: winograd_scratch_pays).
 bool winograd_scratch_fits(const dnnl::primitive_desc& pd, const ConvSpec& s) {
   if (winograd_mode() == WinogradMode::kForce) return true;
   const double flops = 2.0 * static_cast<double>(s.x_shape[1] * s.y_shape[1]) * 9.0 *
                        static_cast<double>(s.y_shape[2] * s.y_shape[3]);
-  return winograd_scratch_pays(flops, static_cast<int64_t>(pd.scratchpad_desc().get_size()));
+  return cost::winograd_scratch_pays(flops, static_cast<int64_t>(pd.scratchpad_desc().get_size()));
 }
 
 // The layout FusedConvPool writes: plain when every consumer reads plain bytes anyway

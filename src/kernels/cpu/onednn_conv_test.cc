@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
+#include "cost/winograd_rule.h"
 #include "kernels/cpu/onednn_test_util.h"
 #include "kernels/cpu/test_util.h"
 #include "kernels/ref/test_util.h"
-#include "kernels/winograd_rule.h"
 
 namespace nnfuse {
 namespace onednn_conv_test {
@@ -95,11 +95,11 @@ TEST(OnednnConv, MeasuredWinogradGeometriesMatch) {
   // on 28x28, 96 -> 208 on 14x14) or not (64 -> 32: DenseNet's growth convs): the kernel times
   // both algorithms when it is built and keeps the faster; either way it matches the reference,
   // and a second kernel of the same geometry (the choice remembered) does too.
-  ASSERT_TRUE(winograd_measured(64, 32, 28, 28));
-  ASSERT_TRUE(winograd_measured(64, 64, 28, 28) && winograd_pays(64, 64, 28, 28));
-  ASSERT_TRUE(winograd_measured(96, 208, 14, 14) && winograd_pays(96, 208, 14, 14));
-  ASSERT_FALSE(winograd_measured(64, 32, 7, 7));    // Winograd loses on 7x7 maps
-  ASSERT_FALSE(winograd_measured(16, 64, 28, 28));  // and with few inputs
+  ASSERT_TRUE(cost::winograd_measured(64, 32, 28, 28));
+  ASSERT_TRUE(cost::winograd_measured(64, 64, 28, 28) && cost::winograd_pays(64, 64, 28, 28));
+  ASSERT_TRUE(cost::winograd_measured(96, 208, 14, 14) && cost::winograd_pays(96, 208, 14, 14));
+  ASSERT_FALSE(cost::winograd_measured(64, 32, 7, 7));    // Winograd loses on 7x7 maps
+  ASSERT_FALSE(cost::winograd_measured(16, 64, 28, 28));  // and with few inputs
   uint32_t seed = 4100;
   for (Layout layout : {Layout::kPlain, Layout::kNHWC}) {
     for (int rep = 0; rep < 2; ++rep) {

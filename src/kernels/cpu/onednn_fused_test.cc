@@ -4,15 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <fstream>
 
+#include "cost/winograd_rule.h"
 #include "kernels/cpu/cpu_test_support.h"
 #include "kernels/cpu/layout.h"
 #include "kernels/cpu/onednn_kernels.h"
 #include "kernels/cpu/onednn_test_util.h"
 #include "kernels/cpu/test_util.h"
 #include "kernels/ref/test_util.h"
-#include "kernels/winograd_rule.h"
 
 namespace nnfuse {
 namespace onednn_fused_test {
@@ -407,7 +406,7 @@ TEST(OnednnFusedConv, ResidualInPlaceAndInAnOutputOfItsOwn) {
 }
 
 TEST(OnednnFusedConv, WinogradShapes) {
-  // Unstrided 3x3 convs where Winograd pays (kernels/winograd_rule.h) run it (on AVX-512
+  // Unstrided 3x3 convs where Winograd pays (cost/winograd_rule.h) run it (on AVX-512
   // machines) through blocked buffers of the kernel's own: every input and residual layout,
   // every activation kind, odd sizes that leave partial Winograd tiles. By the rule, not
   // measured: the measuring may pick the direct algorithm on this machine.
@@ -418,8 +417,8 @@ TEST(OnednnFusedConv, WinogradShapes) {
                                        {{1, 64, 16, 16}, 128, {3, 3}},
                                        {{1, 33, 29, 30}, 64, {3, 3}, 1, pads}};
   for (const ConvCase& c : cases) {
-    ASSERT_TRUE(winograd_pays(c.x[1], c.m, c.x[2], c.x[3]) ||
-                winograd_pays(c.x[1], c.m, c.x[2] - 2, c.x[3] - 2));
+    ASSERT_TRUE(cost::winograd_pays(c.x[1], c.m, c.x[2], c.x[3]) ||
+                cost::winograd_pays(c.x[1], c.m, c.x[2] - 2, c.x[3] - 2));
   }
   // SiLU, GELU and HardSigmoid have no Winograd post-op: they run after the conv, over its
   // blocked buffer. Each case takes every activation once, over its six layout and residual
@@ -507,43 +506,6 @@ TEST(OnednnFusedConv, TransientBuffersInTheCallersScratch) {
       ASSERT_EQ(got.nbytes(), own.nbytes());
       EXPECT_EQ(std::memcmp(got.raw(), own.raw(), own.nbytes()), 0);
     }
-  }
-}
-
-TEST(WinogradRule, ScratchpadBound) {
-  // A scratchpad that stays in cache never stops Winograd; a larger one must be paid for by
-  // the work: 64 direct FLOPs per scratchpad byte.
-  const auto flops = [](double cin, double cout, double hw) {
-    return 2 * cin * cout * 9 * hw * hw;
-  };
-  // On a machine whose last-level cache holds 8 MiB (or less, or is unknown: 0).
-  const int64_t mib = int64_t{1} << 20;
-  for (int64_t cache : {int64_t{0}, 4 * mib, 8 * mib}) {
-    EXPECT_TRUE(winograd_scratch_pays(flops(32, 64, 147), 155648, cache));
-    EXPECT_TRUE(winograd_scratch_pays(1.0, 8 * mib, cache));
-    EXPECT_FALSE(winograd_scratch_pays(1.0, 8 * mib + 1, cache));
-    // Inception-v3's 80 -> 192 conv on 71x71, 27 MiB: direct. VGG's 256 -> 256 on 56x56,
-    // 29 MiB: Winograd.
-    EXPECT_FALSE(winograd_scratch_pays(flops(80, 192, 71), 27060224, cache));
-    EXPECT_TRUE(winograd_scratch_pays(flops(256, 256, 56), 30179328, cache));
-    EXPECT_TRUE(winograd_scratch_pays(64.0 * 30179328, 30179328, cache));
-    EXPECT_FALSE(winograd_scratch_pays(63.9 * 30179328, 30179328, cache));
-  }
-  // With a 32 MiB last-level cache, a scratchpad that fits it.
-  EXPECT_TRUE(winograd_scratch_pays(flops(128, 128, 32), 11010048, 32 * mib));
-  EXPECT_TRUE(winograd_scratch_pays(flops(80, 192, 71), 27060224, 32 * mib));
-  EXPECT_FALSE(winograd_scratch_pays(1.0, 32 * mib + 1, 32 * mib));
-  EXPECT_TRUE(winograd_scratch_pays(64.0 * 40 * mib, 40 * mib, 32 * mib));
-}
-
-TEST(WinogradRule, LastLevelCacheIsReadOnce) {
-  // sysfs's size of cpu0's highest cache level, or 0 where it has none; the same every call.
-  const int64_t bytes = last_level_cache_bytes();
-  EXPECT_GE(bytes, 0);
-  EXPECT_EQ(bytes, last_level_cache_bytes());
-  std::ifstream probe("/sys/devices/system/cpu/cpu0/cache/index0/size");
-  if (probe) {
-    EXPECT_GT(bytes, 0);
   }
 }
 
