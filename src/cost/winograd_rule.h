@@ -1,8 +1,8 @@
 // Where an unstrided, undilated, ungrouped 3x3 convolution runs oneDNN's Winograd algorithm
 // (F(2x2, 3x3), through a blocked buffer of the conv kernel's own, with reorders into and out of
 // it) instead of the direct one: where there is enough work per output tile to amortize the
-// transforms. The conv kernels decide with it, and ConvMaxPoolFusionPass, whose pool reads that
-// blocked buffer, fuses only where it holds.
+// transforms. The conv kernels' factories decide with it (kernels/cpu/conv_factories.cc), and
+// ConvMaxPoolFusionPass, whose pool reads that blocked buffer, fuses only where it holds.
 //
 // Measured against the direct algorithm (3x3 stride 1 between 1x1 convs, 2 threads, AVX-512;
 // Cin and Cout from 32 to 256, outputs 7x7 to 71x71: bench/winograd_rule.py): Winograd loses
@@ -30,13 +30,14 @@
 // conv that runs direct: that costs nothing over the two kernels.
 //
 // Those measurements are one machine's; the outcome depends on the machine (winograd_measured):
-// the conv kernels time both algorithms once per geometry and keep the faster, timing beside
-// them the project's own F(4x4, 3x3) kernel (kernels/cpu/cpu_winograd.h: channels-last in and out,
-// no scratchpad of oneDNN's, and on every ISA) where it applies. On an AMD EPYC (Zen 5, 2 threads,
-// caches evicted before each run) that one took 0.55-0.75x the direct kernel's time on 14x14 to
-// 112x112 maps with 64 to 384 output channels, 0.85-0.89x with 32, and as long on 7x7.
-// winograd_pays answers where nothing is measured (NNFUSE_WINOGRAD=rule, a conv with a skip
-// convolution) and for ConvMaxPoolFusionPass, which decides before any kernel is built.
+// the plan times both algorithms once per geometry and keeps the faster (the measured selection,
+// runtime/kernel_selection.h), timing beside them the project's own F(4x4, 3x3) kernel
+// (kernels/cpu/cpu_winograd.h: channels-last in and out, no scratchpad of oneDNN's, and on every
+// ISA) where it applies. On an AMD EPYC (Zen 5, 2 threads, caches evicted before each run) that one
+// took 0.55-0.75x the direct kernel's time on 14x14 to 112x112 maps with 64 to 384 output channels,
+// 0.85-0.89x with 32, and as long on 7x7. winograd_pays answers where nothing is measured
+// (NNFUSE_WINOGRAD=rule, a conv with a skip convolution) and for ConvMaxPoolFusionPass, which
+// decides before any kernel is built.
 #pragma once
 
 #include <cstdint>
@@ -59,8 +60,8 @@ bool winograd_pays(int64_t cin, int64_t cout, int64_t out_h, int64_t out_w);
 // Zen 5 EPYC, whose full-width AVX-512 doubles the direct algorithm's FMAs, GoogLeNet's five
 // 3x3 convs on 14x14 inside it (96 -> 208 to 160 -> 320) ran in 0.45-0.85x the time on the
 // direct algorithm, while its 64 -> 192 on 56x56 and 128 -> 192 on 28x28 kept winning with
-// Winograd (1.2x). So the conv kernels measure both algorithms here when they are built, once
-// per geometry.
+// Winograd (1.2x). So the plan measures both algorithms here when it is built, once per
+// geometry.
 bool winograd_measured(int64_t cin, int64_t cout, int64_t out_h, int64_t out_w);
 
 // Whether a Winograd conv of `flops` direct-algorithm FLOPs (2 * Cin * Cout * 9 * output

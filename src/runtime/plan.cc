@@ -23,6 +23,8 @@ bool is_view_op(const Node& n) {
 
 ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : opts_(opts) {
   set_num_threads(opts.threads);
+  if (!opts_.kernel_choices) opts_.kernel_choices = std::make_shared<KernelChoices>();
+  const KernelSelector selector(*opts_.kernel_choices, opts.reference_only);
   for (const Value* v : g.values()) {
     if (v->is_constant()) add_value(v, Layout::kPlain);
   }
@@ -87,24 +89,16 @@ ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : opts_(op
                        : pv->folded.defined() ? &pv->folded
                                               : &pv->value->constant());
     }
-    NodeInfo info{*n, g.opset(n->domain()), layouts, num_threads(), consts};
-    NodeInfo plain_info{*n, g.opset(n->domain()),
-                        std::vector<Layout>(layouts.size(), Layout::kPlain), num_threads(), consts};
-    const KernelFactory* chosen = nullptr;
-    bool needs_plain = false;
-    for (const KernelFactory& f : kernels_for(n->op_type())) {
-      if (opts.reference_only && std::string(f.name) != "ref") continue;
-      if (f.accepts(info)) {
-        chosen = &f;
-        break;
-      }
-      if (f.accepts(plain_info)) {
-        chosen = &f;
-        needs_plain = true;
-        break;
-      }
-    }
-    if (!chosen) fail(ErrorKind::kUnsupported, n->describe(), ": no kernel accepts this node");
+    NodeInfo info{*n, g.opset(n->domain()), layouts, num_threads(), consts, &selector};
+    NodeInfo plain_info{*n,
+                        g.opset(n->domain()),
+                        std::vector<Layout>(layouts.size(), Layout::kPlain),
+                        num_threads(),
+                        consts,
+                        &selector};
+    KernelSelection selected = selector.select(info, plain_info);
+    const KernelFactory* chosen = selected.factory;
+    const bool needs_plain = selected.plain_inputs;
     bool fell_back = false;
     if (!opts.reference_only && std::string(chosen->name) == "ref") {
       // Every fast kernel declined (in either layout): say why, in terms of plain inputs.
@@ -126,7 +120,8 @@ ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : opts_(op
     step.node = n;
     step.kernel_name = chosen->name;
     step.reference_fallback = fell_back;
-    step.kernel = chosen->create(info);
+    step.choice = std::move(selected.note);
+    step.kernel = std::move(selected.kernel);
     step.inputs = in_ids;
     for (size_t k = 0; k < n->num_outputs(); ++k) {
       const Value* o = n->output(k);

@@ -14,6 +14,7 @@
 
 #include "ir/graph.h"
 #include "kernels/kernel.h"
+#include "runtime/kernel_selection.h"
 #include "runtime/memory_planner.h"
 #include "runtime/reference_fallback.h"
 
@@ -33,6 +34,9 @@ struct PlanOptions {
   // Denormal floats flushed to zero while the plan runs (runtime/denormals.h); never for a
   // reference_only plan, the oracle.
   bool flush_denormals = true;
+  // Where the measured kernel choices are remembered (runtime/kernel_selection.h); null: the
+  // plan keeps its own. Plans that share one agree on every geometry they share, measured once.
+  std::shared_ptr<KernelChoices> kernel_choices;
 };
 
 // A tensor of the plan: a graph value, or a plain copy of a channels-last value.
@@ -65,6 +69,8 @@ struct PlanStep {
   std::string kernel_name;     // factory name, "reorder" or "view"
   // On the reference kernel although the op has a fast kernel (see reference_fallbacks()).
   bool reference_fallback = false;
+  // How the measured selection chose the kernel (KernelSelection::note), "" by table order.
+  std::string choice;
   std::unique_ptr<Kernel> kernel;
   std::vector<int> inputs;    // plan value ids; -1 for omitted inputs
   std::vector<int> outputs;   // plan value ids; -1 for omitted outputs

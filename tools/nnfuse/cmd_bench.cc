@@ -60,6 +60,8 @@ int bench_cycle(const BenchArgs& a) {
   opts.threads = a.threads;
   opts.reference_only = a.reference;
   opts.strict = a.strict;
+  // Every shape set's plan shares the measured kernel choices.
+  opts.kernel_choices = std::make_shared<KernelChoices>();
   auto cache = make_plan_cache(a.model, a.fusion, opts, a.plan_cache);
   std::vector<PlanCache::Shapes> sets;
   for (const std::string& s : a.shape_sets) sets.push_back(parse_shape_set(s));

@@ -97,15 +97,16 @@ Attrs conv_attrs(const ConvCase& c, const Act& act) {
   return a;
 }
 
+// FusedConv on the kernel named `kernel` ("": the first of the table that accepts it, as the plan
+// chooses where nothing is measured).
 void check_conv(const ConvCase& c, const Act& act, bool bias, bool sum, Layout x_layout,
-                Layout sum_layout, uint32_t seed) {
+                Layout sum_layout, uint32_t seed, const std::string& kernel = "onednn.fused_conv") {
   SCOPED_TRACE(std::string("x") + dims_str(c.x) + " m=" + std::to_string(c.m) + " k" +
                dims_str(c.kernel) + " g=" + std::to_string(c.group) + " act=" + act.name +
                (bias ? " bias" : "") + (sum ? " sum " : " ") + layout_name(x_layout) + "/" +
-               layout_name(sum_layout));
-  expect_matches_ref("onednn.fused_conv", "FusedConv",
-                     conv_inputs(c, bias, sum, x_layout, sum_layout, seed), conv_attrs(c, act), 1,
-                     kTol, kTol);
+               layout_name(sum_layout) + " " + kernel);
+  expect_matches_ref(kernel, "FusedConv", conv_inputs(c, bias, sum, x_layout, sum_layout, seed),
+                     conv_attrs(c, act), 1, kTol, kTol);
 }
 
 const std::vector<ConvCase>& conv_cases() {
@@ -186,15 +187,28 @@ TEST(OnednnFusedConv, OneAndThreeDimensional) {
 }
 
 // check_conv for a conv on a Winograd algorithm: the error bounded relative to the outputs'
-// largest, as F(4x4, 3x3)'s rounding (about 1e-5 of it) is not each element's.
+// largest, as F(4x4, 3x3)'s rounding (about 1e-5 of it) is not each element's. On the kernel
+// named `kernel`, or ("") the first of the table that accepts the conv.
 void check_winograd_conv(const ConvCase& c, const Act& act, bool bias, bool sum, Layout x_layout,
-                         Layout sum_layout, uint32_t seed) {
+                         Layout sum_layout, uint32_t seed, const std::string& kernel = "") {
   SCOPED_TRACE(std::string("x") + dims_str(c.x) + " m=" + std::to_string(c.m) + " act=" + act.name +
                (bias ? " bias" : "") + (sum ? " sum " : " ") + layout_name(x_layout) + "/" +
-               layout_name(sum_layout));
-  testing::expect_matches_ref_scaled("onednn.fused_conv", "FusedConv",
+               layout_name(sum_layout) + " " + kernel);
+  testing::expect_matches_ref_scaled(kernel, "FusedConv",
                                      conv_inputs(c, bias, sum, x_layout, sum_layout, seed),
                                      conv_attrs(c, act), 3e-5);
+}
+
+// Every fast kernel that accepts the conv (those the plan measures against each other where
+// they are measured candidates), against the reference.
+void check_every_conv_kernel(const ConvCase& c, const Act& act, bool bias, bool sum,
+                             Layout x_layout, Layout sum_layout, uint32_t seed) {
+  const std::vector<std::string> names = testing::accepting_kernels(
+      "FusedConv", conv_inputs(c, bias, sum, x_layout, sum_layout, seed), conv_attrs(c, act));
+  EXPECT_FALSE(names.empty());
+  for (const std::string& name : names) {
+    check_winograd_conv(c, act, bias, sum, x_layout, sum_layout, seed, name);
+  }
 }
 
 TEST(OnednnFusedConv, ResNetShapes) {
@@ -204,13 +218,10 @@ TEST(OnednnFusedConv, ResNetShapes) {
   const ConvCase c3{{1, 64, 14, 14}, 64, {3, 3}, 1, {{"pads", attr_ints({1, 1, 1, 1})}}};
   const ConvCase dw{{1, 32, 14, 14}, 32, {3, 3}, 32, {{"pads", attr_ints({1, 1, 1, 1})}}};
   check_conv(c1, {"Relu"}, true, true, Layout::kNHWC, Layout::kNHWC, 1);
-  {
-    // The 3x3 conv on the direct algorithm, element by element; as measured (a Winograd
-    // algorithm may win it), relative to the outputs' largest.
-    const testing::ScopedEnv direct("NNFUSE_WINOGRAD", "0");
-    check_conv(c3, {"Relu"}, true, true, Layout::kNHWC, Layout::kNHWC, 2);
-  }
-  check_winograd_conv(c3, {"Relu"}, true, true, Layout::kNHWC, Layout::kNHWC, 2);
+  // The 3x3 conv on the direct algorithm, element by element; on every kernel the plan measures
+  // for it (a Winograd algorithm may win it), relative to the outputs' largest.
+  check_conv(c3, {"Relu"}, true, true, Layout::kNHWC, Layout::kNHWC, 2);
+  check_every_conv_kernel(c3, {"Relu"}, true, true, Layout::kNHWC, Layout::kNHWC, 2);
   check_conv(dw, {"Clip", true, true, 0.0f, 6.0f}, true, false, Layout::kNHWC, Layout::kNHWC, 3);
 }
 
@@ -249,12 +260,13 @@ TEST(OnednnFusedConv, OwnWinogradAtEveryVectorWidth) {
   }
 }
 
-// The algorithm the kernel built for a depthwise conv over an NHWC input runs.
-std::string depthwise_algorithm(const ConvCase& c, const Act& act) {
-  BuiltKernel k("onednn.fused_conv", "FusedConv",
-                conv_inputs(c, true, false, Layout::kNHWC, Layout::kPlain, 1), conv_attrs(c, act));
+// The kernel the plan chooses for a depthwise conv over an NHWC input where it measures nothing:
+// the first of the table that accepts it.
+std::string depthwise_kernel(const ConvCase& c, const Act& act) {
+  BuiltKernel k("", "FusedConv", conv_inputs(c, true, false, Layout::kNHWC, Layout::kPlain, 1),
+                conv_attrs(c, act));
   EXPECT_TRUE(k.accepted);
-  return k.kernel ? k.kernel->algorithm() : "";
+  return k.factory ? k.factory->name : "";
 }
 
 TEST(OnednnFusedConv, OwnDepthwiseAtEveryVectorWidth) {
@@ -285,28 +297,35 @@ TEST(OnednnFusedConv, OwnDepthwiseAtEveryVectorWidth) {
       for (const Act& act :
            {Act{""}, Act{"Relu"}, Act{"Clip", true, true, 0.0f, 6.0f}, Act{"HardSwish"},
             Act{"HardSigmoid"}, Act{"SiLU"}, Act{"LeakyRelu", true, false, 0.1f}}) {
-        check_conv(c, act, /*bias=*/true, /*sum=*/false, Layout::kNHWC, Layout::kNHWC, seed += 3);
+        check_conv(c, act, /*bias=*/true, /*sum=*/false, Layout::kNHWC, Layout::kNHWC, seed += 3,
+                   "");
       }
       check_conv(c, {"Relu"}, /*bias=*/false, /*sum=*/false, Layout::kNHWC, Layout::kNHWC,
-                 seed += 3);
-      check_conv(c, {"Relu"}, true, /*sum=*/true, Layout::kNHWC, Layout::kNHWC, seed += 3);
-      check_conv(c, {"Relu"}, true, false, Layout::kPlain, Layout::kNHWC, seed += 3);
+                 seed += 3, "");
+      check_conv(c, {"Relu"}, true, /*sum=*/true, Layout::kNHWC, Layout::kNHWC, seed += 3, "");
+      check_conv(c, {"Relu"}, true, false, Layout::kPlain, Layout::kNHWC, seed += 3, "");
     }
   }
-  EXPECT_EQ(depthwise_algorithm(cases[0], {"HardSwish"}), "depthwise (own)");
-  EXPECT_EQ(depthwise_algorithm(cases[5], {"Relu"}), "");  // strided: oneDNN's
+  EXPECT_EQ(depthwise_kernel(cases[0], {"HardSwish"}), "cpu.depthwise");
+  EXPECT_EQ(depthwise_kernel(cases[5], {"Relu"}), "onednn.fused_conv");  // strided: oneDNN's
 }
 
-TEST(OnednnFusedConv, MeasuredDepthwiseMatchesTheReference) {
-  // Unset, each depthwise conv's kernel is measured (oneDNN's or the project's, the faster kept);
-  // whichever is kept matches the reference and names itself.
+TEST(OnednnFusedConv, MeasuredDepthwiseCandidatesMatchTheReference) {
+  // Unset, a depthwise conv's candidates are the project's kernel and oneDNN's (the plan
+  // measures them, runtime/kernel_selection.h): both accept it and match the reference.
   unsetenv("NNFUSE_DEPTHWISE");
   const ConvCase c{{1, 96, 14, 14}, 96, {3, 3}, 96, {{"pads", attr_ints({1, 1, 1, 1})}}};
-  check_conv(c, {"HardSwish"}, true, false, Layout::kNHWC, Layout::kNHWC, 7100);
-  const std::string algorithm = depthwise_algorithm(c, {"HardSwish"});
-  EXPECT_TRUE(algorithm == "depthwise (own)" || algorithm.empty()) << algorithm;
+  const std::vector<FastInput> in = conv_inputs(c, true, false, Layout::kNHWC, Layout::kNHWC, 1);
+  const std::vector<std::string> names =
+      testing::accepting_kernels("FusedConv", in, conv_attrs(c, {"HardSwish"}));
+#if !defined(__SANITIZE_THREAD__)  // where only oneDNN's kernels run
+  EXPECT_EQ(names, (std::vector<std::string>{"cpu.depthwise", "onednn.fused_conv"}));
+#endif
+  for (const std::string& kernel : names) {
+    check_conv(c, {"HardSwish"}, true, false, Layout::kNHWC, Layout::kNHWC, 7100, kernel);
+  }
   const testing::ScopedEnv off("NNFUSE_DEPTHWISE", "0");
-  EXPECT_EQ(depthwise_algorithm(c, {"HardSwish"}), "");
+  EXPECT_EQ(depthwise_kernel(c, {"HardSwish"}), "onednn.fused_conv");
 }
 
 TEST(OnednnFusedConv, OutputLayoutAndInPlaceInput) {
@@ -435,7 +454,7 @@ TEST(OnednnFusedConv, WinogradShapes) {
           if (!sum && sum_layout == Layout::kPlain) continue;
           seed += 3;
           const Act& act = acts[(ci + combo++) % acts.size()];
-          check_conv(cases[ci], act, /*bias=*/seed % 2 == 0, sum, x_layout, sum_layout, seed);
+          check_conv(cases[ci], act, /*bias=*/seed % 2 == 0, sum, x_layout, sum_layout, seed, "");
         }
       }
     }
@@ -491,8 +510,7 @@ TEST(OnednnFusedConv, TransientBuffersInTheCallersScratch) {
     for (const auto& [k, v] : c.extra) attrs[k] = v;
     const std::vector<FastInput> in =
         conv_inputs(c.conv, true, false, Layout::kPlain, Layout::kPlain, seed += 5);
-    BuiltKernel k(c.op == "FusedConv" ? "onednn.fused_conv" : "onednn.fused_conv_pool", c.op, in,
-                  attrs);
+    BuiltKernel k("", c.op, in, attrs);
     ASSERT_TRUE(k.accepted);
     const size_t bytes = k.kernel->scratch_bytes();
     ASSERT_GT(bytes, 0u);  // at least the plain X's NHWC copy
@@ -537,10 +555,17 @@ void check_conv_pool_paths() {
             SCOPED_TRACE(std::string("x") + dims_str(c.x) + " m=" + std::to_string(c.m) +
                          (sum ? " sum " : " ") + layout_name(x_layout) + " " + act.name + " pool " +
                          std::to_string(pool.size()));
-            // A Winograd algorithm's error is relative to the outputs' largest.
-            testing::expect_matches_ref_scaled(
-                "onednn.fused_conv_pool", "FusedConvPool",
-                conv_inputs(c, true, sum, x_layout, Layout::kNHWC, seed), attrs, 3e-5);
+            // Every kernel that accepts it; a Winograd algorithm's error is relative to the
+            // outputs' largest.
+            const std::vector<FastInput> in =
+                conv_inputs(c, true, sum, x_layout, Layout::kNHWC, seed);
+            const std::vector<std::string> names =
+                testing::accepting_kernels("FusedConvPool", in, attrs);
+            EXPECT_FALSE(names.empty());
+            for (const std::string& name : names) {
+              SCOPED_TRACE(name);
+              testing::expect_matches_ref_scaled(name, "FusedConvPool", in, attrs, 3e-5);
+            }
           }
         }
       }
@@ -550,9 +575,8 @@ void check_conv_pool_paths() {
 
 TEST(OnednnFusedConvPool, MatchesTheReferenceOnEveryConvPath) {
   // MaxPool over the conv's own buffer: oneDNN's Winograd one (blocked), the direct one and the
-  // project's Winograd one (NHWC), by the rule, as measured (any algorithm, the choice
-  // remembered for the second round's kernels) and with the project's kernel wherever it
-  // applies.
+  // project's Winograd one (NHWC), each kernel that accepts the node: by the rule, as measured
+  // candidates, and with the project's kernel wherever it applies.
   for (const char* mode : {"rule", "1", "own"}) {
     SCOPED_TRACE(std::string("NNFUSE_WINOGRAD=") + mode);
     const testing::ScopedEnv winograd("NNFUSE_WINOGRAD", mode);
@@ -739,7 +763,9 @@ TEST(OnednnFusedConv, SkipConvolutionAsTheResidual) {
                        " act=" + act.name + (bias ? " bias" : "") +
                        (skip_bias ? " skip_bias " : " ") + layout_name(x_layout) + "/" +
                        layout_name(x2_layout));
-          expect_matches_ref("onednn.fused_conv", "FusedConv",
+          // The first kernel that accepts it: oneDNN's Winograd for the Winograd-sized main
+          // conv (where it has it), its direct algorithm for the others.
+          expect_matches_ref("", "FusedConv",
                              skip_inputs(c, bias, skip_bias, x_layout, x2_layout, seed),
                              skip_attrs(c, act), 1, kTol, kTol);
         }
@@ -757,7 +783,7 @@ TEST(OnednnFusedConv, SkipConvolutionSharesTheCallersScratch) {
     const std::vector<FastInput> in =
         skip_inputs(c, true, true, Layout::kPlain, Layout::kPlain, 8300);
     const Attrs attrs = skip_attrs(c, Act{"Relu"});
-    BuiltKernel k("onednn.fused_conv", "FusedConv", in, attrs);
+    BuiltKernel k("", "FusedConv", in, attrs);
     ASSERT_TRUE(k.accepted);
     const size_t bytes = k.kernel->scratch_bytes();
     ASSERT_GT(bytes, 0u);
