@@ -1,15 +1,22 @@
-// ExecutionPlan: built once per model. It chooses a kernel per node from the ordered kernel
-// table, decides the layout of every value (chains of convolutions stay channels-last, with
-// reorders only where a consumer needs plain tensors), turns reshape-like nodes into zero-copy
-// views, and gives every activation with a static shape a slot in one arena, reusing memory
-// by liveness (and in place for elementwise kernels, and for a Concat's inputs: their parts
-// of its output, where their producers can write there).
+// ExecutionPlan: built once per model, as a chain of steps, each testable alone:
+//
+//   1. fold (plan_fold.h): Constant nodes and views of constants computed once;
+//   2. kernels (kernel_selection.h): per node, the first kernel of its op's ordered table that
+//      accepts it, with the plain-layout retry, measured where the fastest depends on the
+//      machine; each value's layout follows (chains of convolutions stay channels-last, with
+//      reorders only where a consumer needs plain tensors);
+//   3. views (plan_views.h): reshape-like nodes and layout-swapping Transposes turned into
+//      zero-copy views. Node by node together with 2, as each node's input layouts come from
+//      the choices before it;
+//   4. concat in place (concat_in_place.h): a Concat's inputs written into their parts of its
+//      output by their producers;
+//   5. buffers (buffer_plan.h): every activation with a static shape a slot in one arena,
+//      reusing memory by liveness (and in place for elementwise kernels).
 #pragma once
 
 #include <map>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "ir/graph.h"
@@ -82,6 +89,7 @@ struct PlanStep {
 
 class ExecutionPlan {
  public:
+  // Plans `g`, which must outlive the plan (its steps point into it).
   ExecutionPlan(const Graph& g, const PlanOptions& opts);
 
   const std::vector<PlanStep>& steps() const { return steps_; }
@@ -107,21 +115,21 @@ class ExecutionPlan {
   const PlanOptions& options() const { return opts_; }
 
  private:
+  // Step 2 for node `n` reading `in_ids`: its kernel step (and the reorders to plain it needs),
+  // made with the factory it returns.
+  const KernelFactory& add_kernel_step(const Graph& g, const Node& n, std::vector<int> in_ids,
+                                       const KernelSelector& selector);
   int add_value(const Value* v, Layout layout);
-  int root(int id) const;
+  // The plain copy of value `id` (a reorder step, made once), for `reader`.
   int plain_copy(int id, const Node* reader);
-  bool try_view(const Node& n, const std::vector<int>& in_ids);
-  bool try_layout_view(const Node& n, const std::vector<int>& in_ids);
+  // A step that gives `out` the storage of inputs[0], read in `layout`.
   void add_view(const Node& n, std::vector<int> inputs, const Value* out, Layout layout);
-  void place_concat_inputs(PlanStep& step);
-  void plan_buffers();
 
   PlanOptions opts_;
   std::vector<PlanValue> values_;
   std::vector<PlanStep> steps_;
   std::map<const Value*, int> id_of_;
   std::map<int, int> plain_copy_of_;
-  std::unordered_map<int, std::pair<size_t, size_t>> producer_;  // value -> (kernel step, output)
   std::vector<int> inputs_, outputs_;
   std::vector<BufferRequest> buffers_;
   MemoryPlan memory_;
