@@ -104,6 +104,10 @@ struct KernelFactory {
   // For a measured kernel other than the baseline: kept only where its best time is under this
   // share of the baseline's (a margin for what timing it alone does not see).
   double measured_margin = 1.0;
+  // Concat in place (runtime/concat_in_place.h): the kernel assembles its output (a Concat's,
+  // along its `axis`) from inputs that may already lie in their parts of it, written there by
+  // their producers, and copies only the others; the plan places what inputs it can.
+  bool assembles_in_place = false;
 };
 
 // The plan's choice of kernel for a node (runtime/kernel_selection.h), for a kernel made of

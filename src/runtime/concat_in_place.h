@@ -7,8 +7,8 @@
 // (Kernel::write_output_rows) writes them there. An input so placed is copied by no one; with
 // every input placed the Concat runs no kernel at all. Inputs qualify when a kernel of this plan
 // produces them for this Concat alone (no other reader, no graph output) in the output's layout
-// and type. Only for a Concat whose kernel (cpu.concat) copies only the inputs not already in
-// place.
+// and type. Only for a Concat whose kernel assembles its output so
+// (KernelFactory::assembles_in_place: it copies only the inputs not already in place).
 #pragma once
 
 #include <cstddef>

@@ -93,8 +93,7 @@ ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : opts_(op
     for (size_t k = 0; k < step.outputs.size(); ++k) {
       if (step.outputs[k] >= 0) producers[step.outputs[k]] = {at, k};
     }
-    if (n->op_type() == "Concat" && n->domain().empty() && opts_.plan_memory &&
-        !opts_.reference_only && std::string(chosen.name) == "cpu.concat") {
+    if (chosen.assembles_in_place && opts_.plan_memory && !opts_.reference_only) {
       concats.push_back(at);
     }
   }
