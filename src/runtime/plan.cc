@@ -15,13 +15,12 @@ namespace nnfuse {
 
 namespace {
 
-// Weights held once (PlanOptions::release_weights): a constant whose readers are all planned
+// Weights held once (PlanOptions::release_weights_of): a constant whose readers are all planned
 // and none of which reads it at run time (each prepacked it) is dropped from the graph as soon
 // as its last reader's kernel exists, so the original and every packed copy never coexist.
 class WeightRelease {
  public:
-  WeightRelease(std::vector<PlanValue>& values, bool release)
-      : values_(values), release_(release) {}
+  WeightRelease(std::vector<PlanValue>& values, Graph* graph) : values_(values), graph_(graph) {}
 
   // A step (or a fold or a view, `kernel` null: they read it) was planned that reads `ids`;
   // `kernel` says which of them it reads when it runs.
@@ -32,10 +31,9 @@ class WeightRelease {
       const Value* v = values_[id].value;
       auto it = readers_left_.emplace(id, v->uses().size()).first;
       if (!kernel || kernel->reads_input(j)) read_at_run_.insert(id);
-      if (--it->second == 0 && release_ && !read_at_run_.count(id) && !v->is_graph_input() &&
+      if (--it->second == 0 && graph_ && !read_at_run_.count(id) && !v->is_graph_input() &&
           !v->is_graph_output()) {
-        // The caller handed over the graph for this (PlanOptions::release_weights).
-        const_cast<Value*>(v)->release_constant();
+        graph_->find_value(v->name())->release_constant();
         values_[id].unread_constant = true;
       }
     }
@@ -43,7 +41,7 @@ class WeightRelease {
 
  private:
   std::vector<PlanValue>& values_;
-  bool release_;
+  Graph* graph_;  // the planned graph, handed over; null: nothing is released
   std::unordered_map<int, size_t> readers_left_;
   std::unordered_set<int> read_at_run_;
 };
@@ -52,9 +50,13 @@ class WeightRelease {
 
 ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : opts_(opts) {
   set_num_threads(opts.threads);
+  if (opts.release_weights_of && opts.release_weights_of != &g) {
+    fail(ErrorKind::kInvalidArgument, "PlanOptions::release_weights_of is not the planned graph");
+  }
+  opts_.release_weights_of = nullptr;  // handed over for planning only
   if (!opts_.kernel_choices) opts_.kernel_choices = std::make_shared<KernelChoices>();
   const KernelSelector selector(*opts_.kernel_choices, opts_.reference_only);
-  WeightRelease release(values_, opts.release_weights);
+  WeightRelease release(values_, opts.release_weights_of);
   for (const Value* v : g.values()) {
     if (v->is_constant()) add_value(v, Layout::kPlain);
   }

@@ -31,9 +31,11 @@ struct PlanOptions {
   int threads = 0;              // 0: all cores
   bool reference_only = false;  // only reference kernels, plain layouts (the oracle)
   bool plan_memory = true;      // arena planning; off: every output allocated at run time
-  // Drop from the graph each constant that its kernels prepacked and never read when running
-  // (the graph's values keep their dtype and shape): for a caller that owns the graph.
-  bool release_weights = false;
+  // Weights held once: the planned graph itself, handed over by a caller that owns it, from
+  // which the plan drops each constant its kernels prepacked and never read when running, as
+  // soon as its last reader's kernel exists (the graph's values keep their dtype and shape).
+  // Null: nothing is released.
+  Graph* release_weights_of = nullptr;
   // What a PlanSession does with reference fallbacks (never any with reference_only): warn on
   // stderr, and with strict refuse a compute op on the reference kernel (kUnsupported).
   bool warn_fallbacks = true;
@@ -65,7 +67,7 @@ struct PlanValue {
   bool graph_input = false, constant = false, graph_output = false;
   Tensor folded;  // the value of a Constant node, computed once when the plan is built
   // A constant no step reads when the plan runs (every reader prepacked it), whose data was
-  // released (PlanOptions::release_weights).
+  // released (PlanOptions::release_weights_of).
   bool unread_constant = false;
 };
 

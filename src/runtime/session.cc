@@ -24,17 +24,18 @@ std::vector<UnsupportedNode> find_unsupported(const Graph& g) {
   return r;
 }
 
-PlanSession::PlanSession(std::unique_ptr<Graph> graph, const PlanOptions& opts)
-    : graph_(std::move(graph)) {
-  init(opts, /*release_weights=*/true);
+PlanSession::PlanSession(std::unique_ptr<Graph> graph, const PlanOptions& opts) {
+  Graph* owned = graph.get();
+  graph_ = std::move(graph);
+  init(opts, owned);
 }
 
 PlanSession::PlanSession(std::shared_ptr<const Graph> graph, const PlanOptions& opts)
     : graph_(std::move(graph)) {
-  init(opts, /*release_weights=*/false);
+  init(opts, nullptr);
 }
 
-void PlanSession::init(const PlanOptions& opts, bool release_weights) {
+void PlanSession::init(const PlanOptions& opts, Graph* owned) {
   verify_graph(*graph_);
   auto bad = find_unsupported(*graph_);
   if (!bad.empty()) {
@@ -54,7 +55,7 @@ void PlanSession::init(const PlanOptions& opts, bool release_weights) {
   inputs_ = input_decls(*graph_);
   // A session that owns its graph holds the weights its kernels prepacked once, by them.
   PlanOptions plan_opts = opts;
-  plan_opts.release_weights = release_weights;
+  plan_opts.release_weights_of = owned;
   plan_ = std::make_unique<ExecutionPlan>(*graph_, plan_opts);
   if (opts.strict) refuse_compute_fallbacks(plan_->reference_fallbacks());
   if (opts.warn_fallbacks) warn_reference_fallbacks(plan_->reference_fallbacks());

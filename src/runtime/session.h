@@ -67,7 +67,8 @@ class PlanSession {
   std::shared_ptr<std::byte[]> acquire_arena();
   void release_arena(std::shared_ptr<std::byte[]> arena);
 
-  void init(const PlanOptions& opts, bool release_weights);
+  // `owned`: the graph when the session owns it (its unread weights are released).
+  void init(const PlanOptions& opts, Graph* owned);
 
   std::shared_ptr<const Graph> graph_;
   std::vector<InputDecl> inputs_;
