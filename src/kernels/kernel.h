@@ -25,6 +25,9 @@ struct NodeInfo {
   const Node& node;
   int64_t opset = 0;
   std::vector<Layout> input_layouts;  // one per input; kPlain for omitted inputs
+  // The plan's thread count. A kernel is made with it and runs with it as the calling thread's
+  // OpenMP count, which the plan sets for each run (runtime/threads.h): its parallel regions and
+  // oneDNN's primitives take that.
   int num_threads = 1;
   // Per input, its value when known at plan time (initializers and Constant nodes); when
   // empty, initializers alone are known.
@@ -159,9 +162,5 @@ void append_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t);
 // Runs the node's reference kernel on io (its outputs copied into planned storage where there
 // is some): for a fast kernel whose fast path does not fit the tensors of a run.
 void run_reference(const Node& node, int64_t opset, KernelIO& io);
-
-// Sets the number of threads used by every kernel (OpenMP and oneDNN).
-void set_num_threads(int n);
-int num_threads();
 
 }  // namespace nnfuse

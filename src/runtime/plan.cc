@@ -10,6 +10,7 @@
 #include "runtime/concat_in_place.h"
 #include "runtime/plan_fold.h"
 #include "runtime/plan_views.h"
+#include "runtime/threads.h"
 
 namespace nnfuse {
 
@@ -48,13 +49,15 @@ class WeightRelease {
 
 }  // namespace
 
-ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts) : opts_(opts) {
-  set_num_threads(opts.threads);
+ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts)
+    : opts_(opts), threads_(plan_threads(opts.threads)) {
   if (opts.release_weights_of && opts.release_weights_of != &g) {
     fail(ErrorKind::kInvalidArgument, "PlanOptions::release_weights_of is not the planned graph");
   }
   opts_.release_weights_of = nullptr;  // handed over for planning only
   if (!opts_.kernel_choices) opts_.kernel_choices = std::make_shared<KernelChoices>();
+  // The kernels are made, and measured, with the plan's thread count (runtime/threads.h).
+  const ScopedThreads threads(threads_);
   const KernelSelector selector(*opts_.kernel_choices, opts_.reference_only);
   WeightRelease release(values_, opts.release_weights_of);
   for (const Value* v : g.values()) {
@@ -126,7 +129,7 @@ const KernelFactory& ExecutionPlan::add_kernel_step(const Graph& g, const Node& 
                      : pv->folded.defined() ? &pv->folded
                                             : &pv->value->constant());
   }
-  NodeInfo info{n, g.opset(n.domain()), layouts, num_threads(), consts, &selector};
+  NodeInfo info{n, g.opset(n.domain()), layouts, threads_, consts, &selector};
   NodeInfo plain_info = info;
   plain_info.input_layouts.assign(layouts.size(), Layout::kPlain);
   KernelSelection selected = selector.select(info, plain_info);

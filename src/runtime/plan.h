@@ -115,6 +115,8 @@ class ExecutionPlan {
   // Nodes on the reference kernel although their op has a fast kernel, in graph order.
   const std::vector<ReferenceFallback>& reference_fallbacks() const { return fallbacks_; }
   const PlanOptions& options() const { return opts_; }
+  // The threads its kernels are made for and run on (PlanOptions::threads, 0 resolved).
+  int num_threads() const { return threads_; }
 
  private:
   // Step 2 for node `n` reading `in_ids`: its kernel step (and the reorders to plain it needs),
@@ -128,6 +130,7 @@ class ExecutionPlan {
   void add_view(const Node& n, std::vector<int> inputs, const Value* out, Layout layout);
 
   PlanOptions opts_;
+  int threads_ = 1;
   std::vector<PlanValue> values_;
   std::vector<PlanStep> steps_;
   std::map<const Value*, int> id_of_;

@@ -12,6 +12,7 @@
 #include "kernels/cpu/layout.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/denormals.h"
+#include "runtime/threads.h"
 
 namespace nnfuse {
 
@@ -63,7 +64,7 @@ void PlanSession::init(const PlanOptions& opts, Graph* owned) {
   // scratch follows the activations.
   scratch_offset_ = align_up(plan_->peak_activation_bytes(), kArenaAlignment);
   arena_bytes_ = scratch_offset_ + plan_->scratch_bytes();
-  threads_ = num_threads();
+  threads_ = plan_->num_threads();
   release_arena(acquire_arena());  // the first run's, allocated now
 }
 
@@ -213,6 +214,11 @@ std::vector<Tensor> PlanSession::run(const std::map<std::string, Tensor>& feeds,
                                      std::vector<StepTiming>* timings) {
   check_feeds(inputs_, feeds);
   const ExecutionPlan& plan = *plan_;
+  // The run's OpenMP regions take the plan's thread count, on whichever thread runs it: OpenMP's
+  // count is the calling thread's own, set for this run and restored after (runtime/threads.h).
+  // Set first: the denormal mode goes to each thread of a region of that many, the threads the
+  // kernels then run on.
+  const ScopedThreads threads(threads_);
   ScopedFlushDenormals ftz(plan.options().flush_denormals && !plan.options().reference_only);
   const auto& values = plan.values();
   std::vector<Tensor> env(values.size());
@@ -222,9 +228,6 @@ std::vector<Tensor> PlanSession::run(const std::map<std::string, Tensor>& feeds,
     }
   }
   for (int id : plan.input_ids()) env[id] = feeds.at(values[id].name);
-  // OpenMP's thread count is per thread: a run on another thread than the plan's uses the
-  // plan's count too (the kernels split their work by it).
-  if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
   // This run's arena, back to the pool when the run ends (returned or thrown).
   struct ArenaLease {
     PlanSession* session;
@@ -318,7 +321,8 @@ std::vector<Tensor> PlanSession::run(const std::map<std::string, Tensor>& feeds,
     if (timings) {
       auto t1 = std::chrono::steady_clock::now();
       timings->push_back({si, std::chrono::duration<double, std::milli>(t0 - t_start).count(),
-                          std::chrono::duration<double, std::milli>(t1 - t0).count()});
+                          std::chrono::duration<double, std::milli>(t1 - t0).count(),
+                          omp_get_max_threads()});
     }
     for (int id : st.frees) env[id] = Tensor();
   }

@@ -41,6 +41,7 @@ struct StepTiming {
   size_t step;
   double start_ms;  // since the start of run()
   double ms;
+  int threads = 0;  // the OpenMP thread count the step ran with (the plan's: runtime/threads.h)
 };
 
 class PlanSession {
