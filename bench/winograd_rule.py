@@ -2,7 +2,7 @@
 """Winograd against the direct algorithm for unstrided 3x3 convolutions, per shape.
 
 The conv kernels run a 3x3, stride-1 convolution with oneDNN's Winograd algorithm where
-src/kernels/winograd_rule.h says it pays. This measures the rule's inputs: for each
+src/cost/winograd_rule.h says it pays. This measures the rule's inputs: for each
 (Cin, Cout, size) it builds x -> Conv 1x1 -> Relu -> Conv 3x3 (pads 1) -> Relu -> Conv 1x1
 (so the 3x3 conv reads and writes channels-last, as inside a network), profiles it with
 NNFUSE_WINOGRAD=force (oneDNN's Winograd wherever the geometry allows), =own (the project's
@@ -27,7 +27,7 @@ import bench_json  # noqa: E402
 
 
 def winograd_pays(cin, cout, h, w):
-    """The rule of src/kernels/winograd_rule.h (kept in step with it)."""
+    """The rule of src/cost/winograd_rule.h (kept in step with it)."""
     if cin < 32 or cout < 48:
         return False
     area = h * w

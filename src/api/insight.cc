@@ -66,6 +66,8 @@ Measurement measure_fusion(const GraphMaker& make, FusionReport& report,
                            const MeasureOptions& options) {
   PlanOptions opts;
   opts.threads = options.threads;
+  // Both sides' plans choose the same kernel for the same geometry.
+  opts.kernel_choices = std::make_shared<KernelChoices>();
   PlanOptions plain_opts = opts;
   plain_opts.warn_fallbacks = false;  // the unfused side is the yardstick
   Measurement m;

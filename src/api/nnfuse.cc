@@ -131,6 +131,8 @@ Session::Session(const Model& model, const SessionOptions& options) : model_(mod
   o.threads = options.threads;
   o.strict = options.strict;
   o.warn_fallbacks = options.warn_fallbacks;
+  // The session's plans (one per input-shape signature) share their measured kernel choices.
+  o.kernel_choices = std::make_shared<KernelChoices>();
   impl_ = std::make_shared<Impl>();
   std::vector<InputDecl> decls = input_decls(*model.impl_->graph);
   if (!has_dynamic_inputs(decls)) {

@@ -26,7 +26,7 @@ PlanProfile profile_plan(PlanSession& session, const std::map<std::string, Tenso
       sp.name = s.node->name();
     }
     sp.kernel = s.kernel_name;
-    if (s.kernel) sp.algorithm = s.kernel->algorithm();
+    sp.choice = s.choice;
     sp.reference_fallback = s.reference_fallback;
     sp.view = s.kind == PlanStep::Kind::kView;
     p.steps.push_back(std::move(sp));
@@ -59,7 +59,7 @@ PlanProfile profile_plan(PlanSession& session, const std::map<std::string, Tenso
                                 {"args",
                                  {{"op", sp.op},
                                   {"kernel", sp.kernel},
-                                  {"algorithm", sp.algorithm},
+                                  {"choice", sp.choice},
                                   {"reference_fallback", sp.reference_fallback},
                                   {"run", r}}}});
     }

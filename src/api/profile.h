@@ -16,7 +16,7 @@ struct StepProfile {
   std::string name;                 // the node's name; "reorder <value>" for a layout change
   std::string op;                   // its op type; "Reorder" for a layout change
   std::string kernel;               // the kernel that ran it
-  std::string algorithm;            // the algorithm it chose, where it has several (Kernel)
+  std::string choice;               // how the measured selection chose it (PlanStep::choice)
   bool reference_fallback = false;  // the reference kernel, though the op has a fast one
   bool view = false;                // a free view (no kernel runs)
   double total_ms = 0;              // over every profiled run

@@ -18,15 +18,22 @@
 
 namespace nnfuse {
 
+class KernelChooser;
+
 // What a kernel factory may inspect at plan time.
 struct NodeInfo {
   const Node& node;
   int64_t opset = 0;
   std::vector<Layout> input_layouts;  // one per input; kPlain for omitted inputs
+  // The plan's thread count. A kernel is made with it and runs with it as the calling thread's
+  // OpenMP count, which the plan sets for each run (runtime/threads.h): its parallel regions and
+  // oneDNN's primitives take that.
   int num_threads = 1;
   // Per input, its value when known at plan time (initializers and Constant nodes); when
   // empty, initializers alone are known.
   std::vector<const Tensor*> input_constants = {};
+  // How the plan chooses kernels, for a kernel made of another node's kernel; may be null.
+  const KernelChooser* chooser = nullptr;
 
   const Value* input(size_t i) const { return node.input(i); }
   bool has_input(size_t i) const { return node.input(i) != nullptr; }
@@ -73,9 +80,9 @@ class Kernel {
   // rows). True when the kernel will, on every run from now on, into planned storage only;
   // it may grow scratch_bytes(). Asked at plan time, before scratch_bytes().
   virtual bool write_output_rows(size_t /*k*/, int64_t /*pitch*/) { return false; }
-  // The algorithm the kernel chose for its node where it has more than one (a convolution's
-  // Winograd one), or "": `profile` lists it beside the kernel's name.
-  virtual std::string algorithm() const { return ""; }
+  // Frees the buffer a run without KernelIO::scratch allocated for itself (a timing run of the
+  // measured selection); a later such run allocates it again.
+  virtual void release_own_scratch() {}
 };
 
 struct KernelFactory {
@@ -91,6 +98,31 @@ struct KernelFactory {
   // Why this kernel declines the node, "" when it accepts it: the planner names it when a node
   // falls back to the reference kernel. nullptr: a generic reason (see decline_reason).
   std::string (*declines)(const NodeInfo& info) = nullptr;
+  // Measured selection (runtime/kernel_selection.h), where which of the kernels that accept a
+  // node runs it fastest depends on the machine: when the first kernel of the table that
+  // accepts a node is measured for it, the plan builds and times it and every later one that
+  // accepts the node and is measured for it too, and keeps the fastest. The last of them (the
+  // most general: oneDNN's direct conv) is the baseline. nullptr: chosen by table order alone.
+  bool (*measured)(const NodeInfo& info) = nullptr;
+  // For a measured kernel other than the baseline: kept only where its best time is under this
+  // share of the baseline's (a margin for what timing it alone does not see).
+  double measured_margin = 1.0;
+  // Concat in place (runtime/concat_in_place.h): the kernel assembles its output (a Concat's,
+  // along its `axis`) from inputs that may already lie in their parts of it, written there by
+  // their producers, and copies only the others; the plan places what inputs it can.
+  bool assembles_in_place = false;
+};
+
+// The plan's choice of kernel for a node (runtime/kernel_selection.h), for a kernel made of
+// another node's kernel (a batch loop's single image): that one is chosen as the plan would
+// choose it, measured where the plan would measure it.
+class KernelChooser {
+ public:
+  virtual ~KernelChooser() = default;
+  // The kernel of the first fast factory of the node's op that accepts `info` as it is (its
+  // inputs in info.input_layouts), measured against the others where they are measured, or
+  // nullptr when no fast factory accepts it.
+  virtual std::unique_ptr<Kernel> create(const NodeInfo& info) const = 0;
 };
 
 // Why `f` does not run the node: f.declines's reason, else a generic one that names what is
@@ -130,9 +162,5 @@ void append_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t);
 // Runs the node's reference kernel on io (its outputs copied into planned storage where there
 // is some): for a fast kernel whose fast path does not fit the tensors of a run.
 void run_reference(const Node& node, int64_t opset, KernelIO& io);
-
-// Sets the number of threads used by every kernel (OpenMP and oneDNN).
-void set_num_threads(int n);
-int num_threads();
 
 }  // namespace nnfuse

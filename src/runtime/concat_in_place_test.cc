@@ -1,5 +1,7 @@
 // Concat in place: the plan gives each input of a Concat that its producer can write there its
 // part of the Concat's output, and runs no Concat kernel when every input is placed.
+#include "runtime/concat_in_place.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -81,6 +83,102 @@ struct RangesGraph {
     g->add_node("Sigmoid", "sigmoid", {c}, {y});
   }
 };
+
+// The step alone (place_concat_inputs), over steps made by hand: each input's producer a kernel
+// that says whether it writes rows at a pitch.
+class RowsKernel : public Kernel {
+ public:
+  explicit RowsKernel(bool rows) : rows_(rows) {}
+  void run(KernelIO&) override {}
+  bool write_output_rows(size_t k, int64_t pitch) override {
+    asked.push_back({k, pitch});
+    return rows_;
+  }
+  std::vector<std::pair<size_t, int64_t>> asked;
+
+ private:
+  bool rows_;
+};
+
+struct ConcatStep {
+  std::vector<PlanValue> values;
+  std::vector<PlanStep> steps;
+  PlanProducers producers;
+
+  // values[i] for graph value v, its shape and layout.
+  int add(const Value* v, const Dims& shape, Layout layout) {
+    PlanValue pv;
+    pv.value = v;
+    pv.name = v->name();
+    pv.dtype = DType::kFloat32;
+    pv.static_shape = true;
+    pv.shape = shape;
+    pv.layout = layout;
+    values.push_back(pv);
+    return static_cast<int>(values.size()) - 1;
+  }
+  // A kernel step writing `out` (output 0); a RowsKernel that writes rows or not.
+  RowsKernel* produce(const Node* n, int out, bool rows) {
+    PlanStep st;
+    st.node = n;
+    st.kernel = std::make_unique<RowsKernel>(rows);
+    st.outputs = {out};
+    producers[out] = {steps.size(), 0};
+    steps.push_back(std::move(st));
+    return static_cast<RowsKernel*>(steps.back().kernel.get());
+  }
+  size_t concat(const Node* n, std::vector<int> inputs, int out) {
+    PlanStep st;
+    st.node = n;
+    st.kernel = std::make_unique<RowsKernel>(false);
+    st.kernel_name = "cpu.concat";
+    st.inputs = std::move(inputs);
+    st.outputs = {out};
+    steps.push_back(std::move(st));
+    return steps.size() - 1;
+  }
+};
+
+TEST(ConcatInPlace, TheStepPlacesRangesAndRows) {
+  RangesGraph r;
+  r.g->add_output(r.y);
+  {
+    // Plain [1, 2, 3] parts along axis 1: ranges of the output, whatever their kernels.
+    ConcatStep c;
+    const int a = c.add(r.a, {1, 2, 3}, Layout::kPlain), b = c.add(r.b, {1, 2, 3}, Layout::kPlain);
+    const int out = c.add(r.c, {1, 4, 3}, Layout::kPlain);
+    RowsKernel* ka = c.produce(r.a->producer(), a, false);
+    c.produce(r.b->producer(), b, false);
+    const size_t s = c.concat(r.concat, {a, b}, out);
+    place_concat_inputs(c.values, c.steps, c.producers, s);
+    EXPECT_TRUE(ka->asked.empty());  // ranges need no rows
+    EXPECT_EQ(c.values[a].alias_of, out);
+    EXPECT_EQ(c.values[a].slice_offset, 0u);
+    EXPECT_EQ(c.values[b].slice_offset, 6 * sizeof(float));
+    EXPECT_TRUE(c.steps[s].assembled);
+    EXPECT_EQ(c.steps[s].kind, PlanStep::Kind::kView);
+    EXPECT_EQ(c.steps[s].kernel, nullptr);
+  }
+  {
+    // Channels-last parts along the channels: rows of every pixel, at the output's pitch (its
+    // channels), where the producer writes them; the other part is left to the Concat's kernel.
+    ConcatStep c;
+    const int a = c.add(r.a, {1, 2, 3}, Layout::kNHWC), b = c.add(r.b, {1, 2, 3}, Layout::kNHWC);
+    const int out = c.add(r.c, {1, 4, 3}, Layout::kNHWC);
+    RowsKernel* ka = c.produce(r.a->producer(), a, true);
+    RowsKernel* kb = c.produce(r.b->producer(), b, false);
+    const size_t s = c.concat(r.concat, {a, b}, out);
+    place_concat_inputs(c.values, c.steps, c.producers, s);
+    ASSERT_EQ(ka->asked.size(), 1u);
+    EXPECT_EQ(ka->asked[0], (std::pair<size_t, int64_t>{0, 4}));
+    EXPECT_EQ(kb->asked.size(), 1u);
+    EXPECT_TRUE(c.values[a].slice);
+    EXPECT_EQ(c.values[a].slice_pitch, 4);
+    EXPECT_EQ(c.values[b].alias_of, -1);
+    EXPECT_FALSE(c.steps[s].assembled);
+    EXPECT_NE(c.steps[s].kernel, nullptr);
+  }
+}
 
 TEST(ConcatInPlace, PartsThatAreRangesNeedNoConcatKernel) {
   RangesGraph r;

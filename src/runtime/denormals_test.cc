@@ -72,6 +72,25 @@ TEST(Denormals, FlushedWhileAFastPlanRunsAndTheModeRestored) {
   EXPECT_EQ(k.run({{"x", x}})[0].data<float>()[1], 1e-40f);
 }
 
+TEST(Denormals, FlushedOnEveryThreadOfThePlansCount) {
+  // The caller runs one OpenMP thread, the plan two: the mode goes to the two the kernels run on
+  // (the run sets its thread count before the mode), and the caller's count comes back.
+  if (!flush_denormals_enabled()) GTEST_SKIP() << "NNFUSE_DENORMALS=keep";
+  const int64_t n = 1 << 20;
+  Tensor x(DType::kFloat32, {n});
+  for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = (i % 2 ? 1e-40f : 2.0f);
+  PlanOptions two;
+  two.threads = 2;
+  PlanSession s(scale_graph(n), two);
+  omp_set_num_threads(1);
+  const Tensor y = s.run({{"x", x}})[0];
+  EXPECT_EQ(omp_get_max_threads(), 1);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(y.data<float>()[i], i % 2 ? 0.0f : 2.0f) << "at " << i;
+  }
+  omp_set_num_threads(omp_get_num_procs());
+}
+
 TEST(Denormals, ScopesNestAndRestore) {
   const unsigned before = mxcsr_control();
   {

@@ -12,11 +12,15 @@ namespace {
 
 std::string value_str(const Value* v) { return dtype_name(v->dtype()) + v->shape().str(); }
 
-// "Conv 'conv3' (float32[1, 64, ?, ?] -> float32?): onednn.conv: reason; ..."
+// "Conv 'conv3' (float32[1, 64, ?, ?] -> float32?): onednn.conv: reason; ...", the kernels that
+// decline for the same reason one after the other named together ("cpu.winograd, onednn.conv:
+// reason").
 std::string describe(const ReferenceFallback& f, const char* verb) {
   std::string s = f.op_type + " '" + f.node + "' (" + f.shapes + ")" + verb + ":";
   for (size_t i = 0; i < f.declined.size(); ++i) {
-    s += (i ? "; " : " ") + f.declined[i].first + ": " + f.declined[i].second;
+    const bool same = i + 1 < f.declined.size() && f.declined[i + 1].second == f.declined[i].second;
+    s += (i == 0 ? " " : s.back() == ',' ? " " : "; ") + f.declined[i].first;
+    s += same ? "," : ": " + f.declined[i].second;
   }
   return s;
 }

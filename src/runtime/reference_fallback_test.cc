@@ -50,14 +50,21 @@ TEST(ReferenceFallback, ConvWithoutStaticShapeIsRecordedWithTheReason) {
   EXPECT_EQ(f.op_type, "Conv");
   EXPECT_TRUE(f.compute_op);
   EXPECT_EQ(f.shapes, "float32[1, 3, h, w] -> float32?");
-  ASSERT_EQ(f.declined.size(), 2u);
-  EXPECT_EQ(f.declined[0].first, "onednn.conv");
-  EXPECT_EQ(f.declined[0].second, "input 'x' has no static shape (float32[1, 3, h, w])");
-  EXPECT_EQ(f.declined[1].first, "onednn.conv_batch");
-  EXPECT_EQ(f.declined[1].second, "X's batch is static, its other dims are not");
+  // Every fast kernel of Conv's table, in order; those declining for the same reason are named
+  // together in the message.
+  const std::vector<std::string> kernels = {"cpu.winograd", "cpu.depthwise", "onednn.winograd",
+                                            "onednn.conv", "onednn.conv_batch"};
+  ASSERT_EQ(f.declined.size(), kernels.size());
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    EXPECT_EQ(f.declined[i].first, kernels[i]);
+    EXPECT_EQ(f.declined[i].second, i + 1 < kernels.size()
+                                        ? "input 'x' has no static shape (float32[1, 3, h, w])"
+                                        : "X's batch is static, its other dims are not");
+  }
   EXPECT_EQ(f.message(),
             "Conv 'conv3' (float32[1, 3, h, w] -> float32?) runs on the reference kernel: "
-            "onednn.conv: input 'x' has no static shape (float32[1, 3, h, w]); "
+            "cpu.winograd, cpu.depthwise, onednn.winograd, onednn.conv: input 'x' has no static "
+            "shape (float32[1, 3, h, w]); "
             "onednn.conv_batch: X's batch is static, its other dims are not");
   // The step itself is marked, for bench and profile.
   size_t marked = 0;
@@ -238,6 +245,9 @@ TEST(ReferenceFallback, StrictRefusesAComputeOpNamingNodeShapesAndReason) {
     EXPECT_NE(msg.find("Conv 'conv3'"), std::string::npos) << msg;
     EXPECT_NE(msg.find("float32[1, 3, h, w]"), std::string::npos) << msg;
     EXPECT_NE(msg.find("onednn.conv: input 'x' has no static shape"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cpu.winograd, cpu.depthwise, onednn.winograd, onednn.conv:"),
+              std::string::npos)
+        << msg;
   }
   // Without strict it runs.
   PlanSession s(conv_graph(nchw_with_symbolic_hw(), Shape::unknown()), quiet());
@@ -251,7 +261,8 @@ TEST(ReferenceFallback, SessionWarnsOncePerNodeUnlessReferenceOnly) {
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(err,
             "nnfuse: warning: Conv 'conv3' (float32[1, 3, h, w] -> float32?) runs on the "
-            "reference kernel: onednn.conv: input 'x' has no static shape (float32[1, 3, h, w]); "
+            "reference kernel: cpu.winograd, cpu.depthwise, onednn.winograd, onednn.conv: input "
+            "'x' has no static shape (float32[1, 3, h, w]); "
             "onednn.conv_batch: X's batch is static, its other dims are not\n");
   PlanOptions ref;
   ref.reference_only = true;

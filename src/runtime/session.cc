@@ -12,6 +12,7 @@
 #include "kernels/cpu/layout.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/denormals.h"
+#include "runtime/threads.h"
 
 namespace nnfuse {
 
@@ -24,17 +25,18 @@ std::vector<UnsupportedNode> find_unsupported(const Graph& g) {
   return r;
 }
 
-PlanSession::PlanSession(std::unique_ptr<Graph> graph, const PlanOptions& opts)
-    : graph_(std::move(graph)) {
-  init(opts, /*release_weights=*/true);
+PlanSession::PlanSession(std::unique_ptr<Graph> graph, const PlanOptions& opts) {
+  Graph* owned = graph.get();
+  graph_ = std::move(graph);
+  init(opts, owned);
 }
 
 PlanSession::PlanSession(std::shared_ptr<const Graph> graph, const PlanOptions& opts)
     : graph_(std::move(graph)) {
-  init(opts, /*release_weights=*/false);
+  init(opts, nullptr);
 }
 
-void PlanSession::init(const PlanOptions& opts, bool release_weights) {
+void PlanSession::init(const PlanOptions& opts, Graph* owned) {
   verify_graph(*graph_);
   auto bad = find_unsupported(*graph_);
   if (!bad.empty()) {
@@ -54,7 +56,7 @@ void PlanSession::init(const PlanOptions& opts, bool release_weights) {
   inputs_ = input_decls(*graph_);
   // A session that owns its graph holds the weights its kernels prepacked once, by them.
   PlanOptions plan_opts = opts;
-  plan_opts.release_weights = release_weights;
+  plan_opts.release_weights_of = owned;
   plan_ = std::make_unique<ExecutionPlan>(*graph_, plan_opts);
   if (opts.strict) refuse_compute_fallbacks(plan_->reference_fallbacks());
   if (opts.warn_fallbacks) warn_reference_fallbacks(plan_->reference_fallbacks());
@@ -62,7 +64,7 @@ void PlanSession::init(const PlanOptions& opts, bool release_weights) {
   // scratch follows the activations.
   scratch_offset_ = align_up(plan_->peak_activation_bytes(), kArenaAlignment);
   arena_bytes_ = scratch_offset_ + plan_->scratch_bytes();
-  threads_ = num_threads();
+  threads_ = plan_->num_threads();
   release_arena(acquire_arena());  // the first run's, allocated now
 }
 
@@ -212,6 +214,11 @@ std::vector<Tensor> PlanSession::run(const std::map<std::string, Tensor>& feeds,
                                      std::vector<StepTiming>* timings) {
   check_feeds(inputs_, feeds);
   const ExecutionPlan& plan = *plan_;
+  // The run's OpenMP regions take the plan's thread count, on whichever thread runs it: OpenMP's
+  // count is the calling thread's own, set for this run and restored after (runtime/threads.h).
+  // Set first: the denormal mode goes to each thread of a region of that many, the threads the
+  // kernels then run on.
+  const ScopedThreads threads(threads_);
   ScopedFlushDenormals ftz(plan.options().flush_denormals && !plan.options().reference_only);
   const auto& values = plan.values();
   std::vector<Tensor> env(values.size());
@@ -221,9 +228,6 @@ std::vector<Tensor> PlanSession::run(const std::map<std::string, Tensor>& feeds,
     }
   }
   for (int id : plan.input_ids()) env[id] = feeds.at(values[id].name);
-  // OpenMP's thread count is per thread: a run on another thread than the plan's uses the
-  // plan's count too (the kernels split their work by it).
-  if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
   // This run's arena, back to the pool when the run ends (returned or thrown).
   struct ArenaLease {
     PlanSession* session;
@@ -317,7 +321,8 @@ std::vector<Tensor> PlanSession::run(const std::map<std::string, Tensor>& feeds,
     if (timings) {
       auto t1 = std::chrono::steady_clock::now();
       timings->push_back({si, std::chrono::duration<double, std::milli>(t0 - t_start).count(),
-                          std::chrono::duration<double, std::milli>(t1 - t0).count()});
+                          std::chrono::duration<double, std::milli>(t1 - t0).count(),
+                          omp_get_max_threads()});
     }
     for (int id : st.frees) env[id] = Tensor();
   }

@@ -41,6 +41,7 @@ struct StepTiming {
   size_t step;
   double start_ms;  // since the start of run()
   double ms;
+  int threads = 0;  // the OpenMP thread count the step ran with (the plan's: runtime/threads.h)
 };
 
 class PlanSession {
@@ -67,7 +68,8 @@ class PlanSession {
   std::shared_ptr<std::byte[]> acquire_arena();
   void release_arena(std::shared_ptr<std::byte[]> arena);
 
-  void init(const PlanOptions& opts, bool release_weights);
+  // `owned`: the graph when the session owns it (its unread weights are released).
+  void init(const PlanOptions& opts, Graph* owned);
 
   std::shared_ptr<const Graph> graph_;
   std::vector<InputDecl> inputs_;

@@ -65,5 +65,27 @@ TEST(WeightsOnce, PrepackedWeightsAreDroppedAndTheRestKept) {
   }
 }
 
+TEST(WeightsOnce, APlanReleasesOnlyFromTheGraphItIsHanded) {
+  // Not handed the graph: the plan releases nothing (a graph others keep using).
+  std::unique_ptr<Graph> g = conv_add();
+  {
+    ExecutionPlan plan(*g, PlanOptions{});
+    EXPECT_TRUE(g->find_value("W")->is_constant());
+    for (const PlanValue& v : plan.values()) EXPECT_FALSE(v.unread_constant) << v.name;
+  }
+  // Handed it: the prepacked weights go, and the plan says which.
+  PlanOptions release;
+  release.release_weights_of = g.get();
+  ExecutionPlan plan(*g, release);
+  EXPECT_FALSE(g->find_value("W")->is_constant());
+  EXPECT_TRUE(g->find_value("k")->is_constant());
+  size_t unread = 0;
+  for (const PlanValue& v : plan.values()) unread += v.unread_constant ? 1 : 0;
+  EXPECT_EQ(unread, 2u);                                  // W and B
+  EXPECT_EQ(plan.options().release_weights_of, nullptr);  // handed over for planning only
+  // Handing another graph than the one planned is refused.
+  EXPECT_THROW(ExecutionPlan(*conv_add(), release), Error);
+}
+
 }  // namespace weights_once_test
 }  // namespace nnfuse

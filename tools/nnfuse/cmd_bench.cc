@@ -8,6 +8,7 @@
 #include "ir/progress.h"
 #include "onnx/importer.h"
 #include "runtime/session.h"
+#include "runtime/threads.h"
 #include "tools/nnfuse/commands.h"
 
 namespace nnfuse::cli {
@@ -60,6 +61,8 @@ int bench_cycle(const BenchArgs& a) {
   opts.threads = a.threads;
   opts.reference_only = a.reference;
   opts.strict = a.strict;
+  // Every shape set's plan shares the measured kernel choices.
+  opts.kernel_choices = std::make_shared<KernelChoices>();
   auto cache = make_plan_cache(a.model, a.fusion, opts, a.plan_cache);
   std::vector<PlanCache::Shapes> sets;
   for (const std::string& s : a.shape_sets) sets.push_back(parse_shape_set(s));
@@ -114,7 +117,7 @@ int bench_cycle(const BenchArgs& a) {
   progress.finish();
   nlohmann::json j;
   j["model"] = a.model;
-  j["threads"] = num_threads();
+  j["threads"] = plan_threads(a.threads);
   j["runs"] = a.runs;
   j["plan_cache_capacity"] = cache->capacity();
   j["plans_built"] = cache->builds();
@@ -183,7 +186,7 @@ int bench(const BenchArgs& a) {
   auto feeds = complete_inputs(session.graph(), given, a.seed);
   if (!a.json) {
     std::cerr << "bench " << a.model << ": " << a.warmup << " warm-up + " << a.runs
-              << " timed runs on " << num_threads() << " threads\n";
+              << " timed runs on " << session.plan().num_threads() << " threads\n";
   }
   {
     // On a terminal: "bench: warm-up 2/3  0.4 s", then "bench: run 140/200  3.4 s".
@@ -209,7 +212,7 @@ int bench(const BenchArgs& a) {
   const double share = fallbacks ? reference_share(session, feeds, std::min(a.runs, 5)) : 0.0;
   nlohmann::json j;
   j["model"] = a.model;
-  j["threads"] = num_threads();
+  j["threads"] = session.plan().num_threads();
   j["runs"] = a.runs;
   j["fusion"] = !a.fusion.no_fusion;
   j["reference_only"] = a.reference;

@@ -94,9 +94,8 @@ int profile(const ProfileArgs& a) {
       const StepProfile& sp = prof.steps[order[i]];
       if (sp.view) continue;
       std::cout << "  " << std::setw(10) << sp.total_ms / a.runs << " ms  " << sp.op << " '"
-                << sp.name << "' (" << sp.kernel
-                << (sp.algorithm.empty() ? "" : ", " + sp.algorithm) << ")"
-                << (sp.reference_fallback ? " [ref]" : "") << "\n";
+                << sp.name << "' (" << sp.kernel << (sp.choice.empty() ? "" : ", " + sp.choice)
+                << ")" << (sp.reference_fallback ? " [ref]" : "") << "\n";
     }
     if (!a.trace.empty()) std::cout << "wrote Chrome trace " << a.trace << "\n";
   }

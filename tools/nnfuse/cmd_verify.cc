@@ -29,6 +29,8 @@ struct VerifyArgs {
 int verify(const VerifyArgs& a) {
   PlanOptions fused_opts;
   fused_opts.threads = a.threads;
+  // Both sides' plans choose the same kernel for the same geometry.
+  fused_opts.kernel_choices = std::make_shared<KernelChoices>();
   PlanOptions plain_opts = fused_opts;
   plain_opts.reference_only = a.reference;
   // The unfused side is the yardstick: its reference kernels are no cliff the user runs into.

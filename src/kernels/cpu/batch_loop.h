@@ -5,7 +5,8 @@
 // plain and the channels-last layout alike. Every other dim must be static, and the op must
 // treat the images independently (convolutions, resizes that keep the batch).
 //
-// batch_loop_factory<kInner, kBatched, kExtra>(name): kInner returns the static-shape factory;
+// batch_loop_factory<kInner, kBatched, kExtra>(name): kInner returns the static-shape factory
+// (whose accepts() decides; the kernel is the plan's choice for the image, NodeInfo::chooser);
 // kBatched is the mask of the inputs viewed per image (input 0 always; FusedConv's residual,
 // input 3, where its batch is unknown too); kExtra, when given, says why the op cannot run so
 // ("" when it can).
@@ -89,7 +90,7 @@ struct OneImage {
     Node* one = g.add_node(n.op_type(), n.name(), ins, outs, n.domain());
     for (const auto& [name, a] : n.attrs()) one->set_attr(name, a);
     info = std::make_unique<NodeInfo>(
-        NodeInfo{*one, from.opset, from.input_layouts, from.num_threads, {}});
+        NodeInfo{*one, from.opset, from.input_layouts, from.num_threads, {}, from.chooser});
   }
 };
 
@@ -97,7 +98,10 @@ class BatchLoopKernel : public Kernel {
  public:
   BatchLoopKernel(const NodeInfo& info, const KernelFactory& inner, uint32_t batched_mask)
       : what_(info.node.describe()), image_(std::make_unique<OneImage>(info, batched_mask)) {
-    kernel_ = inner.create(*image_->info);
+    // The kernel the plan would choose for the image (measured where it would be), else the
+    // inner factory's.
+    if (info.chooser) kernel_ = info.chooser->create(*image_->info);
+    if (!kernel_) kernel_ = inner.create(*image_->info);
     x_shape_ = image_->info->input(0)->shape().static_dims();
     x_layout_ = info.input_layouts.empty() ? Layout::kPlain : info.input_layouts[0];
     // The output of one image (shape and layout): the kernel run once on zeros.

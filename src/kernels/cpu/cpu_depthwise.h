@@ -8,7 +8,7 @@
 // 5, 2 threads): 672 channels on 14x14, 0.59x; 72 on 56x56, 0.67x; 120 on 28x28 (5x5), 0.65x;
 // 960 on 7x7 (5x5), 0.74x. With the caches evicted first, 0.62-0.66x on 14x14 and 7x7 maps but
 // 1.06-1.21x on 28x28 and 56x56 ones of few channels (which is why a conv's kernel is measured:
-// onednn_conv.cc). Strided layers are oneDNN's: this kernel's blocks read twice the input per
+// conv_factories.cc). Strided layers are oneDNN's: this kernel's blocks read twice the input per
 // output there and took 0.9-1.0x its time warm, 1.2-1.7x evicted.
 //
 // A block of 8 output pixels of one channel vector (4 below AVX-512) is computed at a time: the

@@ -386,8 +386,11 @@ std::unique_ptr<Kernel> make(const NodeInfo& info) {
 void append_gather_kernels(FactoryTable& t) {
   t.emplace_back("Gather", KernelFactory{"cpu.gather", gather_accepts, gather_output_layout,
                                          make<GatherKernel>, nullptr});
-  t.emplace_back("Concat", KernelFactory{"cpu.concat", concat_accepts, concat_output_layout,
-                                         make<ConcatKernel>, nullptr});
+  t.emplace_back("Concat", KernelFactory{.name = "cpu.concat",
+                                         .accepts = concat_accepts,
+                                         .output_layout = concat_output_layout,
+                                         .create = make<ConcatKernel>,
+                                         .assembles_in_place = true});
   t.emplace_back("Cast", KernelFactory{"cpu.cast", cast_accepts, cast_output_layout,
                                        make<CastKernel>, nullptr});
 }

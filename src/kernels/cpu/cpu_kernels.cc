@@ -6,6 +6,7 @@ namespace nnfuse {
 
 void append_preferred_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {
   cpu::append_global_pool_kernels(t);
+  cpu::append_conv_kernels(t);
 }
 
 void append_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {

@@ -5,6 +5,7 @@
 namespace nnfuse {
 
 void append_onednn_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {
+  t.emplace_back("Conv", onednn::conv_winograd_factory());
   t.emplace_back("Conv", onednn::conv_factory());
   t.emplace_back("Conv", onednn::conv_batch_factory());
   t.emplace_back("ConvTranspose", onednn::conv_transpose_factory());
@@ -20,9 +21,11 @@ void append_onednn_kernels(std::vector<std::pair<std::string, KernelFactory>>& t
   t.emplace_back("LSTM", onednn::lstm_factory());
   t.emplace_back("GRU", onednn::gru_factory());
   t.emplace_back("RNN", onednn::rnn_factory());
+  t.emplace_back("FusedConv", onednn::fused_conv_winograd_factory());
   t.emplace_back("FusedConv", onednn::fused_conv_factory());
   t.emplace_back("FusedConv", onednn::fused_conv_batch_factory());
   t.emplace_back("ScaledConv", onednn::scaled_conv_factory());
+  t.emplace_back("FusedConvPool", onednn::fused_conv_pool_winograd_factory());
   t.emplace_back("FusedConvPool", onednn::fused_conv_pool_factory());
   t.emplace_back("FusedConvSplit", onednn::fused_conv_split_factory());
   t.emplace_back("FusedMatMul", onednn::fused_matmul_factory());

@@ -5,7 +5,10 @@
 
 namespace nnfuse::onednn {
 
+// The conv ops' factories (conv_factories.cc): oneDNN's direct algorithm, and its Winograd one
+// ("onednn.winograd") for the 2-D 3x3 convs where it pays or is measured.
 KernelFactory conv_factory();            // Conv (1-D, 2-D, 3-D)
+KernelFactory conv_winograd_factory();   // Conv
 KernelFactory conv_transpose_factory();  // ConvTranspose (2-D)
 KernelFactory matmul_factory();          // MatMul
 KernelFactory gemm_factory();            // Gemm
@@ -15,14 +18,16 @@ KernelFactory lstm_factory();            // LSTM (default activations, no peepho
 KernelFactory gru_factory();             // GRU (default activations, no clip)
 KernelFactory rnn_factory();             // RNN (Tanh, Relu or Sigmoid, no clip)
 // The fused ops of domain ai.nnfuse.
-KernelFactory fused_conv_factory();        // FusedConv: Conv + bias + residual sum + activation
-KernelFactory scaled_conv_factory();       // ScaledConv: 1x1 Conv of a channel-scaled input
-KernelFactory fused_conv_split_factory();  // FusedConvSplit: FusedConv cut into outputs
-KernelFactory fused_conv_pool_factory();   // FusedConvPool: FusedConv + MaxPool
-KernelFactory fused_matmul_factory();      // FusedMatMul: MatMul + bias + activation
-KernelFactory fused_matmul_layer_norm_factory();  // FusedMatMulLayerNorm: + residual, LayerNorm
-KernelFactory fused_matmul_residual_factory();    // FusedMatMulResidual: A B + bias + R
-KernelFactory fused_gated_matmul_factory();       // FusedGatedMatMul: act(X Wg) * (X Wu)
+KernelFactory fused_conv_factory();           // FusedConv: Conv + bias + residual sum + activation
+KernelFactory scaled_conv_factory();          // ScaledConv: 1x1 Conv of a channel-scaled input
+KernelFactory fused_conv_split_factory();     // FusedConvSplit: FusedConv cut into outputs
+KernelFactory fused_conv_pool_factory();      // FusedConvPool: FusedConv + MaxPool
+KernelFactory fused_conv_winograd_factory();  // FusedConv
+KernelFactory fused_conv_pool_winograd_factory();  // FusedConvPool
+KernelFactory fused_matmul_factory();              // FusedMatMul: MatMul + bias + activation
+KernelFactory fused_matmul_layer_norm_factory();   // FusedMatMulLayerNorm: + residual, LayerNorm
+KernelFactory fused_matmul_residual_factory();     // FusedMatMulResidual: A B + bias + R
+KernelFactory fused_gated_matmul_factory();        // FusedGatedMatMul: act(X Wg) * (X Wu)
 // FusedGatedMatMul's columns per half of its [gate | up] product, for halves of n columns and
 // weights blocked by `block` columns: n, or n widened (zero weight columns) so that the column
 // blocks are a multiple of the threads, when that costs at most 1/16 more work.

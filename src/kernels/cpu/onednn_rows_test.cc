@@ -122,7 +122,8 @@ TEST(OnednnRows, SplitPartsAtAConcatsPitch) {
 TEST(OnednnRows, WinogradAndPooledConvsAtAConcatsPitch) {
   // Winograd's blocked buffer reordered into the rows (where oneDNN has Winograd), and the
   // pooled buffer of both conv paths (the direct conv's pool, which writes Y itself when dense,
-  // goes through the scratch for rows).
+  // goes through the scratch for rows). The first kernel that accepts each: oneDNN's Winograd
+  // (onednn.winograd) when forced, where it has it, else its direct algorithm.
   const Attrs pool = {{"pool_kernel_shape", attr_ints({3, 3})},
                       {"pool_strides", attr_ints({2, 2})},
                       {"pool_pads", attr_ints({1, 1, 1, 1})}};
@@ -135,15 +136,15 @@ TEST(OnednnRows, WinogradAndPooledConvsAtAConcatsPitch) {
     pooled.insert(pool.begin(), pool.end());
     for (Layout layout : {Layout::kPlain, Layout::kNHWC}) {
       SCOPED_TRACE(layout_name(layout));
-      RowsCase p{"onednn.fused_conv_pool", "FusedConvPool",
-                 conv_inputs({1, 32, 15, 14}, 48, 3, layout, 200), pooled};
+      RowsCase p{"", "FusedConvPool", conv_inputs({1, 32, 15, 14}, 48, 3, layout, 200), pooled};
       expect_rows_match_dense(p, {8}, 72);
       if (std::string(mode) == "0") continue;
-      RowsCase w{"onednn.fused_conv", "FusedConv", conv_inputs({1, 32, 15, 14}, 48, 3, layout, 300),
-                 conv};
+      RowsCase w{"", "FusedConv", conv_inputs({1, 32, 15, 14}, 48, 3, layout, 300), conv};
       BuiltKernel probe(w.kernel, w.op, w.inputs, w.attrs);
       ASSERT_TRUE(probe.accepted);
       // Without AVX-512 the conv runs direct, and declines.
+      ASSERT_EQ(std::string(probe.factory->name),
+                has_avx512() ? "onednn.winograd" : "onednn.fused_conv");
       ASSERT_EQ(probe.kernel->write_output_rows(0, 64), has_avx512());
       if (has_avx512()) expect_rows_match_dense(w, {16}, 64);
     }
@@ -159,8 +160,8 @@ TEST(OnednnRows, OwnWinogradConvAtAConcatsPitch) {
     const testing::ScopedEnv width("NNFUSE_WINOGRAD_ISA", isa);
     Attrs conv = kPads;
     conv["activation"] = attr_string("Relu");
-    RowsCase w{"onednn.fused_conv", "FusedConv",
-               conv_inputs({1, 32, 15, 14}, 40, 3, Layout::kNHWC, 600), conv};
+    RowsCase w{"cpu.winograd", "FusedConv", conv_inputs({1, 32, 15, 14}, 40, 3, Layout::kNHWC, 600),
+               conv};
     BuiltKernel probe(w.kernel, w.op, w.inputs, w.attrs);
     ASSERT_TRUE(probe.accepted);
     EXPECT_FALSE(probe.kernel->write_output_rows(0, 39));  // narrower than the output
@@ -171,7 +172,7 @@ TEST(OnednnRows, OwnWinogradConvAtAConcatsPitch) {
     pooled["pool_kernel_shape"] = attr_ints({3, 3});
     pooled["pool_strides"] = attr_ints({2, 2});
     pooled["pool_pads"] = attr_ints({1, 1, 1, 1});
-    expect_rows_match_dense({"onednn.fused_conv_pool", "FusedConvPool",
+    expect_rows_match_dense({"cpu.winograd", "FusedConvPool",
                              conv_inputs({1, 32, 15, 14}, 40, 3, Layout::kNHWC, 700), pooled},
                             {8}, 56);
   }

@@ -15,8 +15,9 @@ namespace nnfuse::testing {
 
 using Attrs = std::map<std::string, Attribute>;
 
-// One node of `op` over `inputs` in a graph of its own, with the factory named `kernel`
-// created for it (when it accepts; `accepted` says whether it did).
+// One node of `op` over `inputs` in a graph of its own, with the factory named `kernel` created
+// for it (when it accepts; `accepted` says whether it did); an empty name: the first factory of
+// the op's table that accepts it (the plan's choice where nothing is measured).
 struct BuiltKernel {
   Graph graph;
   Node* node = nullptr;
@@ -52,7 +53,7 @@ struct BuiltKernel {
     for (auto& [k, a] : attrs) node->set_attr(k, a);
     info = std::make_unique<NodeInfo>(NodeInfo{*node, 17, layouts, 2});
     for (const KernelFactory& f : kernels_for(op)) {
-      if (name == f.name) factory = &f;
+      if (name.empty() ? !factory && f.accepts(*info) : name == f.name) factory = &f;
     }
     if (factory && factory->accepts(*info)) {
       accepted = true;

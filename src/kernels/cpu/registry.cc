@@ -1,6 +1,3 @@
-#include <omp.h>
-
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -178,25 +175,12 @@ const std::map<std::string, std::vector<KernelFactory>>& table() {
   return t;
 }
 
-std::atomic<int> g_threads{0};
-
 }  // namespace
 
 const std::vector<KernelFactory>& kernels_for(const std::string& op_type) {
   static const std::vector<KernelFactory> kNone;
   auto it = table().find(op_type);
   return it == table().end() ? kNone : it->second;
-}
-
-void set_num_threads(int n) {
-  const int count = n > 0 ? n : omp_get_num_procs();
-  g_threads = count;
-  omp_set_num_threads(count);
-}
-
-int num_threads() {
-  const int n = g_threads.load();
-  return n > 0 ? n : omp_get_max_threads();
 }
 
 void run_reference(const Node& node, int64_t opset, KernelIO& io) {

@@ -127,6 +127,21 @@ inline FastRun run_kernel(const std::string& op, const std::vector<FastInput>& i
   return r;
 }
 
+// The names of the fast factories of `op` that accept the node, in table order: the kernels the
+// plan chooses among (the first, or the fastest of the measured ones).
+inline std::vector<std::string> accepting_kernels(
+    const std::string& op, const std::vector<FastInput>& inputs,
+    const std::map<std::string, Attribute>& attrs = {}, size_t num_outputs = 1,
+    int64_t opset = 17) {
+  OneNode one(op, inputs, attrs, num_outputs);
+  const NodeInfo info = one.info(opset);
+  std::vector<std::string> names;
+  for (const KernelFactory& f : kernels_for(op)) {
+    if (std::string(f.name) != "ref" && f.accepts(info)) names.push_back(f.name);
+  }
+  return names;
+}
+
 // The node's outputs from the fast kernel named `kernel` and from the reference kernel.
 struct FastAndRef {
   std::vector<Tensor> fast, ref;

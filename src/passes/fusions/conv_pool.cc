@@ -1,11 +1,11 @@
 // ConvMaxPoolFusionPass: MaxPool(FusedConv(x, W, B, Sum, act)) == FusedConvPool(x, W, B, Sum,
 // act, pool_*) (a plain Conv too). It pays where the conv runs Winograd (an unstrided 3x3 with
-// enough channels and pixels, kernels/winograd_rule.h; VGG's blocks): that conv computes into a
+// enough channels and pixels, cost/winograd_rule.h; VGG's blocks): that conv computes into a
 // blocked buffer of its own,
 // and the pool then reads that buffer directly, so the full-size conv output is never
 // reordered back and written out, only the pooled quarter. Elsewhere the pool would read a
 // buffer of the same size as before: no saving, so the match is declined.
-#include "kernels/winograd_rule.h"
+#include "cost/winograd_rule.h"
 #include "ops/conv.h"
 #include "passes/fusions/fusions.h"
 #include "passes/fusions/rule.h"
@@ -35,7 +35,7 @@ std::string pool_pays(const Node& conv) {
   const int64_t c = x->shape().dims[1].value, m = w->dim(0);
   if (conv.attr_int("group", 1) != 1 || w->dim(2) != 3 || w->dim(3) != 3 || !all_one("strides") ||
       !all_one("dilations") ||
-      !winograd_pays(c, m, y->shape().dims[2].value, y->shape().dims[3].value)) {
+      !cost::winograd_pays(c, m, y->shape().dims[2].value, y->shape().dims[3].value)) {
     return "does not pay: only an unstrided 3x3 Conv with enough channels and pixels "
            "(Winograd: 32+ in, 48+ out on 28x28+, 96+ out on 14x14+) computes into a buffer "
            "of its own for the pool to read";

@@ -1,8 +1,8 @@
 // Where an unstrided, undilated, ungrouped 3x3 convolution runs oneDNN's Winograd algorithm
 // (F(2x2, 3x3), through a blocked buffer of the conv kernel's own, with reorders into and out of
 // it) instead of the direct one: where there is enough work per output tile to amortize the
-// transforms. The conv kernels decide with it, and ConvMaxPoolFusionPass, whose pool reads that
-// blocked buffer, fuses only where it holds.
+// transforms. The conv kernels' factories decide with it (kernels/cpu/conv_factories.cc), and
+// ConvMaxPoolFusionPass, whose pool reads that blocked buffer, fuses only where it holds.
 //
 // Measured against the direct algorithm (3x3 stride 1 between 1x1 convs, 2 threads, AVX-512;
 // Cin and Cout from 32 to 256, outputs 7x7 to 71x71: bench/winograd_rule.py): Winograd loses
@@ -30,55 +30,27 @@
 // conv that runs direct: that costs nothing over the two kernels.
 //
 // Those measurements are one machine's; the outcome depends on the machine (winograd_measured):
-// the conv kernels time both algorithms once per geometry and keep the faster, timing beside
-// them the project's own F(4x4, 3x3) kernel (cpu/cpu_winograd.h: channels-last in and out, no
-// scratchpad of oneDNN's, and on every ISA) where it applies. On an AMD EPYC (Zen 5, 2
-// threads, caches evicted before each run) that one took 0.55-0.75x the direct kernel's time on
-// 14x14 to 112x112 maps with 64 to 384 output channels, 0.85-0.89x with 32, and as long on 7x7.
-// winograd_pays answers where nothing is measured (NNFUSE_WINOGRAD=rule, a conv with a skip
-// convolution) and for ConvMaxPoolFusionPass, which decides before any kernel is built.
+// the plan times both algorithms once per geometry and keeps the faster (the measured selection,
+// runtime/kernel_selection.h), timing beside them the project's own F(4x4, 3x3) kernel
+// (kernels/cpu/cpu_winograd.h: channels-last in and out, no scratchpad of oneDNN's, and on every
+// ISA) where it applies. On an AMD EPYC (Zen 5, 2 threads, caches evicted before each run) that one
+// took 0.55-0.75x the direct kernel's time on 14x14 to 112x112 maps with 64 to 384 output channels,
+// 0.85-0.89x with 32, and as long on 7x7. winograd_pays answers where nothing is measured
+// (NNFUSE_WINOGRAD=rule, a conv with a skip convolution) and for ConvMaxPoolFusionPass, which
+// decides before any kernel is built.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <fstream>
-#include <string>
 
-namespace nnfuse {
+namespace nnfuse::cost {
 
 // The size of this CPU's last-level data or unified cache (the highest level sysfs lists for
-// cpu0), or 0 when it cannot be read.
-inline int64_t last_level_cache_bytes() {
-  static const int64_t bytes = [] {
-    int64_t best_level = 0, size = 0;
-    for (int i = 0; i < 8; ++i) {
-      const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-      std::ifstream level_in(dir + "level"), type_in(dir + "type"), size_in(dir + "size");
-      int64_t level = 0;
-      std::string type, text;
-      if (!(level_in >> level) || !(type_in >> type) || !(size_in >> text)) continue;
-      if (type == "Instruction" || level <= best_level || text.empty()) continue;
-      char* end = nullptr;
-      const int64_t v = std::strtoll(text.c_str(), &end, 10);
-      const int64_t unit = *end == 'K'   ? 1024
-                           : *end == 'M' ? 1024 * 1024
-                           : *end == 'G' ? 1 << 30
-                                         : 1;
-      if (v <= 0) continue;
-      best_level = level;
-      size = v * unit;
-    }
-    return size;
-  }();
-  return bytes;
-}
+// cpu0), or 0 when it cannot be read. Read once.
+int64_t last_level_cache_bytes();
 
-inline bool winograd_pays(int64_t cin, int64_t cout, int64_t out_h, int64_t out_w) {
-  if (cin < 32 || cout < 48) return false;
-  const int64_t area = out_h * out_w;
-  return area >= 28 * 28 || (area >= 14 * 14 && cout >= 96);
-}
+// Whether Winograd pays for a conv of `cin` to `cout` channels with an output of out_h x out_w
+// (see above).
+bool winograd_pays(int64_t cin, int64_t cout, int64_t out_h, int64_t out_w);
 
 // Where Winograd may win, depending on the machine: from 32 input and 16 output channels, on
 // 14x14 and larger outputs. winograd_pays's answer there comes from the machines that
@@ -88,21 +60,14 @@ inline bool winograd_pays(int64_t cin, int64_t cout, int64_t out_h, int64_t out_
 // Zen 5 EPYC, whose full-width AVX-512 doubles the direct algorithm's FMAs, GoogLeNet's five
 // 3x3 convs on 14x14 inside it (96 -> 208 to 160 -> 320) ran in 0.45-0.85x the time on the
 // direct algorithm, while its 64 -> 192 on 56x56 and 128 -> 192 on 28x28 kept winning with
-// Winograd (1.2x). So the conv kernels measure both algorithms here when they are built, once
-// per geometry.
-inline bool winograd_measured(int64_t cin, int64_t cout, int64_t out_h, int64_t out_w) {
-  return cin >= 32 && cout >= 16 && out_h * out_w >= 14 * 14;
-}
+// Winograd (1.2x). So the plan measures both algorithms here when it is built, once per
+// geometry.
+bool winograd_measured(int64_t cin, int64_t cout, int64_t out_h, int64_t out_w);
 
 // Whether a Winograd conv of `flops` direct-algorithm FLOPs (2 * Cin * Cout * 9 * output
 // pixels) with a scratchpad of `scratch_bytes` still pays on a machine whose last-level cache
 // holds `cache_bytes` (see above).
-inline bool winograd_scratch_pays(double flops, int64_t scratch_bytes,
-                                  int64_t cache_bytes = last_level_cache_bytes()) {
-  constexpr int64_t kMinCachedScratchBytes = int64_t{8} << 20;
-  constexpr double kMinFlopsPerScratchByte = 64.0;
-  if (scratch_bytes <= std::max(cache_bytes, kMinCachedScratchBytes)) return true;
-  return flops >= kMinFlopsPerScratchByte * static_cast<double>(scratch_bytes);
-}
+bool winograd_scratch_pays(double flops, int64_t scratch_bytes,
+                           int64_t cache_bytes = last_level_cache_bytes());
 
-}  // namespace nnfuse
+}  // namespace nnfuse::cost
