@@ -14,7 +14,7 @@ bool reaches_graph_output(const Value* v, int depth = 0) {
   if (depth > 64) return true;
   for (const Use& u : v->uses()) {
     const Node& n = *u.node;
-    if (!n.domain().empty() || (!is_view_op(n) && n.op_type() != "Transpose")) continue;
+    if (!is_view_op(n) && !n.is(Op::kTranspose)) continue;
     for (const Value* o : n.outputs()) {
       if (o && reaches_graph_output(o, depth + 1)) return true;
     }

@@ -1,7 +1,6 @@
 #include "runtime/plan_fold.h"
 
 #include <set>
-#include <string>
 #include <vector>
 
 #include "kernels/ref/ref_kernels.h"
@@ -9,9 +8,9 @@
 namespace nnfuse {
 
 bool is_view_op(const Node& n) {
-  static const std::set<std::string> kViews = {"Reshape",   "Flatten",  "Squeeze",
-                                               "Unsqueeze", "Identity", "Dropout"};
-  return n.domain().empty() && kViews.count(n.op_type()) != 0;
+  static const std::set<Op> kViews = {Op::kReshape,   Op::kFlatten,  Op::kSqueeze,
+                                      Op::kUnsqueeze, Op::kIdentity, Op::kDropout};
+  return kViews.count(n.op()) != 0;
 }
 
 FoldedValues fold_constants(const Graph& g) {
@@ -23,7 +22,7 @@ FoldedValues fold_constants(const Graph& g) {
     for (const Value* v : n->inputs()) {
       constant_inputs = constant_inputs && (!v || v->is_constant() || folded.count(v) != 0);
     }
-    if (n->op_type() != "Constant" && !(is_view_op(*n) && constant_inputs && n->num_inputs() > 0)) {
+    if (!n->is(Op::kConstant) && !(is_view_op(*n) && constant_inputs && n->num_inputs() > 0)) {
       continue;
     }
     KernelContext ctx{*n, g.opset(), {}, std::vector<Tensor>(1)};

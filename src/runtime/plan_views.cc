@@ -14,7 +14,7 @@ namespace {
 // the run computes the output's dims from the inputs as the reference kernel would, and the
 // output still shares the input's storage.
 std::optional<ViewOf> reshape_view(const Node& n, const PlanValue& in) {
-  if (n.op_type() == "Dropout") {
+  if (n.is(Op::kDropout)) {
     if ((n.num_outputs() > 1 && n.output(1)) || (n.num_inputs() > 2 && n.input(2))) {
       return std::nullopt;
     }
@@ -101,7 +101,7 @@ std::optional<ViewOf> transpose_view(const Node& n, const PlanValue& in) {
 std::optional<ViewOf> view_of(const Node& n, const PlanValue* in) {
   if (!in || n.num_inputs() == 0) return std::nullopt;
   if (is_view_op(n)) return reshape_view(n, *in);
-  if (n.op_type() == "Transpose" && n.domain().empty()) return transpose_view(n, *in);
+  if (n.is(Op::kTranspose)) return transpose_view(n, *in);
   return std::nullopt;
 }
 

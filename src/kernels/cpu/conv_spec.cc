@@ -130,8 +130,7 @@ Layout pool_output_layout(const Node& node) {
   const Value* y = node.output(0);
   if (!y || y->uses().empty()) return Layout::kNHWC;
   for (const Use& u : y->uses()) {
-    const std::string& op = u.node->op_type();
-    if (op != "Flatten" && op != "Reshape") return Layout::kNHWC;
+    if (!u.node->is(Op::kFlatten) && !u.node->is(Op::kReshape)) return Layout::kNHWC;
   }
   return Layout::kPlain;
 }
