@@ -275,7 +275,7 @@ KINDS = {
         "about": "`bench/winograd_rule.py`: a 3x3 stride-1 conv between two 1x1 convs, profiled "
                  "with oneDNN's Winograd (`NNFUSE_WINOGRAD=force`), the project's own (`=own`) and"
                  " the direct algorithm (`=0`); ratios to the direct time, and what "
-                 "`src/kernels/winograd_rule.h` picks for oneDNN's.",
+                 "`src/cost/winograd_rule.h` picks for oneDNN's.",
         "columns": lambda doc: [
             ("Cin", field("cin", "%d")), ("Cout", field("cout", "%d")),
             ("size", field("size", "%d")), ("oneDNN Winograd ms", field("winograd_ms", "%.3f")),
