@@ -10,11 +10,6 @@ namespace nnfuse::ops {
 
 namespace {
 
-std::optional<Dims> dims_of(const Value* v) {
-  if (!v || !v->shape().fully_known()) return std::nullopt;
-  return v->shape().static_dims();
-}
-
 Attrs conv_attrs(const ConvAttrs& conv, const Activation& act) {
   Attrs a;
   conv.write(a);
@@ -78,8 +73,8 @@ int64_t fused_conv_flops(const Node& n) {
   int64_t total = conv_flops(n, fused_conv::kW);
   if (total < 0 || !fused_conv::has_skip_conv(n)) return total;
   // The skip convolution writes the same output: C2/groups * kernel products per element.
-  const auto w2 = dims_of(n.input(fused_conv::kSkipW));
-  const auto y = dims_of(n.output(0));
+  const auto w2 = known_dims(n.input(fused_conv::kSkipW));
+  const auto y = known_dims(n.output(0));
   if (!w2 || w2->size() < 3 || (*w2)[0] <= 0 || !y) return -1;
   return sat_add(total, sat_mul(sat_mul(2, checked_numel(*y)), checked_numel(*w2) / (*w2)[0]));
 }
@@ -90,12 +85,12 @@ int64_t conv_split_flops(const Node& n) {
   // The product writes every output's channels.
   int64_t out = 0;
   for (const Value* o : n.outputs()) {
-    const auto y = dims_of(o);
+    const auto y = known_dims(o);
     if (!y) return -1;
     out = sat_add(out, checked_numel(*y));
   }
-  const auto w = dims_of(n.input(1));
-  const auto x = dims_of(n.input(0));
+  const auto w = known_dims(n.input(1));
+  const auto x = known_dims(n.input(0));
   if (!w || !x || w->size() < 3) return -1;
   return conv_work(n, *w, out);
 }
@@ -112,9 +107,9 @@ std::vector<Value*> fused_conv_inputs(const FusedConv& c) {
 }  // namespace
 
 int64_t conv_flops(const Node& n, size_t w_at) {
-  const auto y = dims_of(n.output(0));
-  const auto w = dims_of(n.input(w_at));
-  const auto x = dims_of(n.input(0));
+  const auto y = known_dims(n.output(0));
+  const auto w = known_dims(n.input(w_at));
+  const auto x = known_dims(n.input(0));
   if (!y || !w || !x || w->size() < 3) return -1;
   return conv_work(n, *w, checked_numel(*y));
 }

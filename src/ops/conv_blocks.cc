@@ -11,11 +11,6 @@ namespace nnfuse::ops {
 
 namespace {
 
-std::optional<Dims> dims_of(const Value* v) {
-  if (!v || !v->shape().fully_known()) return std::nullopt;
-  return v->shape().static_dims();
-}
-
 std::string infer_expand_depthwise(const Node& n, std::vector<OutputType>& out) {
   using namespace expand_depthwise;
   out.assign(1, {});
@@ -60,10 +55,10 @@ int64_t expand_depthwise_flops(const Node& n) {
   using namespace expand_depthwise;
   // The expansion sums C * kh * kw products per expanded element, the depthwise conv k * k per
   // output.
-  const auto y = dims_of(n.output(0));
-  const auto x = dims_of(n.input(kX));
-  const auto w1 = dims_of(n.input(kExpandW));
-  const auto w2 = dims_of(n.input(kDepthwiseW));
+  const auto y = known_dims(n.output(0));
+  const auto x = known_dims(n.input(kX));
+  const auto w1 = known_dims(n.input(kExpandW));
+  const auto w2 = known_dims(n.input(kDepthwiseW));
   if (!y || !x || !w1 || !w2 || x->size() != 4 || w1->size() != 4 || w2->size() != 4) return -1;
   const std::string prefix = kExpandPrefix;
   const Dims pads = n.attr_ints(prefix + "pads", {0, 0, 0, 0});
@@ -81,10 +76,10 @@ int64_t squeeze_excite_flops(const Node& n) {
   using namespace squeeze_excite;
   // The pool adds every X value; each part sums `in` products per output; applied, every X value
   // is multiplied once more.
-  const auto y = dims_of(n.output(0));
-  const auto x = dims_of(n.input(kX));
-  const auto w1 = dims_of(n.input(kSqueezeW));
-  const auto w2 = dims_of(n.input(kExciteW));
+  const auto y = known_dims(n.output(0));
+  const auto x = known_dims(n.input(kX));
+  const auto w1 = known_dims(n.input(kSqueezeW));
+  const auto w2 = known_dims(n.input(kExciteW));
   if (!y || !x || !w1 || !w2 || x->empty()) return -1;
   const int64_t images = (*x)[0];
   return sat_add(sat_mul(checked_numel(*x), applies(n) ? 2 : 1),

@@ -9,11 +9,6 @@ namespace nnfuse::ops {
 
 namespace {
 
-std::optional<Dims> dims_of(const Value* v) {
-  if (!v || !v->shape().fully_known()) return std::nullopt;
-  return v->shape().static_dims();
-}
-
 Attrs with_activation(const Activation& act) {
   Attrs a;
   act.write(a);
@@ -160,8 +155,8 @@ NodeSpec FusedGatedMatMul::spec() const {
 }
 
 int64_t dense_flops(const Node& n) {
-  const auto y = dims_of(n.output(0));
-  const auto a = dims_of(n.input(0));
+  const auto y = known_dims(n.output(0));
+  const auto a = known_dims(n.input(0));
   if (!y || !a || a->empty()) return -1;
   const bool trans_a = n.attr_int("transA", 0) != 0;
   const int64_t k = a->size() == 1 ? (*a)[0] : trans_a ? (*a)[a->size() - 2] : a->back();

@@ -93,4 +93,9 @@ int64_t dim_of(const Shape& s, int64_t i) {
   return s.dims[i].known() ? s.dims[i].value : -1;
 }
 
+std::optional<Dims> known_dims(const Value* v) {
+  if (!v || !v->shape().fully_known()) return std::nullopt;
+  return v->shape().static_dims();
+}
+
 }  // namespace nnfuse::ops

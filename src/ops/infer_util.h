@@ -1,6 +1,7 @@
 // Pieces the ops' shape rules share (private to src/ops/).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@ std::string matmul_shape(const Shape& a, const Shape& b, Shape* out);
 std::string broadcast_shape(const Shape& a, const Shape& b, Shape* out);
 // `s` with its last dim replaced by `d` (unknown when d < 0).
 Shape with_last_dim(const Shape& s, int64_t d);
+// v's dims when every one is known, else nullopt (also for an absent value).
+std::optional<Dims> known_dims(const Value* v);
 // The static extent of dim `i` (negative: from the end) of `s`, or -1.
 int64_t dim_of(const Shape& s, int64_t i);
 

@@ -51,7 +51,7 @@ const std::vector<Op>& composite_ops() {
   return v;
 }
 
-bool is_reduction(const Node& n) { return reduce_kinds().count(n.op()) != 0; }
+bool lowers_to_reduction(const Node& n) { return reduce_kinds().count(n.op()) != 0; }
 
 bool is_float_static(const Value* v) {
   return v && v->dtype() == DType::kFloat32 && v->shape().fully_known();
@@ -76,7 +76,7 @@ bool broadcast_into(Shape64& acc, const Shape64& s) {
 }
 
 // Inputs of `node` that are data (not Reduce's axes).
-size_t data_inputs(const Node& node) { return is_reduction(node) ? 1 : node.num_inputs(); }
+size_t data_inputs(const Node& node) { return lowers_to_reduction(node) ? 1 : node.num_inputs(); }
 
 bool constant_scalar(const Value* v, float* out) {
   if (!v || !v->is_constant() || v->dtype() != DType::kFloat32 || v->constant().numel() != 1) {
@@ -229,7 +229,7 @@ std::string lowering_blocker(const Node& node, int64_t opset) {
     }
     if (!is_float_static(v)) return "input '" + v->name() + "' is not float32 of static shape";
   }
-  if (is_reduction(node) && !is_last_axis_reduction(node, opset)) {
+  if (lowers_to_reduction(node) && !is_last_axis_reduction(node, opset)) {
     return "the reduction is not over the last axis alone";
   }
   return "";
@@ -250,12 +250,12 @@ std::variant<LoweredRegion, std::string> lower_region(const std::vector<Node*>& 
     if (!broadcast_into(dom, shape_of(n->output(0)))) {
       return n->describe() + ": shapes in the region do not broadcast together";
     }
-    if (is_reduction(*n) && !broadcast_into(dom, shape_of(n->input(0)))) {
+    if (lowers_to_reduction(*n) && !broadcast_into(dom, shape_of(n->input(0)))) {
       return n->describe() + ": shapes in the region do not broadcast together";
     }
   }
   for (const Node* n : nodes) {
-    if (!is_reduction(*n)) continue;
+    if (!lowers_to_reduction(*n)) continue;
     const Shape64 in = shape_of(n->input(0));
     if (in.empty() || in.back() != dom.back()) {
       return n->describe() + ": reduces an axis that is not the region's last axis";
