@@ -20,13 +20,17 @@
 // channel vector lie at constant offsets from one pointer per row. The expansion is a
 // register-blocked product of about 24 sums (6 pixels by 4 vectors, 8 by 3 or 12 by 2); the
 // depthwise convolution computes 8 output pixels of one vector at a time. Both are written on GCC's
-// vector extensions and compiled for AVX-512, AVX2 and baseline x86-64 (NNFUSE_TARGET_CLONES).
+// vector extensions and compiled for AVX-512, AVX2 and baseline x86-64 (NNFUSE_TARGET_CLONES), on
+// vectors as wide as the CPU's registers: 16 floats with AVX-512; with AVX2 (8) or SSE (4) each
+// vector of 16 channels in parts, 12 sums at a time (a 16-float vector without AVX-512 has no
+// register and lived on the stack: MobileNetV2 ran 3.8x slower than without the fusion).
 // ReLU, Clip (ReLU6), HardSwish, SiLU and Sigmoid are applied in registers; other activations over
 // the rows just written (activation_row).
 //
 // The loops' force-inlined parts are in cpu_expand_depthwise_internal.h; this file compiles them
 // into its row functions, plans the split over the threads, packs the weights and walks the rows.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -48,6 +52,7 @@ using expand_depthwise::depthwise_row_ks;
 using expand_depthwise::Epilogue;
 using expand_depthwise::expand_row_of;
 using expand_depthwise::kLanes;
+using expand_depthwise::Lanes;
 using ref::ActivationKind;
 
 // The expansion weights of one panel that should fit the L1 data cache with the pixels and
@@ -83,28 +88,79 @@ Clamp clamp_of(const ref::Activation& a) {
   return c;
 }
 
+std::atomic<int> forced_lanes{0};
+
+// The CPU's vector width in floats: 16 with AVX-512, 8 with AVX2, else 4 (or what a test forced).
+// The row functions below run their loops on vectors that wide (Lanes), whichever clone the
+// loader picked.
+int lanes() {
+  if (const int f = forced_lanes.load(std::memory_order_relaxed)) return f;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const int kLanesHere = __builtin_cpu_supports("avx512f") ? 16
+                                : __builtin_cpu_supports("avx2")  ? 8
+                                                                  : 4;
+  return kLanesHere;
+#else
+  return 4;
+#endif
+}
+
+template <class V>
+NNFUSE_INLINE void expand_row_v(const float* x, int64_t width, int64_t cin, int64_t xs, bool taps,
+                                const float* w, const float* b, const Clamp& c, float* y,
+                                int64_t vstride, int nv) {
+  const Epilogue<V> ep(c);
+  if (taps) {
+    expand_row_of<V, true>(x, width, cin, xs, w, b, ep, y, vstride, nv);
+  } else {
+    expand_row_of<V, false>(x, width, cin, xs, w, b, ep, y, vstride, nv);
+  }
+}
+
 // One row of `width` pixels times a panel of nv (1 to 4) vectors: pixels of cin channels (xs =
 // cin), or with `taps`, cin rows of xs values, one per tap (gather_row's).
 NNFUSE_TARGET_CLONES void expand_row(const float* x, int64_t width, int64_t cin, int64_t xs,
                                      bool taps, const float* w, const float* b, const Clamp& c,
                                      float* y, int64_t vstride, int nv) {
-  const Epilogue ep(c);
-  if (taps) {
-    expand_row_of<true>(x, width, cin, xs, w, b, ep, y, vstride, nv);
-  } else {
-    expand_row_of<false>(x, width, cin, xs, w, b, ep, y, vstride, nv);
+  switch (lanes()) {
+    case 16:
+      expand_row_v<Lanes<16>::V>(x, width, cin, xs, taps, w, b, c, y, vstride, nv);
+      break;
+    case 8:
+      expand_row_v<Lanes<8>::V>(x, width, cin, xs, taps, w, b, c, y, vstride, nv);
+      break;
+    default:
+      expand_row_v<Lanes<4>::V>(x, width, cin, xs, taps, w, b, c, y, vstride, nv);
+      break;
   }
+}
+
+template <class V>
+NNFUSE_INLINE void depthwise_row_v(const float* const* rows, int64_t k, int64_t s, int64_t wp,
+                                   int64_t wo, int64_t nv, const float* w, const float* b,
+                                   const Clamp& c, float* y, int64_t ystride) {
+  const Epilogue<V> ep(c);
+  if (k == 3 && s == 1) depthwise_row_ks<V, 3, 1>(rows, wp, wo, nv, w, b, ep, y, ystride);
+  if (k == 3 && s == 2) depthwise_row_ks<V, 3, 2>(rows, wp, wo, nv, w, b, ep, y, ystride);
+  if (k == 5 && s == 1) depthwise_row_ks<V, 5, 1>(rows, wp, wo, nv, w, b, ep, y, ystride);
+  if (k == 5 && s == 2) depthwise_row_ks<V, 5, 2>(rows, wp, wo, nv, w, b, ep, y, ystride);
 }
 
 // One output row of nv vectors: pixel o's vector v at y + o * ystride + v * 16.
 NNFUSE_TARGET_CLONES void depthwise_row(const float* const* rows, int64_t k, int64_t s, int64_t wp,
                                         int64_t wo, int64_t nv, const float* w, const float* b,
                                         const Clamp& c, float* y, int64_t ystride) {
-  const Epilogue ep(c);
-  if (k == 3 && s == 1) depthwise_row_ks<3, 1>(rows, wp, wo, nv, w, b, ep, y, ystride);
-  if (k == 3 && s == 2) depthwise_row_ks<3, 2>(rows, wp, wo, nv, w, b, ep, y, ystride);
-  if (k == 5 && s == 1) depthwise_row_ks<5, 1>(rows, wp, wo, nv, w, b, ep, y, ystride);
-  if (k == 5 && s == 2) depthwise_row_ks<5, 2>(rows, wp, wo, nv, w, b, ep, y, ystride);
+  switch (lanes()) {
+    case 16:
+      depthwise_row_v<Lanes<16>::V>(rows, k, s, wp, wo, nv, w, b, c, y, ystride);
+      break;
+    case 8:
+      depthwise_row_v<Lanes<8>::V>(rows, k, s, wp, wo, nv, w, b, c, y, ystride);
+      break;
+    default:
+      depthwise_row_v<Lanes<4>::V>(rows, k, s, wp, wo, nv, w, b, c, y, ystride);
+      break;
+  }
 }
 
 // d[j] = src[j * step] for j in [0, n): the loops of steps 1 and 2 (a stem's over a plain
@@ -462,6 +518,12 @@ std::string expand_depthwise_declines(const NodeInfo& info) {
 }
 
 }  // namespace
+
+void force_expand_depthwise_lanes(int lanes) {
+  NNFUSE_CHECK(lanes == 0 || lanes == 4 || lanes == 8 || lanes == 16,
+               "force_expand_depthwise_lanes: ", lanes, " is not 0, 4, 8 or 16");
+  forced_lanes.store(lanes, std::memory_order_relaxed);
+}
 
 void append_expand_depthwise_kernels(FactoryTable& t) {
   t.emplace_back(

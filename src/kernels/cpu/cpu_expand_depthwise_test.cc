@@ -2,9 +2,10 @@
 // strides 1 and 2, expanded widths on and off the 16-float vectors, the activations applied in
 // registers (ReLU, Clip) and after (HardSwish, SiLU), biases present and absent, several
 // images, maps smaller than the kernel and of odd sizes, both input layouts; expansions other
-// than a 1x1 (a stem's strided 3x3), whose taps are gathered.
+// than a 1x1 (a stem's strided 3x3), whose taps are gathered; each on vectors of 16, 8 and 4.
 #include <gtest/gtest.h>
 
+#include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/onednn_test_util.h"
 #include "kernels/cpu/test_util.h"
 #include "kernels/ref/test_util.h"
@@ -39,7 +40,7 @@ std::map<std::string, Attribute> ed_attrs(int64_t e, int64_t k, int64_t s, const
   return a;
 }
 
-TEST(CpuExpandDepthwise, MatchesTheReference) {
+void expect_one_by_one_expansions_match() {
   struct Case {
     Dims x;
     int64_t e, k, s;
@@ -73,9 +74,11 @@ TEST(CpuExpandDepthwise, MatchesTheReference) {
   }
 }
 
+TEST(CpuExpandDepthwise, MatchesTheReference) { expect_one_by_one_expansions_match(); }
+
 // Expansions other than a 1x1: a stem's 3x3 of stride 2 and others, their taps gathered from
 // a plain or a channels-last input, pads at the border (and uneven ones), several images.
-TEST(CpuExpandDepthwise, GatheredExpansionsMatchTheReference) {
+void expect_gathered_expansions_match() {
   struct Case {
     Dims x;
     int64_t e, kh, kw;
@@ -113,6 +116,25 @@ TEST(CpuExpandDepthwise, GatheredExpansionsMatchTheReference) {
       expect_matches_ref("cpu.expand_depthwise", "ExpandDepthwise", in, a, 1, 1e-5f, 1e-4f);
     }
   }
+}
+
+TEST(CpuExpandDepthwise, GatheredExpansionsMatchTheReference) {
+  expect_gathered_expansions_match();
+}
+
+// The loops on vectors of 16, 8 and 4 floats (AVX-512's, AVX2's and SSE's blocking), whichever
+// this CPU would pick.
+TEST(CpuExpandDepthwise, EveryVectorWidthMatchesTheReference) {
+  struct Reset {
+    ~Reset() { cpu::force_expand_depthwise_lanes(0); }
+  } reset;
+  for (int lanes : {16, 8, 4}) {
+    SCOPED_TRACE(std::to_string(lanes) + " lanes");
+    cpu::force_expand_depthwise_lanes(lanes);
+    expect_one_by_one_expansions_match();
+    expect_gathered_expansions_match();
+  }
+  EXPECT_THROW(cpu::force_expand_depthwise_lanes(5), Error);
 }
 
 TEST(CpuExpandDepthwise, RegisterActivationsHoldOverTheirWholeRange) {

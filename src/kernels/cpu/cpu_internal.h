@@ -51,4 +51,8 @@ void append_global_pool_kernels(FactoryTable& t);
 // conv_factories.cc: the own Winograd and depthwise convs (measured against oneDNN's)
 void append_conv_kernels(FactoryTable& t);
 
+// For tests: run cpu.expand_depthwise's loops on vectors of `lanes` floats (16, 8 or 4; any
+// ISA computes each, the wider ones slowly without their registers); 0: the CPU's own width.
+void force_expand_depthwise_lanes(int lanes);
+
 }  // namespace nnfuse::cpu
