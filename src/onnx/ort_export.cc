@@ -149,6 +149,7 @@ const std::map<Op, void (OrtLowering::*)(const Node&)>& OrtLowering::lowerings()
       {Op::kFusedLayerNormMatMul, &OrtLowering::lower_layer_norm_matmul},
       {Op::kFusedGatedMatMul, &OrtLowering::lower_gated_matmul},
       {Op::kFusedMatMulResidual, &OrtLowering::lower_matmul_residual},
+      {Op::kMatMulIntegerToFloat, &OrtLowering::lower_matmul_integer_to_float},
       {Op::kFusedRegion, &OrtLowering::lower_region},
   };
   return m;

@@ -9,6 +9,7 @@
 #include "ops/dense.h"
 #include "ops/norm.h"
 #include "ops/onnx_ops.h"
+#include "ops/quant.h"
 #include "ops/region.h"
 #include "ops/response_norm.h"
 
@@ -55,6 +56,7 @@ const Table& table() {
     append_attention_defs(r.defs);
     append_region_defs(r.defs);
     append_response_norm_defs(r.defs);
+    append_quant_defs(r.defs);
     for (const OpDef& d : r.defs) {
       const size_t i = static_cast<size_t>(d.op);
       if (d.op == Op::kUnknown || !is_own_op(d.op)) {

@@ -144,6 +144,9 @@ void dense_phase(std::vector<Phase>& phases) {
                    "the classifier head first (it absorbs its Gemm), then the Gemm/MatMul "
                    "epilogues")});
   add(p, make_matmul_add_act_pass());
+  add(p, make_quant_dense_pass(),
+      {runs_before({"SkipLayerNormFusionPass", "MatMulResidualFusionPass"},
+                   "a quantized dense layer takes its bias Add before a residual fusion can")});
   add(p, make_gemm_act_pass());
   add(p, make_attention_pass(),
       {runs_after({bias}, "attention is matched once its projections are FusedMatMuls")});

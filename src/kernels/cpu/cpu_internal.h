@@ -38,8 +38,11 @@ void append_resize_kernels(FactoryTable& t);       // cpu_resize.cc: Resize
 void append_roi_align_kernels(FactoryTable& t);    // cpu_roi_align.cc: RoiAlign
 void append_grid_sample_kernels(FactoryTable& t);  // cpu_grid_sample.cc: GridSample
 void append_depth_space_kernels(FactoryTable& t);  // cpu_depth_to_space.cc: DepthToSpace...
-void append_quantize_kernels(FactoryTable& t);  // cpu_quantize.cc: QuantizeLinear, DequantizeLinear
-void append_pad_kernels(FactoryTable& t);       // cpu_pad.cc: Pad
+void append_quantize_kernels(
+    FactoryTable& t);  // cpu_quantize.cc: (Dynamic)QuantizeLinear, Dequantize
+// cpu_quant_matmul.cc: MatMulInteger, MatMulIntegerToFloat (ai.nnfuse)
+void append_quant_matmul_kernels(FactoryTable& t);
+void append_pad_kernels(FactoryTable& t);            // cpu_pad.cc: Pad
 void append_attention_kernels(FactoryTable& t);      // cpu_attention.cc: MultiHeadAttention
 void append_norm_fused_kernels(FactoryTable& t);     // cpu_norm_fused.cc: SkipLayerNorm, RMSNorm
 void append_embed_kernels(FactoryTable& t);          // cpu_embed.cc: EmbedLayerNorm (ai.nnfuse)

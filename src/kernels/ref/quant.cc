@@ -13,6 +13,9 @@
 //       zero point are 0.
 //   MatMulInteger(A, B, a_zero_point?, b_zero_point?) -> int32
 //       numpy matmul of (A - a_zero_point) and (B - b_zero_point).
+//   MatMulIntegerToFloat(A, B, A_scale, B_scale, A_zero_point?, B_zero_point?, Bias?) -> float32
+//       (nnfuse's, ops/quant.h) MatMulInteger's int32 sums, then the graph it stands for in
+//       float32: Cast, Mul by (A_scale * B_scale), Add Bias.
 //   ConvInteger(x, w, x_zero_point?, w_zero_point?) -> int32
 //       Conv (auto_pad, pads, strides, dilations, group) of (x - x_zero_point) and
 //       (w - w_zero_point). Padding holds the zero point, so it adds nothing.
@@ -115,6 +118,11 @@ std::string support_dynamic_quantize(const Node& node, int64_t /*opset*/) {
 
 std::string support_matmul_integer(const Node& node, int64_t /*opset*/) {
   return input_types_reason(node, {{0, kQ8}, {1, kQ8}, {2, kQ8}, {3, kQ8}});
+}
+
+std::string support_matmul_integer_to_float(const Node& node, int64_t /*opset*/) {
+  return input_types_reason(
+      node, {{0, kQ8}, {1, kQ8}, {2, kFloat}, {3, kFloat}, {4, kQ8}, {5, kQ8}, {6, kFloat}});
 }
 
 std::string support_conv_integer(const Node& node, int64_t /*opset*/) {
@@ -255,6 +263,11 @@ void append_quant_kernels(std::vector<RefKernelEntry>& t) {
   t.push_back({"QLinearMatMul", run_qlinear_matmul, support_qlinear_matmul});
   t.push_back({"ConvInteger", run_conv_integer, support_conv_integer});
   t.push_back({"QLinearConv", run_qlinear_conv, support_qlinear_conv});
+}
+
+void append_quant_fused_kernels(std::vector<RefKernelEntry>& t) {
+  t.push_back(
+      {"MatMulIntegerToFloat", run_matmul_integer_to_float, support_matmul_integer_to_float});
 }
 
 }  // namespace nnfuse

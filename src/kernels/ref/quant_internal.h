@@ -73,6 +73,7 @@ namespace nnfuse {
 
 void run_matmul_integer(KernelContext& ctx);  // quant_matmul.cc
 void run_qlinear_matmul(KernelContext& ctx);
+void run_matmul_integer_to_float(KernelContext& ctx);
 void run_conv_integer(KernelContext& ctx);  // quant_conv.cc
 void run_qlinear_conv(KernelContext& ctx);
 

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/ref/fused.h"
 #include "kernels/ref/nn_internal.h"
 #include "kernels/ref/quant_internal.h"
 #include "kernels/ref/util.h"
@@ -172,6 +173,46 @@ void run_qlinear_matmul(KernelContext& ctx) {
                           b_scale[static_cast<size_t>(b_col)];
       py[yi] = quantize_value<Q>(real / y_scale[y_row], static_cast<int64_t>(y_zps[y_row]));
     });
+  });
+  ctx.outputs[0] = std::move(y);
+}
+
+void run_matmul_integer_to_float(KernelContext& ctx) {
+  const Tensor& a = ctx.in(0);
+  const Tensor& b = ctx.in(1);
+  check_input_dtypes(ctx, 0, kQ8);
+  check_input_dtypes(ctx, 1, kQ8);
+  for (size_t i : {2, 3, 6}) {
+    if (ctx.has_input(i)) ref::check_input_dtype(ctx, i, DType::kFloat32);
+  }
+  check_zero_point_dtype(ctx, 4, a.dtype());
+  check_zero_point_dtype(ctx, 5, b.dtype());
+  const MatMulShapes s = matmul_shapes(ctx, a, b);
+  NNFUSE_CHECK(ctx.in(2).numel() == 1, ctx.node.describe(), ": A_scale of shape ",
+               dims_str(ctx.in(2).shape()), " is not one value");
+  NNFUSE_CHECK(!ctx.has_input(4) || ctx.in(4).numel() == 1, ctx.node.describe(),
+               ": A_zero_point of shape ", dims_str(ctx.in(4).shape()), " is not one value");
+  const float a_scale = ctx.in(2).data<float>()[0];
+  const std::vector<double> b_scale = matmul_param(ctx, 3, s.b, false);
+  const std::vector<int64_t> as = shift(a, s.a, matmul_param(ctx, 4, s.a, true), true);
+  const std::vector<int64_t> bs = shift(b, s.b, matmul_param(ctx, 5, s.b, false), false);
+  const float* bias = nullptr;
+  if (ctx.has_input(6)) {
+    NNFUSE_CHECK(ctx.in(6).numel() == s.n, ctx.node.describe(), ": Bias of shape ",
+                 dims_str(ctx.in(6).shape()), " is not one value per column (", s.n, ")");
+    bias = ctx.in(6).data<float>();
+  }
+  const ref::Activation act = ref::read_activation(ctx.node);
+  Tensor y(DType::kFloat32, s.out);
+  float* py = y.data<float>();
+  int_matmul(s, as, bs, [&](int64_t acc, int64_t yi, int64_t, int64_t b_col) {
+    // The graph's steps in float32: Cast, Mul(A_scale, B_scale), Mul, Add; then the activation.
+    const float scale = a_scale * static_cast<float>(b_scale[static_cast<size_t>(b_col)]);
+    const float v = static_cast<float>(static_cast<int32_t>(acc)) * scale;
+    const float biased = bias ? v + bias[b_col % s.n] : v;
+    py[yi] = act.kind == ref::ActivationKind::kNone
+                 ? biased
+                 : static_cast<float>(ref::apply_activation(act, biased));
   });
   ctx.outputs[0] = std::move(y);
 }

@@ -80,6 +80,7 @@ void append_norm_fused_kernels(std::vector<RefKernelEntry>& t);         // SkipL
 void append_fused_region_kernels(std::vector<RefKernelEntry>& t);       // FusedRegion
 void append_user_pattern_kernels(std::vector<RefKernelEntry>& t);       // UserPattern
 void append_response_norm_kernels(std::vector<RefKernelEntry>& t);      // GlobalResponseNorm
+void append_quant_fused_kernels(std::vector<RefKernelEntry>& t);        // MatMulIntegerToFloat
 
 namespace ref {
 // The norm prologue of FusedLayerNormMatMul and of FusedGatedMatMul with a gamma: X (input 0)

@@ -52,6 +52,7 @@ const Table& table() {
     append_fused_region_kernels(list);
     append_user_pattern_kernels(list);
     append_response_norm_kernels(list);
+    append_quant_fused_kernels(list);
     Table r;
     for (size_t i = 0; i < list.size(); ++i) {
       const RefKernelEntry& e = list[i];

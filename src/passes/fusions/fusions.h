@@ -31,6 +31,7 @@ std::unique_ptr<Pass> make_qkv_projection_pass();        // qkv_projection.cc
 std::unique_ptr<Pass> make_layer_norm_matmul_pass();     // matmul_layer_norm.cc
 std::unique_ptr<Pass> make_matmul_layer_norm_pass();     // matmul_layer_norm.cc
 std::unique_ptr<Pass> make_matmul_add_act_pass();        // matmul_add.cc
+std::unique_ptr<Pass> make_quant_dense_pass();           // quant_dense.cc
 std::unique_ptr<Pass> make_gemm_act_pass();              // matmul_add.cc
 std::unique_ptr<Pass> make_pool_gemm_pass();             // pool_gemm.cc
 std::unique_ptr<Pass> make_layer_norm_pass();            // layer_norm.cc
