@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""ONNX Runtime's own quantization tools (the `onnxruntime` package from PyPI), for the tests and
+benchmarks of quantized models: a virtual environment over Debian's Python (its torch and numpy
+stay visible) with onnxruntime and a current onnx installed by pip on first use, and the
+quantizers run in it.
+
+  quantize_dynamic(src, dst)   ORT's quantize_dynamic (DynamicQuantizeLinear + MatMulInteger +
+                               Cast + Mul per dense layer), int8 weights
+  reference_run(model, feeds)  the model's outputs by onnx's reference evaluator: the integer
+                               arithmetic of a quantized graph exactly as written (numpy), the
+                               oracle for quantized models
+
+The environment lives in /tmp/nnfuse-ort-py unless $NNFUSE_ORT_VENV names another.
+"""
+import fcntl, os, subprocess, sys, tempfile
+
+ORT_PY_VERSION = "1.32.0"
+ONNX_VERSION = "1.23.2"
+
+
+def ensure_venv():
+    """The Python of a virtual environment with onnxruntime (installing it on first use)."""
+    d = os.environ.get("NNFUSE_ORT_VENV", "/tmp/nnfuse-ort-py")
+    py = os.path.join(d, "bin", "python")
+    os.makedirs(os.path.dirname(d) or ".", exist_ok=True)
+    with open(d + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # tests run in parallel: one installs, others wait
+        ok = os.path.exists(py) and subprocess.run(
+            [py, "-c", "import onnxruntime.quantization, onnx; assert onnx.__version__ == '%s'"
+             % ONNX_VERSION], capture_output=True).returncode == 0
+        if not ok:
+            print("installing onnxruntime==%s and onnx==%s with pip into %s" %
+                  (ORT_PY_VERSION, ONNX_VERSION, d), file=sys.stderr)
+            subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", d],
+                           check=True)
+            pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+            subprocess.run(pip + ["onnxruntime==" + ORT_PY_VERSION], check=True,
+                           stdout=sys.stderr)
+            # Debian's onnx (older) would shadow the one onnxruntime's quantizer needs.
+            subprocess.run(pip + ["--ignore-installed", "onnx==" + ONNX_VERSION], check=True,
+                           stdout=sys.stderr)
+    return py
+
+
+QUANTIZE_DYNAMIC = """
+import sys
+from onnxruntime.quantization import quantize_dynamic, QuantType
+quantize_dynamic(sys.argv[1], sys.argv[2], weight_type=QuantType.QInt8)
+"""
+
+
+def quantize_dynamic(src, dst):
+    """ORT's quantize_dynamic of model `src` into `dst` (int8 weights, uint8 activations)."""
+    r = subprocess.run([ensure_venv(), "-c", QUANTIZE_DYNAMIC, src, dst], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        raise RuntimeError("quantize_dynamic failed: " + r.stderr.strip()[-600:])
+    return dst
+
+
+REFERENCE_RUN = """
+import sys, numpy as np
+from onnx.reference import ReferenceEvaluator
+model, d, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+sess = ReferenceEvaluator(model)
+feeds = {n: np.load("%s/in_%d.npy" % (d, k)) for k, n in enumerate(names)}
+for o, v in zip(sess.output_names, sess.run(None, feeds)):
+    np.save("%s/out_%s.npy" % (d, o), np.asarray(v))
+"""
+
+
+def reference_run(model, feeds):
+    """Runs `model` with onnx.reference on feeds (name -> numpy array); returns name -> array."""
+    import numpy as np
+    with tempfile.TemporaryDirectory() as d:
+        names = list(feeds)
+        for k, n in enumerate(names):
+            np.save(os.path.join(d, "in_%d.npy" % k), feeds[n])
+        r = subprocess.run([ensure_venv(), "-c", REFERENCE_RUN, model, d] + names,
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("onnx.reference failed: " + r.stderr.strip()[-600:])
+        return {f[4:-4]: np.load(os.path.join(d, f)) for f in os.listdir(d)
+                if f.startswith("out_")}
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        print(__doc__ + "\nUsage: /usr/bin/python3 ort_quantize.py SRC.onnx DST.onnx")
+        sys.exit(2)
+    quantize_dynamic(sys.argv[1], sys.argv[2])
