@@ -22,7 +22,7 @@ namespace {
 
 namespace q = ops::matmul_integer_to_float;
 
-constexpr int64_t kRowBlock = 48;  // rows of A per task (a multiple of the GEMM's 6-row tile)
+constexpr int64_t kRowBlock = 48;  // rows of A per task (a multiple of the GEMM's 4-row tile)
 constexpr int64_t kColBlock = 64;  // columns per task (4 panels)
 
 bool q8(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
