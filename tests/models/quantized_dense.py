@@ -10,7 +10,8 @@ MLP. For each model:
     numpy's exact integers: the oracle) within 1e-4 of their largest magnitude, and PyTorch's
     float model within 5e-2; ONNX Runtime's distance to the oracle is printed beside them (on
     CPUs without VNNI its u8s8 kernels saturate pairs of products to int16);
-  - `nnfuse verify` passes, and the ONNX Runtime export (`compile --format ort`) passes the
+  - `nnfuse verify --nodes` passes (end to end, and every fused node alone on the unfused
+    graph's values), and the ONNX Runtime export (`compile --format ort`) passes the
     checker and computes in ONNX Runtime what the quantized model computes there.
 
 Usage: /usr/bin/python3 quantized_dense.py NNFUSE
@@ -113,9 +114,9 @@ def check(nnfuse, tmp, name, module, shapes):
         errors.append("output differs from the quantized graph's arithmetic: %.3g" % to_oracle)
     if to_fp32 > 5e-2:
         errors.append("output is %.3g from the float model's" % to_fp32)
-    rc, log = vc.run([nnfuse, "verify", path] + feeds)
-    if rc != 0:
-        errors.append("verify failed (%d): %s" % (rc, log.strip()))
+    rc, log = vc.run([nnfuse, "verify", path, "--nodes"] + feeds)
+    if rc != 0 or "all agree" not in log:
+        errors.append("verify --nodes failed (%d): %s" % (rc, log.strip()))
     return errors + export_errors(nnfuse, tmp, name, path, arrays, ort_out), note
 
 
