@@ -185,6 +185,30 @@ KINDS = {
              lambda r: "%s / %s" % (mib("peak_activation_bytes")(r),
                                     mib("total_activation_bytes")(r)))],
     },
+    "sweep_int8": {
+        "title": "Quantized models",
+        "about": "`bench/sweep_int8.py` quantizes each model with ONNX Runtime's own "
+                 "`quantize_dynamic` (pip's `onnxruntime`, int8 weights, uint8 activations) and "
+                 "runs the quantized file in nnfuse and in ONNX Runtime (npm `onnxruntime-node`, "
+                 "level `all`), and the float model in nnfuse, alternating A B C; `/ ORT` and `/ "
+                 "fp32` are nnfuse int8's median over theirs. Errors are of output 0 relative to "
+                 "its largest magnitude, on the exported inputs: against the oracle (onnx's "
+                 "reference evaluator, the quantized graph's integers exactly as written), for "
+                 "nnfuse and for ONNX Runtime, and nnfuse's against its float model. `quantized "
+                 "ops left`: MatMulInteger, QuantizeLinear and DequantizeLinear nodes after "
+                 "compiling (a quantized embedding's DequantizeLinear stays a kernel of its own).",
+        "columns": lambda doc: [
+            ("model", field("model")), ("form", field("form")),
+            ("nnfuse int8 ms", field("int8_ms", "%.2f")), ("ORT int8 ms", field("ort_ms", "%.2f")),
+            ("/ ORT", field("ratio_ort", "%.3f")), ("nnfuse fp32 ms", field("fp32_ms", "%.2f")),
+            ("/ fp32", field("ratio_fp32", "%.3f")),
+            ("kernels (on reference)", pair("kernels", "reference_kernels", "%s (%s)")),
+            ("quantized ops left", field("quant_ops_left", "%d")),
+            ("error to oracle: nnfuse / ORT",
+             lambda r: "%s / %s" % (num("%.1e")(r.get("to_oracle")),
+                                    num("%.1e")(r.get("ort_to_oracle")))),
+            ("nnfuse to fp32", field("to_fp32", "%.1e"))],
+    },
     "ort_export_bench": {
         "title": "ONNX Runtime running nnfuse's export",
         "about": "`bench/ort_export_bench.py`: ONNX Runtime runs the model as nnfuse exports it "
@@ -392,7 +416,7 @@ def performance_page(docs, results_rel):
            % results_rel,
            "    /usr/bin/python3 bench/perf_docs.py", "",
            "`bench/sweep.py`, `compare_ort.py`, `ort_export_bench.py`, `compare_plan_cache.py`, "
-           "`compare_switches.py`, `compile_scaling.py`, `python_vs_cli.py` and "
+           "`compare_switches.py`, `compile_scaling.py`, `python_vs_cli.py`, `sweep_int8.py` and "
            "`winograd_rule.py` take `--json OUT`; their usage is in each script's header. "
            "`bench/perf_docs.py --check` says whether this page is up to date.", ""]
     for kind, spec in KINDS.items():

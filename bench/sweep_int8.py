@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""The quantized sweep: models quantized by ONNX Runtime's own tools, run by nnfuse and by ONNX
+Runtime on the same file, side by side.
+
+For each model (exported into the zoo with tests/models/export_models.py when missing) the
+sweep quantizes it with ORT's quantize_dynamic (pip's onnxruntime in a virtual environment,
+tests/models/ort_quantize.py) and reports:
+  - accuracy on the exported inputs (<zoo>/<model>_io): the largest error of nnfuse's output 0
+    relative to its largest magnitude, against the oracle (onnx's reference evaluator: the
+    quantized graph's integers exactly as written), against the float model (nnfuse's fp32
+    run), and ORT's (level all) distance to the same oracle;
+  - nnfuse's kernels, those on reference kernels, and the quantized ops left unfused
+    (MatMulInteger, QuantizeLinear, DequantizeLinear nodes after compiling);
+  - latency, alternating A B C A B C: nnfuse on the quantized file, ORT (npm onnxruntime-node,
+    level all) on the same file, nnfuse on the float model; the ratios int8 nnfuse / int8 ORT
+    and int8 nnfuse / fp32 nnfuse.
+
+Usage:
+  /usr/bin/python3 bench/sweep_int8.py [--models bert_tiny bert_base ...] [--rounds 3]
+      [--runs 10] [--threads 2] [--zoo DIR] [--no-oracle] [--json OUT]
+"""
+import argparse, json, os, statistics, subprocess, sys, tempfile
+import numpy as np
+import onnx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+sys.path.insert(0, HERE)
+import bench_json  # noqa: E402
+import ort_quantize  # noqa: E402
+from compare_ort import ensure_model, run_json  # noqa: E402
+from ort_export import ORT_VERSION, ensure_ort, ort_run  # noqa: E402
+
+QUANT_OPS = ("MatMulInteger", "ConvInteger", "QuantizeLinear", "DequantizeLinear")
+
+
+def rel(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-12))
+
+
+def feeds_of(zoo, name):
+    d = os.path.join(zoo, name + "_io")
+    return {f[3:-4]: np.load(os.path.join(d, f)) for f in sorted(os.listdir(d))
+            if f.startswith("in_")}
+
+
+def nnfuse_output0(nnfuse, model, feeds, tmp):
+    flags = []
+    for k, v in feeds.items():
+        f = os.path.join(tmp, "in_%s.npy" % k)
+        np.save(f, v)
+        flags += ["--input", "%s=%s" % (k, f)]
+    out = os.path.join(tmp, "out_" + os.path.basename(model))
+    subprocess.run([nnfuse, "run", model, "--output-dir", out] + flags, check=True,
+                   capture_output=True)
+    first = onnx.load(model, load_external_data=False).graph.output[0].name
+    return np.load(os.path.join(out, first + ".npy")), first
+
+
+def left_ops(nnfuse, model, tmp):
+    out = os.path.join(tmp, "compiled.onnx")
+    subprocess.run([nnfuse, "compile", model, "-o", out], check=True, capture_output=True)
+    ops = [n.op_type for n in onnx.load(out, load_external_data=False).graph.node]
+    return sum(ops.count(op) for op in QUANT_OPS)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", nargs="+", default=["bert_tiny", "bert_base", "llama_prefill_128"])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--zoo", default=os.path.join(HERE, "zoo"))
+    ap.add_argument("--nnfuse", default=os.path.join(ROOT, "build", "nnfuse"))
+    ap.add_argument("--no-oracle", action="store_true",
+                    help="skip onnx's reference evaluator (slow on large models)")
+    ap.add_argument("--json", metavar="OUT", help="also write the results as JSON (bench_json)")
+    a = ap.parse_args()
+    env = dict(os.environ, ORT_NODE=ensure_ort())
+    results = []
+    for name in a.models:
+        fp32 = ensure_model(a.zoo, name)
+        q = os.path.join(a.zoo, name + "_int8_dynamic.onnx")
+        if not os.path.exists(q):
+            print("quantizing %s with ORT's quantize_dynamic" % name, file=sys.stderr)
+            ort_quantize.quantize_dynamic(fp32, q)
+        feeds = feeds_of(a.zoo, name)
+        res = {"model": name, "form": "dynamic (quantize_dynamic)"}
+        with tempfile.TemporaryDirectory() as tmp:
+            got, first = nnfuse_output0(a.nnfuse, q, feeds, tmp)
+            float_out, _ = nnfuse_output0(a.nnfuse, fp32, feeds, tmp)
+            res["to_fp32"] = rel(got, float_out)
+            ort_out = ort_run(q, feeds, "all", threads=a.threads)[first]
+            if not a.no_oracle:
+                oracle = ort_quantize.reference_run(q, feeds)[first]
+                res["to_oracle"], res["ort_to_oracle"] = rel(got, oracle), rel(ort_out, oracle)
+            res["ort_to_nnfuse"] = rel(ort_out, got)
+            res["quant_ops_left"] = left_ops(a.nnfuse, q, tmp)
+        times = {"int8": [], "ort": [], "fp32": []}
+        for r in range(a.rounds):
+            base = ["--json", "--runs", str(a.runs), "--threads", str(a.threads)]
+            j = run_json([a.nnfuse, "bench", q] + base)
+            o = run_json(["node", os.path.join(HERE, "ort_bench.js"), q, "all", str(a.threads),
+                          str(a.runs)], env)
+            f = run_json([a.nnfuse, "bench", fp32] + base)
+            times["int8"].append(j["median_ms"])
+            times["ort"].append(o["median_ms"])
+            times["fp32"].append(f["median_ms"])
+            res["kernels"], res["reference_kernels"] = j["kernels"], j["reference_kernels"]
+            print("%s round %d: nnfuse int8 %.2f ms, ORT int8 %.2f ms, nnfuse fp32 %.2f ms" %
+                  (name, r + 1, j["median_ms"], o["median_ms"], f["median_ms"]), file=sys.stderr)
+        for k, v in times.items():
+            res[k + "_ms"] = statistics.median(v)
+        res["ratio_ort"] = res["int8_ms"] / res["ort_ms"]
+        res["ratio_fp32"] = res["int8_ms"] / res["fp32_ms"]
+        results.append(res)
+    print("\nnnfuse int8 vs ONNX Runtime %s (level all) on the same quantized files, and vs "
+          "nnfuse fp32; %d threads, %d rounds x %d runs, alternating" %
+          (ORT_VERSION, a.threads, a.rounds, a.runs))
+    print("| model | form | nnfuse int8 ms | ORT int8 ms | / ORT | nnfuse fp32 ms | / fp32 | "
+          "kernels (ref) | quantized ops left | error to oracle: nnfuse / ORT | to fp32 |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in results:
+        oracle = ("%.1e / %.1e" % (r["to_oracle"], r["ort_to_oracle"]) if "to_oracle" in r
+                  else "not run")
+        print("| %s | %s | %.2f | %.2f | %.3f | %.2f | %.3f | %d (%d) | %d | %s | %.1e |" %
+              (r["model"], r["form"], r["int8_ms"], r["ort_ms"], r["ratio_ort"], r["fp32_ms"],
+               r["ratio_fp32"], r["kernels"], r["reference_kernels"], r["quant_ops_left"],
+               oracle, r["to_fp32"]))
+    if a.json:
+        bench_json.write(a.json, "sweep_int8",
+                         {"ort": ORT_VERSION, "ort_level": "all", "threads": a.threads,
+                          "rounds": a.rounds, "runs": a.runs}, results)
+
+
+if __name__ == "__main__":
+    main()
