@@ -3,9 +3,13 @@
 //   cpu.matmul_integer_to_float   MatMulIntegerToFloat (nnfuse's, ops/quant.h): the int32 sums
 //                                 dequantized, biased and activated in float32 as each block is
 //                                 computed
-// B is a constant matrix [K, N] (packed once, with its zero points, one or one per column);
-// A is [..., M, K] (or [K]) of int8 or uint8 with one zero point (or, for MatMulInteger, one per
-// row of a [M, K] A). Each run widens A's rows to int16 less their zero point, then blocks of
+//   cpu.qlinear_matmul            QLinearMatMul: the sums requantized as each block is computed,
+//                                 in the reference's double arithmetic
+//                                 (kernels/ref/quant_matmul.cc)
+// B is a constant matrix [K, N] (packed once, with its zero points, one or one per column; its
+// scale likewise); A is [..., M, K] (or [K]) of int8 or uint8 with one zero point (or, for
+// MatMulInteger, one per row of a [M, K] A), and one scale; the output's scale and zero point
+// are single values. Each run widens A's rows to int16 less their zero point, then blocks of
 // rows by blocks of columns go to the threads.
 #include <algorithm>
 #include <cstdint>
@@ -15,6 +19,7 @@
 #include "kernels/cpu/cpu_gated.h"
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/int8_gemm.h"
+#include "kernels/ref/quant_internal.h"
 #include "ops/quant.h"
 
 namespace nnfuse::cpu {
@@ -35,12 +40,36 @@ std::vector<int32_t> int_values(const Tensor& t) {
   return v;
 }
 
-// Where the node's inputs sit: MatMulInteger's or MatMulIntegerToFloat's.
+// What the kernel computes: MatMulInteger's int32 sums, MatMulIntegerToFloat's floats or
+// QLinearMatMul's requantized 8-bit values.
+enum class Mode { kInteger, kToFloat, kQLinear };
+Mode mode_of(const Node& n) {
+  return n.is(Op::kMatMulIntegerToFloat) ? Mode::kToFloat
+         : n.is(Op::kQLinearMatMul)      ? Mode::kQLinear
+                                         : Mode::kInteger;
+}
+
+// Where the node's inputs sit.
 struct Ports {
-  size_t a_zero, b_zero;
+  size_t b, a_zero, b_zero;
 };
-Ports ports_of(const Node& n) {
-  return n.is(Op::kMatMulIntegerToFloat) ? Ports{q::kAZero, q::kBZero} : Ports{2, 3};
+Ports ports_of(Mode m) {
+  switch (m) {
+    case Mode::kToFloat:
+      return {q::kB, q::kAZero, q::kBZero};
+    case Mode::kQLinear:
+      return {3, 2, 5};  // a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zp
+    case Mode::kInteger:
+      break;
+  }
+  return {1, 2, 3};
+}
+constexpr size_t kQAScale = 1, kQBScale = 4, kQYScale = 6, kQYZero = 7;
+
+// Whether input i is known to hold one value.
+bool one_value(const NodeInfo& info, size_t i) {
+  const std::optional<Dims> d = info.input_shape(i);
+  return d && numel_of(*d, 0, d->size()) == 1;
 }
 
 // "" or why a per-column parameter (B's zero point or scale) of a product with n columns is not
@@ -55,9 +84,10 @@ std::string per_column_reason(const Tensor& t, int64_t n, const char* what) {
 
 std::string quant_matmul_declines(const NodeInfo& info) {
   const Node& n = info.node;
-  const bool to_float = n.is(Op::kMatMulIntegerToFloat);
-  const Ports p = ports_of(n);
-  if (!single_output(n) || !info.has_input(0) || !info.has_input(1)) return "not a plain node";
+  const Mode mode = mode_of(n);
+  const bool to_float = mode == Mode::kToFloat;
+  const Ports p = ports_of(mode);
+  if (!single_output(n) || !info.has_input(0) || !info.has_input(p.b)) return "not a plain node";
   for (size_t i = 0; i < n.num_inputs(); ++i) {
     if (info.has_input(i) && input_layout(info, i) != Layout::kPlain) {
       return input_label(info, i) + " is not plain";
@@ -65,7 +95,7 @@ std::string quant_matmul_declines(const NodeInfo& info) {
   }
   if (!q8(info.input_dtype(0)))
     return input_label(info, 0) + " is " + dtype_name(info.input_dtype(0));
-  const Tensor* b = info.constant(1);
+  const Tensor* b = info.constant(p.b);
   if (!b) return "B is not a constant";
   if (!q8(b->dtype()) || b->rank() != 2) return "B is not an 8-bit matrix";
   const int64_t cols = b->dim(1);
@@ -76,7 +106,7 @@ std::string quant_matmul_declines(const NodeInfo& info) {
     const std::optional<Dims> z = info.input_shape(p.a_zero);
     const bool one = z && numel_of(*z, 0, z->size()) == 1;
     const bool per_row =
-        !to_float && z && z->size() == 1 && a && a->size() == 2 && (*z)[0] == (*a)[0];
+        mode == Mode::kInteger && z && z->size() == 1 && a && a->size() == 2 && (*z)[0] == (*a)[0];
     if (!one && !per_row) return "A's zero point is not one value (or one per row of a matrix A)";
   }
   if (info.has_input(p.b_zero)) {
@@ -84,6 +114,20 @@ std::string quant_matmul_declines(const NodeInfo& info) {
     if (!z) return "B's zero point is not a constant";
     if (z->dtype() != b->dtype()) return "B's zero point has another type";
     if (std::string why = per_column_reason(*z, cols, "B's zero point"); !why.empty()) return why;
+  }
+  if (mode == Mode::kQLinear) {
+    for (size_t i : {kQAScale, kQBScale, kQYScale}) {
+      if (info.input_dtype(i) != DType::kFloat32) return "a scale is not float32";
+    }
+    if (!one_value(info, kQAScale) || !one_value(info, kQYScale) || !one_value(info, kQYZero) ||
+        !info.has_input(kQYZero) || !q8(info.input_dtype(kQYZero))) {
+      return "A's or Y's scale or zero point is not known to be one value";
+    }
+    const Tensor* bs = info.constant(kQBScale);
+    if (!bs) return "B's scale is not a constant";
+    if (std::string why = per_column_reason(*bs, cols, "B's scale"); !why.empty()) return why;
+    // The reference sums in int64: int32 holds every sum below 33,000 terms of 255 * 255.
+    if (b->dim(0) > 33000) return "K over 33,000 (sums could pass int32)";
   }
   if (to_float) {
     if (std::string why = ops::activation_reason(n); !why.empty()) return why;
@@ -109,9 +153,9 @@ std::string quant_matmul_declines(const NodeInfo& info) {
 class QuantMatMulKernel : public Kernel {
  public:
   explicit QuantMatMulKernel(const NodeInfo& info)
-      : node_(info.node), opset_(info.opset), to_float_(info.node.is(Op::kMatMulIntegerToFloat)) {
-    const Ports p = ports_of(node_);
-    const Tensor& b = *info.constant(1);
+      : node_(info.node), opset_(info.opset), mode_(mode_of(info.node)) {
+    const Ports p = ports_of(mode_);
+    const Tensor& b = *info.constant(p.b);
     const std::vector<int32_t> zero =
         info.has_input(p.b_zero) ? int_values(*info.constant(p.b_zero)) : std::vector<int32_t>{0};
     if (b.dtype() == DType::kInt8) {
@@ -119,7 +163,11 @@ class QuantMatMulKernel : public Kernel {
     } else {
       b_ = int8::pack_b(b.data<uint8_t>(), b.dim(0), b.dim(1), b.dim(1), zero);
     }
-    if (to_float_) {
+    if (mode_ == Mode::kQLinear) {
+      const Tensor& bs = *info.constant(kQBScale);
+      for (int64_t i = 0; i < bs.numel(); ++i) b_scale_.push_back(bs.data<float>()[i]);
+    }
+    if (mode_ == Mode::kToFloat) {
       act_ = ops::read_activation(node_);
       const Tensor& bs = *info.constant(q::kBScale);
       for (int64_t i = 0; i < bs.numel(); ++i) b_scale_.push_back(bs.data<float>()[i]);
@@ -131,14 +179,15 @@ class QuantMatMulKernel : public Kernel {
   }
 
   bool reads_input(size_t i) const override {
-    const Ports p = ports_of(node_);
-    if (i == 1 || i == p.b_zero) return false;
-    return !(to_float_ && (i == q::kBScale || i == q::kBias));
+    const Ports p = ports_of(mode_);
+    if (i == p.b || i == p.b_zero) return false;
+    if (mode_ == Mode::kQLinear) return i != kQBScale;
+    return !(mode_ == Mode::kToFloat && (i == q::kBScale || i == q::kBias));
   }
 
   void run(KernelIO& io) override {
     const Tensor& a = io.in(0);
-    const Ports p = ports_of(node_);
+    const Ports p = ports_of(mode_);
     const int64_t k = b_.k, n = b_.n;
     if (!q8(a.dtype()) || a.rank() < 1 || a.shape().back() != k || k == 0)
       return run_reference(node_, opset_, io);
@@ -149,14 +198,15 @@ class QuantMatMulKernel : public Kernel {
     std::vector<int32_t> a_zero = {0};
     if (io.has_input(p.a_zero)) {
       const Tensor& z = io.in(p.a_zero);
-      if (z.dtype() != a.dtype() || !(z.numel() == 1 || (a.rank() == 2 && z.rank() == 1 &&
-                                                         z.numel() == a.dim(0) && !to_float_))) {
+      if (z.dtype() != a.dtype() ||
+          !(z.numel() == 1 ||
+            (a.rank() == 2 && z.rank() == 1 && z.numel() == a.dim(0) && mode_ == Mode::kInteger))) {
         return run_reference(node_, opset_, io);  // names the problem
       }
       a_zero = int_values(z);
     }
     float a_scale = 0;
-    if (to_float_) {
+    if (mode_ == Mode::kToFloat) {
       const Tensor& s = io.in(q::kAScale);
       if (s.numel() != 1 || s.dtype() != DType::kFloat32) return run_reference(node_, opset_, io);
       a_scale = s.data<float>()[0];
@@ -176,7 +226,37 @@ class QuantMatMulKernel : public Kernel {
                    });
     const int64_t row_blocks = (rows + kRowBlock - 1) / kRowBlock;
     const int64_t col_blocks = (n + kColBlock - 1) / kColBlock;
-    if (!to_float_) {
+    if (mode_ == Mode::kQLinear) {
+      const Tensor& as = io.in(kQAScale);
+      const Tensor& ys = io.in(kQYScale);
+      const Tensor& yz = io.in(kQYZero);
+      if (as.numel() != 1 || ys.numel() != 1 || yz.numel() != 1 || !q8(yz.dtype())) {
+        return run_reference(node_, opset_, io);  // names the problem
+      }
+      const double a_scale = as.data<float>()[0], y_scale = ys.data<float>()[0];
+      const int64_t y_zero = yz.int_at(0);
+      Tensor& y = io.output(0, yz.dtype(), out);
+      parallel_tasks(row_blocks * col_blocks, rows * n * k, [&](int64_t t) {
+        const int64_t r0 = (t / col_blocks) * kRowBlock, c0 = (t % col_blocks) * kColBlock;
+        const int64_t nr = std::min(kRowBlock, rows - r0), c1 = std::min(n, c0 + kColBlock);
+        alignas(64) int32_t acc[kRowBlock * kColBlock];
+        int8::gemm(a16_.data() + r0 * width, sums_.data() + r0, nr, b_, c0, c1, acc, kColBlock);
+        ref::dispatch_q8(yz.dtype(), node_.describe(), [&](auto tag) {
+          using Q = decltype(tag);
+          for (int64_t r = 0; r < nr; ++r) {
+            Q* row = y.data<Q>() + (r0 + r) * n;
+            for (int64_t c = c0; c < c1; ++c) {
+              // The reference's steps: the sum times both scales, over Y's scale, in double.
+              const double bs = b_scale_[b_scale_.size() == 1 ? 0 : static_cast<size_t>(c)];
+              const double real = static_cast<double>(acc[r * kColBlock + c - c0]) * a_scale * bs;
+              row[c] = ref::quantize_value<Q>(real / y_scale, y_zero);
+            }
+          }
+        });
+      });
+      return;
+    }
+    if (mode_ == Mode::kInteger) {
       Tensor& y = io.output(0, DType::kInt32, out);
       int32_t* py = y.data<int32_t>();
       parallel_tasks(row_blocks * col_blocks, rows * n * k, [&](int64_t t) {
@@ -222,7 +302,7 @@ class QuantMatMulKernel : public Kernel {
 
   const Node& node_;
   int64_t opset_;
-  bool to_float_;
+  Mode mode_;
   int8::PackedB b_;
   std::vector<float> b_scale_, bias_;
   ops::Activation act_;
@@ -244,6 +324,9 @@ void append_quant_matmul_kernels(FactoryTable& t) {
       "MatMulIntegerToFloat",
       KernelFactory{"cpu.matmul_integer_to_float", accepts_unless_declined<quant_matmul_declines>,
                     nullptr, make_quant_matmul, nullptr, quant_matmul_declines});
+  t.emplace_back("QLinearMatMul",
+                 KernelFactory{"cpu.qlinear_matmul", accepts_unless_declined<quant_matmul_declines>,
+                               nullptr, make_quant_matmul, nullptr, quant_matmul_declines});
 }
 
 }  // namespace nnfuse::cpu

@@ -1,8 +1,9 @@
-// cpu.matmul_integer, cpu.matmul_integer_to_float and cpu.dynamic_quantize_linear against the
-// reference kernels, exactly (int32 sums, float32 steps in the graph's order): int8 and uint8
-// operands, zero points absent, one, per column and per row, K odd and even, N off the 16-column
-// panels, batch dims and a vector A, the AVX2 and the scalar GEMM; sums at the int16 pair
-// limits that an 8-bit multiply-add (vpmaddubsw) would saturate.
+// cpu.matmul_integer, cpu.matmul_integer_to_float, cpu.qlinear_matmul and
+// cpu.dynamic_quantize_linear against the reference kernels, exactly (int32 sums, float32 steps
+// in the graph's order, the requantization in double): int8 and uint8 operands, zero points absent,
+// one, per column and per row, K odd and even, N off the 16-column panels, batch dims and a vector
+// A, the AVX2 and the scalar GEMM; sums at the int16 pair limits that an 8-bit multiply-add
+// (vpmaddubsw) would saturate.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -110,6 +111,36 @@ TEST(CpuQuantMatMul, MatMulIntegerToFloatMatchesTheReference) {
             if (bias) in.push_back({random_tensor({c.n}, seed++, -1.0f, 1.0f), true});
             expect_matches_ref("cpu.matmul_integer_to_float", "MatMulIntegerToFloat", in, {}, 1,
                                0.0f, 0.0f);
+          }
+        }
+      }
+    }
+  });
+}
+
+// QLinearMatMul: the requantization is the reference's (double, half to even, saturated).
+TEST(CpuQuantMatMul, QLinearMatMulMatchesTheReference) {
+  uint32_t seed = 400;
+  each_isa([&] {
+    for (const Case& c : kCases) {
+      const int64_t k = c.a.back();
+      for (DType ta : {DType::kUInt8, DType::kInt8}) {
+        for (DType tb : {DType::kInt8, DType::kUInt8}) {
+          for (bool per_column : {false, true}) {
+            SCOPED_TRACE(dims_str(c.a) + " x " + std::to_string(c.n) + " " + dtype_name(ta) + "/" +
+                         dtype_name(tb) + (per_column ? " per column" : ""));
+            const Dims col = per_column ? Dims{c.n} : Dims{};
+            // Y's scale small enough that some outputs saturate.
+            expect_matches_ref("cpu.qlinear_matmul", "QLinearMatMul",
+                               {{q8(c.a, ta, seed++)},
+                                {random_tensor({}, seed++, 0.01f, 0.05f)},
+                                {q8({}, ta, seed++)},
+                                {q8({k, c.n}, tb, seed++), true},
+                                {random_tensor(col, seed++, 0.002f, 0.02f), true},
+                                {q8(col, tb, seed++), true},
+                                {random_tensor({}, seed++, 0.05f, 0.5f)},
+                                {q8({}, ta, seed++)}},
+                               {}, 1, 0.0f, 0.0f, 10);
           }
         }
       }
