@@ -40,8 +40,9 @@ void append_grid_sample_kernels(FactoryTable& t);  // cpu_grid_sample.cc: GridSa
 void append_depth_space_kernels(FactoryTable& t);  // cpu_depth_to_space.cc: DepthToSpace...
 void append_quantize_kernels(
     FactoryTable& t);  // cpu_quantize.cc: (Dynamic)QuantizeLinear, Dequantize
-// cpu_quant_matmul.cc: MatMulInteger, MatMulIntegerToFloat (ai.nnfuse)
+// cpu_quant_matmul.cc: MatMulInteger, QLinearMatMul, MatMulIntegerToFloat (ai.nnfuse)
 void append_quant_matmul_kernels(FactoryTable& t);
+void append_quant_conv_kernels(FactoryTable& t);     // cpu_quant_conv.cc: ConvInteger, QLinearConv
 void append_pad_kernels(FactoryTable& t);            // cpu_pad.cc: Pad
 void append_attention_kernels(FactoryTable& t);      // cpu_attention.cc: MultiHeadAttention
 void append_norm_fused_kernels(FactoryTable& t);     // cpu_norm_fused.cc: SkipLayerNorm, RMSNorm
