@@ -75,6 +75,10 @@ std::string quant_conv_declines(const NodeInfo& info) {
     if (!ws || !(ws->numel() == 1 || ws->numel() == w->dim(0))) {
       return "w's scale is not a constant, one value or one per output channel";
     }
+    const Tensor* wz = info.has_input(p.w_zero) ? info.constant(p.w_zero) : nullptr;
+    if (wz && wz->shape() != ws->shape() && !(wz->numel() == 1 && ws->numel() == 1)) {
+      return "w's scale and zero point differ in shape";  // the reference names the problem
+    }
     if (info.has_input(kBias)) {
       const Tensor* b = info.constant(kBias);
       if (!b || b->dtype() != DType::kInt32 || b->numel() != w->dim(0)) {

@@ -126,6 +126,10 @@ std::string quant_matmul_declines(const NodeInfo& info) {
     const Tensor* bs = info.constant(kQBScale);
     if (!bs) return "B's scale is not a constant";
     if (std::string why = per_column_reason(*bs, cols, "B's scale"); !why.empty()) return why;
+    const Tensor* bz = info.has_input(p.b_zero) ? info.constant(p.b_zero) : nullptr;
+    if (bz && bz->shape() != bs->shape() && !(bz->numel() == 1 && bs->numel() == 1)) {
+      return "B's scale and zero point differ in shape";  // the reference names the problem
+    }
     // The reference sums in int64: int32 holds every sum below 33,000 terms of 255 * 255.
     if (b->dim(0) > 33000) return "K over 33,000 (sums could pass int32)";
   }
