@@ -14,17 +14,8 @@ namespace cpu_quant_conv_test {
 using testing::expect_matches_ref;
 using testing::fast_accepts;
 using testing::FastInput;
+using testing::random_q8;
 using testing::random_tensor;
-using testing::run_ref1;
-
-Tensor cast(const Tensor& t, DType to) {
-  return run_ref1("Cast", {t}, {{"to", attr_int(static_cast<int64_t>(to))}});
-}
-
-Tensor q8(const Dims& shape, DType t, uint32_t seed) {
-  const bool s = t == DType::kInt8;
-  return cast(random_tensor(shape, seed, s ? -128.0f : 0.0f, s ? 127.49f : 255.49f), t);
-}
 
 struct Geometry {
   int64_t c, m, h, w, k, group;
@@ -58,24 +49,27 @@ TEST(CpuQuantConv, MatchesTheReference) {
             SCOPED_TRACE("c " + std::to_string(g.c) + " m " + std::to_string(g.m) + " group " +
                          std::to_string(g.group) + " " + dtype_name(tx) + "/" + dtype_name(tw) +
                          (per_channel ? " per channel" : "") + (scalar ? " scalar" : ""));
-            const Tensor x = q8({2, g.c, g.h, g.w}, tx, seed++);
-            const Tensor w = q8({g.m, g.c / g.group, g.k, g.k}, tw, seed++);
+            const Tensor x = random_q8({2, g.c, g.h, g.w}, tx, seed++);
+            const Tensor w = random_q8({g.m, g.c / g.group, g.k, g.k}, tw, seed++);
             const Dims ch = per_channel ? Dims{g.m} : Dims{};
             std::map<std::string, Attribute> attrs = g.attrs;
             attrs["group"] = attr_int(g.group);
-            expect_matches_ref("cpu.conv_integer", "ConvInteger",
-                               {{x}, {w, true}, {q8({}, tx, seed++)}, {q8(ch, tw, seed++), true}},
-                               attrs, 1, 0.0f, 0.0f, 10);
-            Tensor bias = cast(random_tensor({g.m}, seed++, -3000.0f, 3000.0f), DType::kInt32);
+            expect_matches_ref(
+                "cpu.conv_integer", "ConvInteger",
+                {{x}, {w, true}, {random_q8({}, tx, seed++)}, {random_q8(ch, tw, seed++), true}},
+                attrs, 1, 0.0f, 0.0f, 10);
+            Tensor bias =
+                testing::run_ref1("Cast", {random_tensor({g.m}, seed++, -3000.0f, 3000.0f)},
+                                  {{"to", attr_int(static_cast<int64_t>(DType::kInt32))}});
             expect_matches_ref("cpu.qlinear_conv", "QLinearConv",
                                {{x},
                                 {random_tensor({}, seed++, 0.01f, 0.05f)},
-                                {q8({}, tx, seed++)},
+                                {random_q8({}, tx, seed++)},
                                 {w, true},
                                 {random_tensor(ch, seed++, 0.002f, 0.02f), true},
-                                {q8(ch, tw, seed++), true},
+                                {random_q8(ch, tw, seed++), true},
                                 {random_tensor({}, seed++, 0.2f, 2.0f)},
-                                {q8({}, tx, seed++)},
+                                {random_q8({}, tx, seed++)},
                                 {bias, true}},
                                attrs, 1, 0.0f, 0.0f, 10);
           }
@@ -87,13 +81,14 @@ TEST(CpuQuantConv, MatchesTheReference) {
 }
 
 TEST(CpuQuantConv, DeclinesWhatItDoesNotRun) {
-  const Tensor x = q8({1, 4, 6, 6}, DType::kUInt8, 1);
-  const Tensor w = q8({2, 4, 3, 3}, DType::kInt8, 2);
+  const Tensor x = random_q8({1, 4, 6, 6}, DType::kUInt8, 1);
+  const Tensor w = random_q8({2, 4, 3, 3}, DType::kInt8, 2);
   EXPECT_TRUE(fast_accepts("cpu.conv_integer", "ConvInteger", {{x}, {w, true}}, {}, 10));
   EXPECT_FALSE(fast_accepts("cpu.conv_integer", "ConvInteger", {{x}, {w}}, {}, 10));
   EXPECT_FALSE(fast_accepts(
       "cpu.conv_integer", "ConvInteger",
-      {{q8({1, 4, 6}, DType::kUInt8, 3)}, {q8({2, 4, 3}, DType::kInt8, 4), true}}, {}, 10));
+      {{random_q8({1, 4, 6}, DType::kUInt8, 3)}, {random_q8({2, 4, 3}, DType::kInt8, 4), true}}, {},
+      10));
 }
 
 }  // namespace cpu_quant_conv_test

@@ -18,18 +18,8 @@ namespace cpu_quant_matmul_test {
 using testing::expect_matches_ref;
 using testing::fast_accepts;
 using testing::FastInput;
+using testing::random_q8;
 using testing::random_tensor;
-using testing::run_ref1;
-
-Tensor cast(const Tensor& t, DType to) {
-  return run_ref1("Cast", {t}, {{"to", attr_int(static_cast<int64_t>(to))}});
-}
-
-// Random 8-bit values over the type's whole range.
-Tensor q8(const Dims& shape, DType t, uint32_t seed) {
-  const bool s = t == DType::kInt8;
-  return cast(random_tensor(shape, seed, s ? -128.0f : 0.0f, s ? 127.49f : 255.49f), t);
-}
 
 // Runs f with the AVX2 GEMM (where the CPU has it) and with the scalar one.
 template <typename F>
@@ -59,10 +49,11 @@ TEST(CpuQuantMatMul, MatMulIntegerMatchesTheReference) {
             if (zp == 3 && c.a.size() != 2) continue;
             SCOPED_TRACE(dims_str(c.a) + " x " + std::to_string(c.n) + " " + dtype_name(ta) + "/" +
                          dtype_name(tb) + " zero points " + std::to_string(zp));
-            std::vector<FastInput> in = {{q8(c.a, ta, seed++)}, {q8({k, c.n}, tb, seed++), true}};
+            std::vector<FastInput> in = {{random_q8(c.a, ta, seed++)},
+                                         {random_q8({k, c.n}, tb, seed++), true}};
             if (zp > 0) {
-              in.push_back({q8(zp == 3 ? Dims{c.a[0]} : Dims{}, ta, seed++)});
-              in.push_back({q8(zp >= 2 ? Dims{c.n} : Dims{}, tb, seed++), true});
+              in.push_back({random_q8(zp == 3 ? Dims{c.a[0]} : Dims{}, ta, seed++)});
+              in.push_back({random_q8(zp >= 2 ? Dims{c.n} : Dims{}, tb, seed++), true});
             }
             expect_matches_ref("cpu.matmul_integer", "MatMulInteger", in, {}, 1, 0.0f, 0.0f);
           }
@@ -104,10 +95,12 @@ TEST(CpuQuantMatMul, MatMulIntegerToFloatMatchesTheReference) {
             SCOPED_TRACE(dims_str(c.a) + " x " + std::to_string(c.n) + " " + dtype_name(tb) +
                          (per_column ? " per column" : "") + (bias ? " bias" : ""));
             const Dims col = per_column ? Dims{c.n} : Dims{};
-            std::vector<FastInput> in = {
-                {q8(c.a, DType::kUInt8, seed++)}, {q8({k, c.n}, tb, seed++), true},
-                {Tensor::scalar<float>(0.0173f)}, {random_tensor(col, seed++, 0.001f, 0.02f), true},
-                {q8({}, DType::kUInt8, seed++)},  {q8(col, tb, seed++), true}};
+            std::vector<FastInput> in = {{random_q8(c.a, DType::kUInt8, seed++)},
+                                         {random_q8({k, c.n}, tb, seed++), true},
+                                         {Tensor::scalar<float>(0.0173f)},
+                                         {random_tensor(col, seed++, 0.001f, 0.02f), true},
+                                         {random_q8({}, DType::kUInt8, seed++)},
+                                         {random_q8(col, tb, seed++), true}};
             if (bias) in.push_back({random_tensor({c.n}, seed++, -1.0f, 1.0f), true});
             expect_matches_ref("cpu.matmul_integer_to_float", "MatMulIntegerToFloat", in, {}, 1,
                                0.0f, 0.0f);
@@ -132,14 +125,14 @@ TEST(CpuQuantMatMul, QLinearMatMulMatchesTheReference) {
             const Dims col = per_column ? Dims{c.n} : Dims{};
             // Y's scale small enough that some outputs saturate.
             expect_matches_ref("cpu.qlinear_matmul", "QLinearMatMul",
-                               {{q8(c.a, ta, seed++)},
+                               {{random_q8(c.a, ta, seed++)},
                                 {random_tensor({}, seed++, 0.01f, 0.05f)},
-                                {q8({}, ta, seed++)},
-                                {q8({k, c.n}, tb, seed++), true},
+                                {random_q8({}, ta, seed++)},
+                                {random_q8({k, c.n}, tb, seed++), true},
                                 {random_tensor(col, seed++, 0.002f, 0.02f), true},
-                                {q8(col, tb, seed++), true},
+                                {random_q8(col, tb, seed++), true},
                                 {random_tensor({}, seed++, 0.05f, 0.5f)},
-                                {q8({}, ta, seed++)}},
+                                {random_q8({}, ta, seed++)}},
                                {}, 1, 0.0f, 0.0f, 10);
           }
         }
@@ -153,11 +146,11 @@ TEST(CpuQuantMatMul, ActivationsMatchTheReference) {
   uint32_t seed = 300;
   for (const char* act : {"Relu", "Gelu", "GeluTanh", "Sigmoid"}) {
     SCOPED_TRACE(act);
-    std::vector<FastInput> in = {{q8({9, 40}, DType::kUInt8, seed++)},
-                                 {q8({40, 33}, DType::kInt8, seed++), true},
+    std::vector<FastInput> in = {{random_q8({9, 40}, DType::kUInt8, seed++)},
+                                 {random_q8({40, 33}, DType::kInt8, seed++), true},
                                  {Tensor::scalar<float>(0.02f)},
                                  {random_tensor({33}, seed++, 0.001f, 0.01f), true},
-                                 {q8({}, DType::kUInt8, seed++)},
+                                 {random_q8({}, DType::kUInt8, seed++)},
                                  {Tensor()},
                                  {random_tensor({33}, seed++, -1.0f, 1.0f), true}};
     expect_matches_ref("cpu.matmul_integer_to_float", "MatMulIntegerToFloat", in,
@@ -166,16 +159,16 @@ TEST(CpuQuantMatMul, ActivationsMatchTheReference) {
 }
 
 TEST(CpuQuantMatMul, DeclinesWhatItCannotPack) {
-  const Tensor a = q8({4, 8}, DType::kUInt8, 1);
-  const Tensor b = q8({8, 5}, DType::kInt8, 2);
+  const Tensor a = random_q8({4, 8}, DType::kUInt8, 1);
+  const Tensor b = random_q8({8, 5}, DType::kInt8, 2);
   EXPECT_TRUE(fast_accepts("cpu.matmul_integer", "MatMulInteger", {{a}, {b, true}}));
   // A B computed at run time, a B of rank 3, B's zero point computed at run time.
   EXPECT_FALSE(fast_accepts("cpu.matmul_integer", "MatMulInteger", {{a}, {b}}));
   EXPECT_FALSE(fast_accepts("cpu.matmul_integer", "MatMulInteger",
-                            {{a}, {q8({1, 8, 5}, DType::kInt8, 3), true}}));
-  EXPECT_FALSE(
-      fast_accepts("cpu.matmul_integer", "MatMulInteger",
-                   {{a}, {b, true}, {Tensor::scalar<uint8_t>(3)}, {q8({5}, DType::kInt8, 4)}}));
+                            {{a}, {random_q8({1, 8, 5}, DType::kInt8, 3), true}}));
+  EXPECT_FALSE(fast_accepts(
+      "cpu.matmul_integer", "MatMulInteger",
+      {{a}, {b, true}, {Tensor::scalar<uint8_t>(3)}, {random_q8({5}, DType::kInt8, 4)}}));
 }
 
 // x with NaNs, infinities, ties and one sign only; all zeros; all NaN.

@@ -9,8 +9,16 @@
 #include <vector>
 
 #include "kernels/cpu/test_util.h"
+#include "kernels/ref/test_util.h"
 
 namespace nnfuse::testing {
+
+// Random 8-bit values over the whole range of t (int8 or uint8), for the quantized kernels.
+inline Tensor random_q8(const Dims& shape, DType t, uint32_t seed) {
+  const bool s = t == DType::kInt8;
+  const Tensor f = random_tensor(shape, seed, s ? -128.0f : 0.0f, s ? 127.49f : 255.49f);
+  return run_ref1("Cast", {f}, {{"to", attr_int(static_cast<int64_t>(t))}});
+}
 
 inline const KernelFactory* find_factory(const std::string& op, const std::string& name) {
   for (const KernelFactory& f : kernels_for(op)) {
