@@ -33,6 +33,11 @@ ConvPorts conv_ports(const Node& n) {
 }
 constexpr size_t kXScale = 1, kWScale = 4, kYScale = 6, kYZero = 7, kBias = 8;
 
+// One value, or a vector of one per output channel (as the reference reads them).
+bool per_channel(const Tensor& t, int64_t m) {
+  return t.numel() == 1 || (t.rank() == 1 && t.dim(0) == m);
+}
+
 bool known_one(const NodeInfo& info, size_t i) {
   const std::optional<Dims> d = info.input_shape(i);
   return d && numel_of(*d, 0, d->size()) == 1;
@@ -59,7 +64,7 @@ std::string quant_conv_declines(const NodeInfo& info) {
   }
   if (info.has_input(p.w_zero)) {
     const Tensor* z = info.constant(p.w_zero);
-    if (!z || z->dtype() != w->dtype() || !(z->numel() == 1 || z->numel() == w->dim(0))) {
+    if (!z || z->dtype() != w->dtype() || !per_channel(*z, w->dim(0))) {
       return "w's zero point is not a constant, one value or one per output channel";
     }
   }
@@ -72,7 +77,7 @@ std::string quant_conv_declines(const NodeInfo& info) {
       return "x's or y's scale or zero point is not known to be one value";
     }
     const Tensor* ws = info.constant(kWScale);
-    if (!ws || !(ws->numel() == 1 || ws->numel() == w->dim(0))) {
+    if (!ws || !per_channel(*ws, w->dim(0))) {
       return "w's scale is not a constant, one value or one per output channel";
     }
     const Tensor* wz = info.has_input(p.w_zero) ? info.constant(p.w_zero) : nullptr;
@@ -81,7 +86,7 @@ std::string quant_conv_declines(const NodeInfo& info) {
     }
     if (info.has_input(kBias)) {
       const Tensor* b = info.constant(kBias);
-      if (!b || b->dtype() != DType::kInt32 || b->numel() != w->dim(0)) {
+      if (!b || b->dtype() != DType::kInt32 || b->rank() != 1 || b->numel() != w->dim(0)) {
         return "the bias is not a constant int32 per output channel";
       }
     }
