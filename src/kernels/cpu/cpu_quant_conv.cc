@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_internal.h"
+#include "kernels/cpu/cpu_quant_util.h"
 #include "kernels/cpu/int8_gemm.h"
 #include "kernels/ref/nn_internal.h"
 #include "kernels/ref/quant_internal.h"
@@ -22,8 +23,6 @@ namespace nnfuse::cpu {
 namespace {
 
 constexpr int64_t kPixelBlock = 48;  // output pixels per task
-
-bool is_q8(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
 
 struct ConvPorts {
   size_t w, x_zero, w_zero;
@@ -36,11 +35,6 @@ constexpr size_t kXScale = 1, kWScale = 4, kYScale = 6, kYZero = 7, kBias = 8;
 // One value, or a vector of one per output channel (as the reference reads them).
 bool per_channel(const Tensor& t, int64_t m) {
   return t.numel() == 1 || (t.rank() == 1 && t.dim(0) == m);
-}
-
-bool known_one(const NodeInfo& info, size_t i) {
-  const std::optional<Dims> d = info.input_shape(i);
-  return d && numel_of(*d, 0, d->size()) == 1;
 }
 
 std::string quant_conv_declines(const NodeInfo& info) {
@@ -59,7 +53,7 @@ std::string quant_conv_declines(const NodeInfo& info) {
   const std::optional<Dims> x = info.input_shape(0);
   if (x && x->size() != 4) return "not a 2-D convolution";
   if (info.has_input(p.x_zero) &&
-      (!known_one(info, p.x_zero) || info.input_dtype(p.x_zero) != info.input_dtype(0))) {
+      (!known_one_value(info, p.x_zero) || info.input_dtype(p.x_zero) != info.input_dtype(0))) {
     return "x's zero point is not one value of x's type";
   }
   if (info.has_input(p.w_zero)) {
@@ -72,8 +66,9 @@ std::string quant_conv_declines(const NodeInfo& info) {
     for (size_t i : {kXScale, kWScale, kYScale}) {
       if (info.input_dtype(i) != DType::kFloat32) return "a scale is not float32";
     }
-    if (!known_one(info, kXScale) || !known_one(info, kYScale) || !info.has_input(kYZero) ||
-        !known_one(info, kYZero) || !is_q8(info.input_dtype(kYZero))) {
+    if (!known_one_value(info, kXScale) || !known_one_value(info, kYScale) ||
+        !info.has_input(kYZero) || !known_one_value(info, kYZero) ||
+        !is_q8(info.input_dtype(kYZero))) {
       return "x's or y's scale or zero point is not known to be one value";
     }
     const Tensor* ws = info.constant(kWScale);
@@ -95,13 +90,6 @@ std::string quant_conv_declines(const NodeInfo& info) {
   return "";
 }
 
-std::vector<int32_t> values_of(const Tensor& t) {
-  std::vector<int32_t> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i)
-    v[static_cast<size_t>(i)] = static_cast<int32_t>(t.int_at(i));
-  return v;
-}
-
 class QuantConvKernel : public Kernel {
  public:
   explicit QuantConvKernel(const NodeInfo& info)
@@ -114,7 +102,7 @@ class QuantConvKernel : public Kernel {
     const int64_t k = w.dim(1) * w.dim(2) * w.dim(3);
     const int64_t mg = group_ > 0 && m_ % group_ == 0 ? m_ / group_ : 0;
     const std::vector<int32_t> zero =
-        info.has_input(p.w_zero) ? values_of(*info.constant(p.w_zero)) : std::vector<int32_t>{0};
+        info.has_input(p.w_zero) ? int_values(*info.constant(p.w_zero)) : std::vector<int32_t>{0};
     // Each group's weights as a K x Mg matrix (the transpose of its [Mg, K] rows).
     for (int64_t g = 0; g < group_ && mg > 0; ++g) {
       std::vector<int32_t> gz(static_cast<size_t>(mg));

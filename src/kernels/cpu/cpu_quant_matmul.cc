@@ -18,6 +18,7 @@
 
 #include "kernels/cpu/cpu_gated.h"
 #include "kernels/cpu/cpu_internal.h"
+#include "kernels/cpu/cpu_quant_util.h"
 #include "kernels/cpu/int8_gemm.h"
 #include "kernels/ref/quant_internal.h"
 #include "ops/quant.h"
@@ -29,16 +30,6 @@ namespace q = ops::matmul_integer_to_float;
 
 constexpr int64_t kRowBlock = 48;  // rows of A per task (a multiple of the GEMM's 4-row tile)
 constexpr int64_t kColBlock = 64;  // columns per task (4 panels)
-
-bool q8(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
-
-// A zero point or scale known at plan time as the int32 values it holds.
-std::vector<int32_t> int_values(const Tensor& t) {
-  std::vector<int32_t> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i)
-    v[static_cast<size_t>(i)] = static_cast<int32_t>(t.int_at(i));
-  return v;
-}
 
 // What the kernel computes: MatMulInteger's int32 sums, MatMulIntegerToFloat's floats or
 // QLinearMatMul's requantized 8-bit values.
@@ -66,12 +57,6 @@ Ports ports_of(Mode m) {
 }
 constexpr size_t kQAScale = 1, kQBScale = 4, kQYScale = 6, kQYZero = 7;
 
-// Whether input i is known to hold one value.
-bool one_value(const NodeInfo& info, size_t i) {
-  const std::optional<Dims> d = info.input_shape(i);
-  return d && numel_of(*d, 0, d->size()) == 1;
-}
-
 // "" or why a per-column parameter (B's zero point or scale) of a product with n columns is not
 // one value or one per column ([N] or [1, N]).
 std::string per_column_reason(const Tensor& t, int64_t n, const char* what) {
@@ -93,11 +78,11 @@ std::string quant_matmul_declines(const NodeInfo& info) {
       return input_label(info, i) + " is not plain";
     }
   }
-  if (!q8(info.input_dtype(0)))
+  if (!is_q8(info.input_dtype(0)))
     return input_label(info, 0) + " is " + dtype_name(info.input_dtype(0));
   const Tensor* b = info.constant(p.b);
   if (!b) return "B is not a constant";
-  if (!q8(b->dtype()) || b->rank() != 2) return "B is not an 8-bit matrix";
+  if (!is_q8(b->dtype()) || b->rank() != 2) return "B is not an 8-bit matrix";
   const int64_t cols = b->dim(1);
   const std::optional<Dims> a = info.input_shape(0);
   if (a && (a->empty() || a->back() != b->dim(0))) return "A's rows are not of B's length";
@@ -119,8 +104,9 @@ std::string quant_matmul_declines(const NodeInfo& info) {
     for (size_t i : {kQAScale, kQBScale, kQYScale}) {
       if (info.input_dtype(i) != DType::kFloat32) return "a scale is not float32";
     }
-    if (!one_value(info, kQAScale) || !one_value(info, kQYScale) || !one_value(info, kQYZero) ||
-        !info.has_input(kQYZero) || !q8(info.input_dtype(kQYZero))) {
+    if (!known_one_value(info, kQAScale) || !known_one_value(info, kQYScale) ||
+        !known_one_value(info, kQYZero) || !info.has_input(kQYZero) ||
+        !is_q8(info.input_dtype(kQYZero))) {
       return "A's or Y's scale or zero point is not known to be one value";
     }
     const Tensor* bs = info.constant(kQBScale);
@@ -193,7 +179,7 @@ class QuantMatMulKernel : public Kernel {
     const Tensor& a = io.in(0);
     const Ports p = ports_of(mode_);
     const int64_t k = b_.k, n = b_.n;
-    if (!q8(a.dtype()) || a.rank() < 1 || a.shape().back() != k || k == 0)
+    if (!is_q8(a.dtype()) || a.rank() < 1 || a.shape().back() != k || k == 0)
       return run_reference(node_, opset_, io);
     Dims out = a.shape();
     out.back() = n;
@@ -234,7 +220,7 @@ class QuantMatMulKernel : public Kernel {
       const Tensor& as = io.in(kQAScale);
       const Tensor& ys = io.in(kQYScale);
       const Tensor& yz = io.in(kQYZero);
-      if (as.numel() != 1 || ys.numel() != 1 || yz.numel() != 1 || !q8(yz.dtype())) {
+      if (as.numel() != 1 || ys.numel() != 1 || yz.numel() != 1 || !is_q8(yz.dtype())) {
         return run_reference(node_, opset_, io);  // names the problem
       }
       const double a_scale = as.data<float>()[0], y_scale = ys.data<float>()[0];

@@ -20,11 +20,10 @@
 
 #include "kernels/cpu/cpu_internal.h"
 #include "kernels/cpu/cpu_math.h"
+#include "kernels/cpu/cpu_quant_util.h"
 
 namespace nnfuse::cpu {
 namespace {
-
-bool q8(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
 
 // The loop bodies, force-inlined into the target-clone functions below (clang does not clone
 // templates).
@@ -197,7 +196,7 @@ class QuantizeKernel : public Kernel {
     if (quantize_) {
       const int64_t attr = node_.attr_int("output_dtype", 0);
       const DType out = z ? z->dtype() : attr != 0 ? static_cast<DType>(attr) : DType::kUInt8;
-      if (x.dtype() != DType::kFloat32 || !q8(out) ||
+      if (x.dtype() != DType::kFloat32 || !is_q8(out) ||
           (attr != 0 && static_cast<DType>(attr) != out)) {
         return run_reference(node_, opset_, io);  // names the problem (plain or not)
       }
@@ -216,7 +215,7 @@ class QuantizeKernel : public Kernel {
       }
       return;
     }
-    if (!(q8(x.dtype()) || x.dtype() == DType::kInt32) || (z && z->dtype() != x.dtype())) {
+    if (!(is_q8(x.dtype()) || x.dtype() == DType::kInt32) || (z && z->dtype() != x.dtype())) {
       return run_reference(node_, opset_, io);
     }
     Tensor& y = io.output(0, DType::kFloat32, x.shape(), x.layout());
@@ -238,7 +237,8 @@ class QuantizeKernel : public Kernel {
   // Reads the scale and zero point; false for what the reference kernel should judge (another
   // shape, a per-axis form before opset 13, a per-axis form of channels-last data).
   bool params(const Tensor& x, const Tensor& s, const Tensor* z, Params& p) const {
-    if (s.dtype() != DType::kFloat32 || (z && !(q8(z->dtype()) || z->dtype() == DType::kInt32)) ||
+    if (s.dtype() != DType::kFloat32 ||
+        (z && !(is_q8(z->dtype()) || z->dtype() == DType::kInt32)) ||
         (z && z->numel() != s.numel()) || node_.attr_int("block_size", 0) != 0) {
       return false;
     }
@@ -291,14 +291,15 @@ std::string quantize_declines(const NodeInfo& info) {
     return "not a plain node";
   }
   const DType x = info.input_dtype(0);
-  if (q ? x != DType::kFloat32 : !(q8(x) || x == DType::kInt32)) {
+  if (q ? x != DType::kFloat32 : !(is_q8(x) || x == DType::kInt32)) {
     return input_label(info, 0) + " is " + dtype_name(x);
   }
   if (info.input_dtype(1) != DType::kFloat32)
     return "a scale of " + dtype_name(info.input_dtype(1));
   if (n.attr_int("block_size", 0) != 0) return "blocked quantization";
   const int64_t out = n.attr_int("output_dtype", 0);
-  if (out != 0 && (q ? !q8(static_cast<DType>(out)) : static_cast<DType>(out) != DType::kFloat32)) {
+  if (out != 0 &&
+      (q ? !is_q8(static_cast<DType>(out)) : static_cast<DType>(out) != DType::kFloat32)) {
     return "output_dtype " + std::to_string(out);
   }
   for (size_t i = 1; i < n.num_inputs(); ++i) {
