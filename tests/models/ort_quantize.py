@@ -6,6 +6,14 @@ quantizers run in it.
 
   quantize_dynamic(src, dst)   ORT's quantize_dynamic (DynamicQuantizeLinear + MatMulInteger +
                                Cast + Mul per dense layer), int8 weights
+  quantize_static(src, dst, fmt)
+                               ORT's quantize_static, calibrated on a few random inputs: fmt
+                               "qdq" (QuantizeLinear/DequantizeLinear around each op) or
+                               "qoperator" (QLinearConv, QLinearMatMul, ...); uint8
+                               activations, int8 per-channel weights
+  ort_optimize(src, dst)       the model as ONNX Runtime's graph optimizer (level extended)
+                               saves it: its com.microsoft fused ops (DynamicQuantizeMatMul,
+                               MatMulIntegerToFloat, ...) in the file
   reference_run(model, feeds)  the model's outputs by onnx's reference evaluator: the integer
                                arithmetic of a quantized graph exactly as written (numpy), the
                                oracle for quantized models
@@ -55,6 +63,77 @@ def quantize_dynamic(src, dst):
                        text=True)
     if r.returncode != 0:
         raise RuntimeError("quantize_dynamic failed: " + r.stderr.strip()[-600:])
+    return dst
+
+
+QUANTIZE_STATIC = """
+import sys, numpy as np, onnx
+from onnxruntime.quantization import (quantize_static, QuantType, QuantFormat,
+                                      CalibrationDataReader)
+from onnxruntime.quantization.shape_inference import quant_pre_process
+src, dst, fmt, samples = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+# ORT's recommended first step: shape inference and its graph optimizer (BatchNormalization
+# folded into the convolutions), as users run it before quantizing.
+pre = dst + ".pre.onnx"
+quant_pre_process(src, pre)
+src = pre
+m = onnx.load(src, load_external_data=False)
+init = {i.name for i in m.graph.initializer}
+TYPES = {1: np.float32, 7: np.int64, 6: np.int32}
+inputs = []
+for i in m.graph.input:
+    if i.name in init:
+        continue
+    t = i.type.tensor_type
+    dims = [d.dim_value if d.dim_value > 0 else 1 for d in t.shape.dim]
+    inputs.append((i.name, dims, TYPES[t.elem_type]))
+rng = np.random.default_rng(0)
+class Reader(CalibrationDataReader):
+    def __init__(self):
+        self.left = samples
+    def get_next(self):
+        if self.left == 0:
+            return None
+        self.left -= 1
+        return {n: (rng.standard_normal(d).astype(t) if t == np.float32 else
+                    np.zeros(d, t)) for n, d, t in inputs}
+quantize_static(src, dst, Reader(),
+                quant_format=QuantFormat.QDQ if fmt == "qdq" else QuantFormat.QOperator,
+                activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                per_channel=True)
+import os
+os.remove(pre)
+"""
+
+
+def quantize_static(src, dst, fmt="qdq", samples=4):
+    """ORT's quantize_static of `src` into `dst` in format fmt ("qdq" or "qoperator"), after its
+    quant_pre_process, calibrated on `samples` random normal inputs (float inputs; integer inputs
+    are zeros)."""
+    if fmt not in ("qdq", "qoperator"):
+        raise ValueError("quantize_static: format must be qdq or qoperator, not %r" % fmt)
+    r = subprocess.run([ensure_venv(), "-c", QUANTIZE_STATIC, src, dst, fmt, str(samples)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("quantize_static failed: " + r.stderr.strip()[-600:])
+    return dst
+
+
+ORT_OPTIMIZE = """
+import sys, onnxruntime as ort
+so = ort.SessionOptions()
+so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+so.optimized_model_filepath = sys.argv[2]
+ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
+"""
+
+
+def ort_optimize(src, dst):
+    """ONNX Runtime's optimized form of `src` (level extended), written to `dst`."""
+    r = subprocess.run([ensure_venv(), "-c", ORT_OPTIMIZE, src, dst], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        raise RuntimeError("ONNX Runtime's optimizer failed: " + r.stderr.strip()[-600:])
     return dst
 
 
