@@ -18,6 +18,7 @@
 #include "ir/error.h"
 #include "onnx/inference_guards.h"
 #include "onnx/opset_upgrade.h"
+#include "onnx/ort_qoperators.h"
 #include "onnx/provenance.h"
 #include "onnx/tensor_proto.h"
 #include "onnx/widen_half.h"
@@ -412,6 +413,7 @@ std::unique_ptr<Graph> import_model(onnx::ModelProto& m, const std::string& base
   }
   check_opsets(c, m);
   check_nodes(m, base_dir, label);
+  lower_ort_quantized_ops(m, label);
   if (!opts.input_shapes.empty()) override_input_shapes(m, opts.input_shapes, label);
   if (opts.infer_shapes) {
     try {
@@ -429,6 +431,7 @@ std::unique_ptr<Graph> import_model(onnx::ModelProto& m, const std::string& base
   }
   build_graph(c, m);
   widen_half_precision(*g);
+  lower_8bit_max_pool(*g);
   return g;
 }
 
