@@ -20,6 +20,7 @@
 #include "onnx/opset_upgrade.h"
 #include "onnx/ort_qoperators.h"
 #include "onnx/provenance.h"
+#include "onnx/quant_params.h"
 #include "onnx/tensor_proto.h"
 #include "onnx/widen_half.h"
 
@@ -431,6 +432,7 @@ std::unique_ptr<Graph> import_model(onnx::ModelProto& m, const std::string& base
   }
   build_graph(c, m);
   widen_half_precision(*g);
+  check_quantization_params(*g, label);
   lower_8bit_max_pool(*g);
   return g;
 }
