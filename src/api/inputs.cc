@@ -80,6 +80,13 @@ std::map<std::string, Tensor> complete_inputs(const Graph& g, std::map<std::stri
       }
     } else if (v->dtype() == DType::kBool) {
       for (int64_t i = 0; i < n; ++i) t.data<bool>()[i] = next() & 1;
+    } else if (v->dtype() == DType::kUInt8) {
+      // Quantized activations: their whole range.
+      for (int64_t i = 0; i < n; ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(next());
+    } else if (v->dtype() == DType::kInt8) {
+      for (int64_t i = 0; i < n; ++i) {
+        t.data<int8_t>()[i] = static_cast<int8_t>(static_cast<int>(next() & 255) - 128);
+      }
     } else {
       fail(ErrorKind::kInvalidArgument, "cannot generate input '", v->name(), "' of type ",
            dtype_name(v->dtype()), "; give its data (the CLI's --input NAME=FILE)");
