@@ -229,6 +229,17 @@ void OrtLowering::write_activation(const Node& n, const std::string& in, const s
     case ActivationKind::kGelu:
       w_.node("Gelu", {in}, {out}, kOrtDomain, name);
       return;
+    case ActivationKind::kQuantize: {
+      // The grid of 256 steps from beta as uint8 with zero point -beta (any 8-bit type and
+      // zero point with the same lowest step gives the same values).
+      const std::string q = w_.fresh(out + "_quantized");
+      const std::string s = w_.scalar(a.alpha);
+      const std::string z = w_.constant(
+          "zero_point", Tensor::scalar<uint8_t>(static_cast<uint8_t>(-static_cast<int>(a.beta))));
+      w_.node("QuantizeLinear", {in, s, z}, {q}, "", name + "_quantize");
+      w_.node("DequantizeLinear", {q, s, z}, {out}, "", name);
+      return;
+    }
     case ActivationKind::kGeluTanh:
       w_.node("FastGelu", {in}, {out}, kOrtDomain, name);
       return;

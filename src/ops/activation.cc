@@ -28,6 +28,7 @@ constexpr Named kNames[] = {
     {"Gelu", ActivationKind::kGelu},
     {"GeluTanh", ActivationKind::kGeluTanh},
     {"Swish", ActivationKind::kSwish},
+    {"QuantizeDequantize", ActivationKind::kQuantize},
 };
 
 }  // namespace
@@ -62,6 +63,7 @@ Activation Activation::of(ActivationKind kind) {
       a.beta = 0.5f;
       break;
     case ActivationKind::kSwish:
+    case ActivationKind::kQuantize:  // uint8, zero point 0
       a.alpha = 1.0f;
       break;
     default:

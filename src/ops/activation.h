@@ -27,7 +27,20 @@ enum class ActivationKind {
   kGelu,         // x / 2 * (1 + erf(x / sqrt(2)))
   kGeluTanh,     // x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
   kSwish,        // x * sigmoid(alpha * x)
+  // QuantizeLinear then DequantizeLinear to an 8-bit grid of scale alpha (> 0) whose lowest
+  // step is beta (the type's least value less the zero point, an integer in [-255, 0]):
+  // alpha * clamp(round_half_even(x / alpha), beta, beta + 255), x / alpha in float32, NaN -> 0.
+  kQuantize,
 };
+
+// kQuantize's value: QuantizeLinear's float32 division, rounding half to even and saturation,
+// then DequantizeLinear's product (exact: an integer of 9 bits times a float32).
+inline float quantize_dequantize(float x, float scale, float lo) {
+  float q = __builtin_rintf(x / scale);
+  q = q < lo ? lo : q;
+  q = q > lo + 255.0f ? lo + 255.0f : q;
+  return q == q ? q * scale : 0.0f;  // NaN quantizes to the zero point
+}
 
 struct Activation {
   ActivationKind kind = ActivationKind::kNone;

@@ -134,6 +134,12 @@ void convolution_phase(std::vector<Phase>& phases) {
        runs_after({"ConvSkipConvFusionPass", "HorizontalConvFusionPass"},
                   "the passes that read a FusedConv's plain form run first: the pair is no "
                   "longer two FusedConvs")});
+  add(p, make_conv_quantize_pass(),
+      {after_epilogues, after_plain_readers,
+       runs_after(
+           {"ConvSkipConvFusionPass", "HorizontalConvFusionPass", "ExpandDepthwiseFusionPass"},
+           "the quantization after a conv is its last epilogue: every other conv fusion "
+           "sees the conv as the model writes it")});
 }
 
 void dense_phase(std::vector<Phase>& phases) {

@@ -11,7 +11,11 @@ Concat, x * sigmoid(x)). For each model and form:
     written (onnx's reference evaluator on the QDQ form, the oracle: both forms come from one
     calibration, so they state the same arithmetic); ONNX Runtime's distance is printed beside
     (its u8s8 kernels saturate pairs of products to int16 on CPUs without VNNI);
-  - `nnfuse verify` passes.
+  - `nnfuse verify` passes;
+  - in the QDQ form every conv takes the QuantizeLinear/DequantizeLinear pair after it as its
+    epilogue (ConvQuantizeFusionPass), and the ONNX Runtime export (`compile --format ort`,
+    the pair written out again) passes the checker and gives in ONNX Runtime what the model
+    gives there, within one output step.
 
 Usage: /usr/bin/python3 quantized_static.py NNFUSE
 """
@@ -129,7 +133,30 @@ def check(nnfuse, tmp, name, module, shapes):
         rc, log = vc.run([nnfuse, "verify", path] + feeds)
         if rc != 0:
             errors.append("%s: verify failed (%d): %s" % (form, rc, log.strip()))
+        if form == "qdq":
+            errors += qdq_errors(nnfuse, tmp, name, path, ops.count("Conv"), arrays, step)
     return errors, " (" + "; ".join(notes) + ")"
+
+
+def qdq_errors(nnfuse, tmp, name, path, convs, arrays, step):
+    """Each conv of the QDQ form takes its pair; the ONNX Runtime export runs in ORT."""
+    out, rep, errors = vc.compile_model(nnfuse, tmp, name + "_qdq", path,
+                                        {"ConvQuantizeFusionPass": convs})
+    if rep is None:
+        return errors
+    ort_path = os.path.join(tmp, name + "_qdq.ort.onnx")
+    rc, log = vc.run([nnfuse, "compile", path, "-o", ort_path, "--format", "ort"])
+    if rc != 0:
+        return errors + ["compile --format ort failed (%d): %s" % (rc, log.strip())]
+    try:
+        onnx.checker.check_model(onnx.load(ort_path))
+    except Exception as e:  # noqa: BLE001 - any checker failure is a test failure
+        return errors + ["the ORT export fails the ONNX checker: %s" % str(e).splitlines()[0]]
+    d = float(np.abs(ort_export.ort_run(ort_path, arrays)["y"] -
+                     ort_export.ort_run(path, arrays)["y"]).max()) / step
+    print("     ort export: %.2g output steps from the QDQ model in ORT" % d)
+    return errors + ([] if d <= 1.0001 else ["ORT running the export is %.3g steps from ORT "
+                                             "running the model" % d])
 
 
 if __name__ == "__main__":

@@ -113,6 +113,9 @@ ConvSpec::Winograd winograd_by_rule(const ConvSpec& s) {
 
 // oneDNN's Winograd for the onednn.winograd kernel: by the rule, and also where it is measured.
 ConvSpec::Winograd winograd_asked(const ConvSpec& s) {
+  // The quantize round trip is a post-op with an argument, which oneDNN's Winograd, whose
+  // activation may run after the conv as eltwise primitives, does not take.
+  if (s.act.kind == ref::ActivationKind::kQuantize) return ConvSpec::Winograd::kNo;
   const ConvSpec::Winograd rule = winograd_by_rule(s);
   if (rule == ConvSpec::Winograd::kNo && winograd_measured_here(s)) {
     return ConvSpec::Winograd::kWhereScratchPays;
@@ -193,6 +196,9 @@ std::string winograd_declines(const NodeInfo& info, ConvSpec* spec = nullptr) {
   if (!s) return why;
   if (winograd_mode() == WinogradMode::kOff) return "NNFUSE_WINOGRAD=0";
   if (!winograd_geometry(*s)) return "not an unstrided, undilated, ungrouped 2-D 3x3 conv";
+  if (s->act.kind == ref::ActivationKind::kQuantize) {
+    return "its quantize round trip is a post-op Winograd does not take";
+  }
   s->winograd = winograd_asked(*s);
   if (s->winograd == ConvSpec::Winograd::kNo) {
     return "Winograd does not pay for it (cost/winograd_rule.h)";

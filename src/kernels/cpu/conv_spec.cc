@@ -265,7 +265,7 @@ std::optional<ConvSpec> conv_spec(const NodeInfo& info, ConvOp op, std::string* 
     return decline(why, "output shape differs from the computed ", dims_str(s.y_shape));
   }
   if (fused) {
-    std::optional<ref::Activation> act = fused_activation(node);
+    std::optional<ref::Activation> act = fused_activation(node, /*quantize=*/true);
     if (!act) return decline(why, "an activation oneDNN's post-ops do not compute exactly");
     s.act = *act;
     if (info.has_input(3)) {

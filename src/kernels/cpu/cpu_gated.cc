@@ -70,6 +70,9 @@ NNFUSE_INLINE float unit_clamp(float t) {
     case ActivationKind::kSwish:                                                      \
       LOOP(v* sigmoid_f(alpha* v));                                                   \
       return true;                                                                    \
+    case ActivationKind::kQuantize:                                                   \
+      LOOP(ops::quantize_dequantize(v, alpha, beta));                                 \
+      return true;                                                                    \
     default:                                                                          \
       return false;                                                                   \
   }

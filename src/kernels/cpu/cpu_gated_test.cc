@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
+#include <vector>
 
 #include "kernels/ref/test_util.h"
 
@@ -45,6 +48,31 @@ TEST(CpuActivationRow, MatchesTheReferenceActivations) {
         }
         EXPECT_NEAR(g[i], want * 1.5, 1e-6 + 1e-6 * std::fabs(want)) << "gated at " << i;
       }
+    }
+  }
+}
+
+// The round trip equals QuantizeLinear then DequantizeLinear bit for bit: float32 division,
+// ties to even, saturation at both ends of the type, NaN to the zero point (0 after).
+TEST(CpuActivationRow, QuantizeRoundTripIsQuantizeThenDequantize) {
+  const float s = 0.05f;
+  for (const auto& [lo, qmin, zp] : {std::tuple{-3.0f, 0, 3}, std::tuple{-123.0f, -128, -5}}) {
+    const Activation a{ActivationKind::kQuantize, s, lo};
+    std::vector<float> x;
+    for (int k = -300; k <= 300; ++k) x.push_back((static_cast<float>(k) + 0.5f) * s);  // ties
+    const Tensor r = testing::random_tensor({101}, 3, -20.0f, 20.0f);
+    x.insert(x.end(), r.data<float>(), r.data<float>() + r.numel());
+    x.push_back(std::numeric_limits<float>::quiet_NaN());
+    x.push_back(std::numeric_limits<float>::infinity());
+    x.push_back(-std::numeric_limits<float>::infinity());
+    std::vector<float> y = x;
+    cpu::activation_row(a, y.data(), static_cast<int64_t>(y.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      float q = std::isnan(x[i]) ? static_cast<float>(zp) : std::nearbyint(x[i] / s) + zp;
+      q = std::min(std::max(q, static_cast<float>(qmin)), static_cast<float>(qmin + 255));
+      const float want = (q - static_cast<float>(zp)) * s;
+      EXPECT_EQ(y[i], want) << "x " << x[i];
+      EXPECT_EQ(static_cast<float>(ref::apply_activation(a, x[i])), want) << "x " << x[i];
     }
   }
 }

@@ -58,8 +58,9 @@ NNFUSE_INLINE typename FloatVec<W>::type select(typename FloatVec<W>::mask keep,
   return (V)(((I)a & keep) | ((I)b & ~keep));
 }
 
-// ReLU, LeakyReLU or Clip of v (v unchanged for any other activation), NaN passing through as
-// the reference's comparisons let it.
+// ReLU, LeakyReLU, Clip or the quantize round trip of v (v unchanged for any other
+// activation), NaN passing through as the reference's comparisons let it (the round trip maps
+// NaN to 0, as QuantizeLinear maps it to the zero point).
 template <int W>
 NNFUSE_INLINE typename FloatVec<W>::type activate(typename FloatVec<W>::type v,
                                                   const ref::Activation& a) {
@@ -74,6 +75,14 @@ NNFUSE_INLINE typename FloatVec<W>::type activate(typename FloatVec<W>::type v,
       const V lo = zero + a.alpha, hi = zero + a.beta;
       v = select<W>(v < lo, lo, v);
       return select<W>(v > hi, hi, v);
+    }
+    case ref::ActivationKind::kQuantize: {
+      V q = v / (zero + a.alpha);
+      for (int i = 0; i < W; ++i) q[i] = __builtin_rintf(q[i]);
+      const V lo = zero + a.beta, hi = zero + (a.beta + 255.0f);
+      q = select<W>(q < lo, lo, q);
+      q = select<W>(q > hi, hi, q);
+      return select<W>(q == q, q, zero) * a.alpha;
     }
     default:
       return v;

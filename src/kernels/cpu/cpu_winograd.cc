@@ -345,9 +345,11 @@ std::string winograd_declines(const ref::Activation& act) {
     case ref::ActivationKind::kRelu:
     case ref::ActivationKind::kLeakyRelu:
     case ref::ActivationKind::kClip:
+    case ref::ActivationKind::kQuantize:
       return "";
     default:
-      return "its activation is not one the Winograd kernel applies (ReLU, LeakyReLU, Clip)";
+      return "its activation is not one the Winograd kernel applies (ReLU, LeakyReLU, Clip, "
+             "the quantize round trip)";
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/test_util.h"
@@ -145,6 +146,49 @@ TEST(CpuWinograd, ActivationsResidualAndPitch) {
   }
   check(kCases[0], {K::kRelu, 0, 0}, true, false, 96, 1);  // a part of a Concat's rows
   check(kCases[4], {}, true, false, 3, 1);
+}
+
+// The quantize round trip in the output transform gives exactly the conv's float outputs
+// rounded to the grid (ops::quantize_dequantize), at every vector width.
+TEST(CpuWinograd, QuantizeRoundTripRoundsTheSameOutputs) {
+  const Case& c = kCases[4];
+  WinogradGeometry g;
+  g.n = c.n;
+  g.cin = c.cin;
+  g.h = c.h;
+  g.w = c.w;
+  g.cout = c.cout;
+  g.pad_t = c.pad_t;
+  g.pad_l = c.pad_l;
+  g.oh = c.h + c.pad_t + c.pad_b - 2;
+  g.ow = c.w + c.pad_l + c.pad_r - 2;
+  const std::vector<float> x = noise(c.n * c.h * c.w * c.cin, 1, 1.0f);
+  const std::vector<float> w = noise(c.cout * c.cin * 9, 2, 1.0f / std::sqrt(9.0f * c.cin));
+  const std::vector<float> b = noise(c.cout, 3, 0.5f);
+  const size_t n = static_cast<size_t>(g.n * g.oh * g.ow * c.cout);
+  const ref::Activation q{ref::ActivationKind::kQuantize, 0.02f, -7.0f};
+  for (const char* isa : {"", "avx2", "sse2"}) {
+    if (*isa) {
+      setenv("NNFUSE_WINOGRAD_ISA", isa, 1);
+    } else {
+      unsetenv("NNFUSE_WINOGRAD_ISA");
+    }
+    std::vector<float> plain(n), rounded(n);
+    for (auto [act, y] : {std::pair{ref::Activation{}, &plain}, std::pair{q, &rounded}}) {
+      WinogradConv conv(g, w.data(), b.data(), act);
+      auto scratch = std::make_unique<std::byte[]>(conv.scratch_bytes() + 64);
+      std::byte* aligned =
+          scratch.get() + (64 - reinterpret_cast<uintptr_t>(scratch.get()) % 64) % 64;
+      conv.run(x.data(), y->data(), c.cout, nullptr, aligned);
+    }
+    size_t clipped = 0;
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(rounded[i], ops::quantize_dequantize(plain[i], q.alpha, q.beta)) << isa << " " << i;
+      clipped += rounded[i] == q.alpha * q.beta || rounded[i] == q.alpha * (q.beta + 255);
+    }
+    EXPECT_GT(clipped, 0u);  // both the grid and its saturation are exercised
+  }
+  unsetenv("NNFUSE_WINOGRAD_ISA");
 }
 
 TEST(CpuWinograd, ThreadsSplitTheTilesOrTheChannels) {

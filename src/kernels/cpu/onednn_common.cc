@@ -111,7 +111,7 @@ Tensor scaled(const Tensor& t, float scale) {
   return r;
 }
 
-std::optional<ref::Activation> fused_activation(const Node& node) {
+std::optional<ref::Activation> fused_activation(const Node& node, bool quantize) {
   ref::Activation a;
   try {
     a = ref::read_activation(node);
@@ -120,10 +120,23 @@ std::optional<ref::Activation> fused_activation(const Node& node) {
   }
   // oneDNN's clip is max(lo, min(hi, x)), ONNX's min(max(x, lo), hi): equal unless lo > hi.
   if (a.kind == ref::ActivationKind::kClip && !(a.alpha <= a.beta)) return std::nullopt;
+  if (a.kind == ref::ActivationKind::kQuantize && (!quantize || !(a.alpha > 0.0f))) {
+    return std::nullopt;
+  }
   return a;
 }
 
-void append_activation(const ref::Activation& a, dnnl::post_ops& ops) {
+namespace {
+
+// A one-element float32 tensor of rank `rank`, which broadcasts over any dst of that rank.
+dnnl::memory::desc one_value_desc(int rank) {
+  const dnnl::memory::dims ones(static_cast<size_t>(rank), 1);
+  return dnnl::memory::desc(ones, dnnl::memory::data_type::f32, ones);
+}
+
+}  // namespace
+
+void append_activation(const ref::Activation& a, dnnl::post_ops& ops, int rank) {
   using dnnl::algorithm;
   using K = ref::ActivationKind;
   switch (a.kind) {
@@ -152,6 +165,25 @@ void append_activation(const ref::Activation& a, dnnl::post_ops& ops) {
       return ops.append_eltwise(1.0f, algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
     case K::kSwish:
       return ops.append_eltwise(1.0f, algorithm::eltwise_swish, a.alpha, 0.0f);
+    case K::kQuantize:
+      // QuantizeLinear divides (a product by 1 / scale rounds differently at some ties), so a
+      // binary division by a one-value tensor; round is to nearest even, as rint.
+      NNFUSE_CHECK(rank > 0, "append_activation: the quantize round trip needs the dst's rank");
+      ops.append_binary(algorithm::binary_div, one_value_desc(rank));
+      ops.append_eltwise(1.0f, algorithm::eltwise_round, 0.0f, 0.0f);
+      ops.append_eltwise(1.0f, algorithm::eltwise_clip, a.beta, a.beta + 255.0f);
+      return ops.append_eltwise(1.0f, algorithm::eltwise_linear, a.alpha, 0.0f);
+  }
+}
+
+void bind_activation_args(const ref::Activation& a, const dnnl::post_ops& ops, int rank,
+                          float* divisor, std::unordered_map<int, dnnl::memory>& args) {
+  if (a.kind != ref::ActivationKind::kQuantize) return;
+  *divisor = a.alpha;
+  for (int i = 0; i < ops.len(); ++i) {
+    if (ops.kind(i) != dnnl::primitive::kind::binary) continue;
+    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1] =
+        dnnl::memory(one_value_desc(rank), engine(), divisor);
   }
 }
 

@@ -87,10 +87,16 @@ dnnl::memory prepack(const Tensor& src, const dnnl::memory::desc& user,
 Tensor scaled(const Tensor& t, float scale);
 
 // The epilogue activation of a fused node (ai.nnfuse), when its attributes read and oneDNN's
-// eltwise post-ops compute it as the reference kernel does; nullopt otherwise.
-std::optional<ref::Activation> fused_activation(const Node& node);
-// Appends the eltwise post-ops of `a` (none for kNone; HardSigmoid is linear, then clip).
-void append_activation(const ref::Activation& a, dnnl::post_ops& ops);
+// eltwise post-ops compute it as the reference kernel does; nullopt otherwise. kQuantize only
+// where the kernel binds its divisor (`quantize`: bind_activation_args).
+std::optional<ref::Activation> fused_activation(const Node& node, bool quantize = false);
+// Appends the post-ops of `a` (none for kNone; HardSigmoid is linear, then clip; kQuantize a
+// binary division by its scale, of rank `rank`, the primitive's dst's; round; clip; linear).
+void append_activation(const ref::Activation& a, dnnl::post_ops& ops, int rank = 0);
+// The run-time arguments `a`'s post-ops need in `ops` (kQuantize's divisor, a one-element
+// float32 tensor of rank `rank` at `divisor`): added to `args`.
+void bind_activation_args(const ref::Activation& a, const dnnl::post_ops& ops, int rank,
+                          float* divisor, std::unordered_map<int, dnnl::memory>& args);
 
 // Attributes with scratchpad_mode user, which every primitive the kernels run is created with:
 // execute() then gives each execution a scratchpad of the calling thread's own, so a

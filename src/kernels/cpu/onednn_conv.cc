@@ -60,7 +60,7 @@ ConvPd make_pd(ConvSpec& s) {
   const bool winograd = s.winograd != ConvSpec::Winograd::kNo;
   dnnl::post_ops ops;
   if (s.sum) ops.append_sum(1.0f);
-  append_activation(s.act, ops);
+  append_activation(s.act, ops, static_cast<int>(y_dims.size()));
   dnnl::primitive_attr attr = user_scratchpad_attr();
   attr.set_post_ops(ops);
   ConvPd r;
@@ -196,6 +196,10 @@ ConvBase::ConvBase(const NodeInfo& info, const ConvSpec& spec)
   guarded(what_, [&] {
     cp_ = make_pd(s_);
     prim_ = dnnl::primitive(cp_.pd);
+    if (!cp_.act_after) {
+      bind_activation_args(s_.act, cp_.pd.get_primitive_attr().get_post_ops(),
+                           static_cast<int>(cp_.pd.dst_desc(0).dims().size()), &divisor_, args_);
+    }
     args_[DNNL_ARG_WEIGHTS] =
         prepack(*info.constant(1), user_weights_desc(s_, false), cp_.pd.weights_desc(0), packed_);
     if (s_.bias) {

@@ -125,7 +125,8 @@ class ConvBase : public Kernel {
   std::vector<dnnl::primitive> act_after_;
   dnnl::memory src_, dst_, user_src_, user_sum_;
   std::unordered_map<int, dnnl::memory> args_;
-  std::mutex mu_;  // the memory objects are rebound on every run
+  float divisor_ = 1.0f;  // the activation's run-time argument (bind_activation_args)
+  std::mutex mu_;         // the memory objects are rebound on every run
 };
 
 // A conv (Conv, ConvTranspose, FusedConv) into its output: directly on the direct algorithm, or

@@ -64,6 +64,8 @@ double apply_activation(const Activation& a, double x) {
     }
     case ActivationKind::kSwish:
       return x * logistic(a.alpha * x);
+    case ActivationKind::kQuantize:
+      return ops::quantize_dequantize(static_cast<float>(x), a.alpha, a.beta);
   }
   return x;
 }

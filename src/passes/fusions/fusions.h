@@ -23,6 +23,7 @@ std::unique_ptr<Pass> make_expand_depthwise_pass();      // expand_depthwise.cc
 std::unique_ptr<Pass> make_layer_scale_pass();           // layer_scale.cc
 std::unique_ptr<Pass> make_conv_add_act_pass();          // conv_act.cc
 std::unique_ptr<Pass> make_conv_act_pass();              // conv_act.cc
+std::unique_ptr<Pass> make_conv_quantize_pass();         // conv_quantize.cc
 std::unique_ptr<Pass> make_conv_skip_conv_pass();        // conv_act.cc
 std::unique_ptr<Pass> make_conv_pool_pass();             // conv_pool.cc
 std::unique_ptr<Pass> make_horizontal_conv_pass();       // horizontal_conv.cc
