@@ -34,6 +34,16 @@ FusionSwitches load_switches(const std::string& path) {
   return switches;
 }
 
+// True when some node's output has no element type after import.
+bool has_untyped_values(const Graph& g) {
+  for (const Node* n : g.nodes()) {
+    for (const Value* v : n->outputs()) {
+      if (v && v->dtype() == DType::kUndefined) return true;
+    }
+  }
+  return false;
+}
+
 template <typename Load>
 CompileResult compile_with(Load&& load, const CompileOptions& o) {
   const auto t0 = Clock::now();
@@ -52,7 +62,13 @@ CompileResult compile_with(Load&& load, const CompileOptions& o) {
     r.graph = load(io);
     // Exported dynamic shapes are computed by Shape -> Gather -> ... -> Reshape subgraphs, which
     // fold to constants once the inputs are static, every value's shape inferred on the way.
-    if (!o.input_shapes.empty()) shape::infer_and_fold(*r.graph);
+    if (!o.input_shapes.empty()) {
+      shape::infer_and_fold(*r.graph);
+    } else if (has_untyped_values(*r.graph)) {
+      // ONNX's inference knows no op of nnfuse's domain (an imported MatMulNBits): its outputs
+      // and what follows them are typed by the ops' own rules, in order.
+      for (Node* n : r.graph->nodes()) shape::infer_node(*r.graph, n);
+    }
   }
   r.imported_nodes = r.graph->num_nodes();
   const auto t1 = Clock::now();

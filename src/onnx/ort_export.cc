@@ -150,6 +150,7 @@ const std::map<Op, void (OrtLowering::*)(const Node&)>& OrtLowering::lowerings()
       {Op::kFusedGatedMatMul, &OrtLowering::lower_gated_matmul},
       {Op::kFusedMatMulResidual, &OrtLowering::lower_matmul_residual},
       {Op::kMatMulIntegerToFloat, &OrtLowering::lower_matmul_integer_to_float},
+      {Op::kMatMulNBits, &OrtLowering::lower_matmul_nbits},
       {Op::kFusedRegion, &OrtLowering::lower_region},
   };
   return m;

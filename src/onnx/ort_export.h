@@ -94,6 +94,7 @@ class OrtLowering {
   void lower_gated_matmul(const Node& n);
   void lower_matmul_residual(const Node& n);
   void lower_matmul_integer_to_float(const Node& n);  // ort_quant.cc
+  void lower_matmul_nbits(const Node& n);             // ort_quant.cc
   void lower_standalone_activation(const Node& n);
   void lower_scale_shift(const Node& n);
   void lower_group_norm(const Node& n);  // ort_group_norm.cc

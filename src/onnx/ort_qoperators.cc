@@ -157,6 +157,7 @@ class Lowering {
         {"QGemm", {&Lowering::qgemm, "Gemm"}},
         {"DynamicQuantizeMatMul", {&Lowering::dense, "DynamicQuantizeLinear"}},
         {"MatMulIntegerToFloat", {&Lowering::dense, ""}},
+        {"MatMulNBits", {&Lowering::own_domain, ""}},
     };
     return t;
   }
@@ -168,6 +169,12 @@ class Lowering {
     return true;
   }
 
+  // An op nnfuse has of its own, with the same inputs and attributes (MatMulNBits).
+  void own_domain(const std::string&) {
+    onnx::NodeProto& p = *out_.Add();
+    p = *n_;
+    p.set_domain(kFusedDomain);
+  }
   void default_domain(const std::string&) {
     onnx::NodeProto& p = *out_.Add();
     p = *n_;
@@ -336,7 +343,18 @@ size_t lower_ort_quantized_ops(onnx::ModelProto& m, const std::string& label) {
   bool any = false;
   for (const auto& n : m.graph().node()) any = any || n.domain() == "com.microsoft";
   if (!any) return 0;
-  return Lowering(*m.mutable_graph(), label).run();
+  const size_t rewritten = Lowering(*m.mutable_graph(), label).run();
+  // Nodes now of nnfuse's domain need it imported (ONNX's inference refuses a domain that is
+  // not).
+  bool own = false, imported = false;
+  for (const auto& n : m.graph().node()) own = own || n.domain() == kFusedDomain;
+  for (const auto& o : m.opset_import()) imported = imported || o.domain() == kFusedDomain;
+  if (own && !imported) {
+    auto* o = m.add_opset_import();
+    o->set_domain(kFusedDomain);
+    o->set_version(1);
+  }
+  return rewritten;
 }
 
 size_t lower_8bit_max_pool(Graph& g) {

@@ -4,8 +4,9 @@
 // op, and QuantizeLinear to its output's scale and zero point (QLinearAdd, QLinearMul,
 // QLinearSigmoid, QLinearLeakyRelu, QLinearConcat, QLinearGlobalAveragePool, QLinearAveragePool,
 // QGemm), or the dynamic form ONNX writes (DynamicQuantizeMatMul, MatMulIntegerToFloat), and
-// com.microsoft's QuantizeLinear/DequantizeLinear are the default domain's. The graph is then
-// one quantized form, the QDQ one, and every quantization fusion applies to both.
+// com.microsoft's QuantizeLinear/DequantizeLinear are the default domain's. MatMulNBits, a
+// weight-only quantized dense layer, becomes nnfuse's op of the same name (ops/quant.h). The graph
+// is then one quantized form, the QDQ one, and every quantization fusion applies to both.
 #pragma once
 
 #include <string>

@@ -33,4 +33,15 @@ void OrtLowering::lower_matmul_integer_to_float(const Node& n) {
   if (act) write_activation(n, last, out, stem + "_activation");
 }
 
+void OrtLowering::lower_matmul_nbits(const Node& n) {
+  // ORT's own op, as the model had it before import: the same inputs and attributes.
+  std::vector<std::string> ins;
+  for (const Value* v : n.inputs()) ins.push_back(v ? v->name() : std::string());
+  while (!ins.empty() && ins.back().empty()) ins.pop_back();
+  onnx::NodeProto* p = w_.node("MatMulNBits", ins, {n.output(0)->name()}, kOrtDomain, n.name());
+  for (const char* a : {"K", "N", "bits", "block_size", "accuracy_level"}) {
+    if (n.has_attr(a)) ProtoWriter::set_int(p, a, n.attr_int(a, 0));
+  }
+}
+
 }  // namespace nnfuse

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "ir/error.h"
+#include "kernels/ref/matmul_nbits.h"
 #include "ops/op.h"
 
 namespace nnfuse {
@@ -130,6 +131,19 @@ void check_quantization_params(const Graph& g, const std::string& label) {
       case Op::kConvInteger:
         c.one_or(3, c.dim(1, 0), "w_zero_point", "output channel");
         break;
+      case Op::kMatMulNBits: {
+        ref::NBits geometry;
+        const std::string why = ref::nbits_geometry(
+            *n,
+            [&](size_t i) -> std::optional<Dims> {
+              const Value* v = i < n->num_inputs() ? n->input(i) : nullptr;
+              if (!v || !v->shape().fully_known()) return std::nullopt;
+              return v->shape().static_dims();
+            },
+            &geometry);
+        if (!why.empty()) c.fail_here(why);
+        break;
+      }
       case Op::kMatMulIntegerToFloat:
         c.scale(2, "a_scale");
         c.scale(3, "b_scale");

@@ -12,6 +12,16 @@
 //     A_scale and A_zero_point are single values; B_scale and B_zero_point one value or one per
 //     column of B; Bias one value per column. The epilogue activation (ops/activation.h), when
 //     there is one, is applied last, as the fused dense layers apply theirs.
+//
+//   MatMulNBits(A, B, scales, zero_points?, g_idx?, bias?; K, N, bits, block_size) -> Y
+//       Y = A x W^T [+ bias], W [N, K] with W[n, k] = (code(n, k) - zero(n, k / block_size))
+//                                                    * scales[n, k / block_size]
+//     ONNX Runtime's weight-only quantized dense layer (com.microsoft MatMulNBits, as its
+//     MatMulNBitsQuantizer writes LLMs' layers), imported as nnfuse's op of the same inputs and
+//     attributes: B is uint8 [N, ceil(K / block_size), block_size * bits / 8], the codes of
+//     each block packed low bits first; scales [N, blocks] (or flat); zero_points absent (then
+//     2^(bits - 1)), uint8 packed the same way per row, or float like scales. The weights stay
+//     packed: the kernel dequantizes them as it reads them (kernels/ref/matmul_nbits.h).
 #pragma once
 
 #include "ops/activation.h"
@@ -21,6 +31,10 @@ namespace nnfuse::ops {
 
 namespace matmul_integer_to_float {
 inline constexpr size_t kA = 0, kB = 1, kAScale = 2, kBScale = 3, kAZero = 4, kBZero = 5, kBias = 6;
+}
+
+namespace matmul_nbits {
+inline constexpr size_t kA = 0, kB = 1, kScales = 2, kZeroPoints = 3, kGIdx = 4, kBias = 5;
 }
 
 struct MatMulIntegerToFloat {

@@ -11,6 +11,9 @@ quantizers run in it.
                                "qdq" (QuantizeLinear/DequantizeLinear around each op) or
                                "qoperator" (QLinearConv, QLinearMatMul, ...); uint8
                                activations, int8 per-channel weights
+  quantize_nbits(src, dst, symmetric)
+                               ORT's MatMulNBitsQuantizer: each MatMul with a constant weight
+                               becomes a com.microsoft MatMulNBits of int4 blocks of 32
   ort_optimize(src, dst)       the model as ONNX Runtime's graph optimizer (level extended)
                                saves it: its com.microsoft fused ops (DynamicQuantizeMatMul,
                                MatMulIntegerToFloat, ...) in the file
@@ -34,8 +37,8 @@ def ensure_venv():
     with open(d + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # tests run in parallel: one installs, others wait
         ok = os.path.exists(py) and subprocess.run(
-            [py, "-c", "import onnxruntime.quantization, onnx; assert onnx.__version__ == '%s'"
-             % ONNX_VERSION], capture_output=True).returncode == 0
+            [py, "-c", "import onnxruntime.quantization, onnx, onnx_ir; "
+             "assert onnx.__version__ == '%s'" % ONNX_VERSION], capture_output=True).returncode == 0
         if not ok:
             print("installing onnxruntime==%s and onnx==%s with pip into %s" %
                   (ORT_PY_VERSION, ONNX_VERSION, d), file=sys.stderr)
@@ -47,6 +50,8 @@ def ensure_venv():
             # Debian's onnx (older) would shadow the one onnxruntime's quantizer needs.
             subprocess.run(pip + ["--ignore-installed", "onnx==" + ONNX_VERSION], check=True,
                            stdout=sys.stderr)
+            # The MatMulNBits quantizer's own dependency.
+            subprocess.run(pip + ["onnx_ir"], check=True, stdout=sys.stderr)
     return py
 
 
@@ -116,6 +121,27 @@ def quantize_static(src, dst, fmt="qdq", samples=4):
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError("quantize_static failed: " + r.stderr.strip()[-600:])
+    return dst
+
+
+QUANTIZE_NBITS = """
+import sys, onnx
+from onnxruntime.quantization.matmul_nbits_quantizer import (MatMulNBitsQuantizer,
+                                                             DefaultWeightOnlyQuantConfig)
+cfg = DefaultWeightOnlyQuantConfig(block_size=32, is_symmetric=sys.argv[3] == "symmetric")
+q = MatMulNBitsQuantizer(onnx.load(sys.argv[1]), algo_config=cfg)
+q.process()
+q.model.save_model_to_file(sys.argv[2], use_external_data_format=False)
+"""
+
+
+def quantize_nbits(src, dst, symmetric=False):
+    """ORT's MatMulNBitsQuantizer of `src` into `dst`: int4 weights in blocks of 32 along K, with
+    zero points unless `symmetric`."""
+    r = subprocess.run([ensure_venv(), "-c", QUANTIZE_NBITS, src, dst,
+                        "symmetric" if symmetric else "asymmetric"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("MatMulNBitsQuantizer failed: " + r.stderr.strip()[-600:])
     return dst
 
 

@@ -42,6 +42,9 @@ void append_quantize_kernels(
     FactoryTable& t);  // cpu_quantize.cc: (Dynamic)QuantizeLinear, Dequantize
 // cpu_quant_matmul.cc: MatMulInteger, QLinearMatMul, MatMulIntegerToFloat (ai.nnfuse)
 void append_quant_matmul_kernels(FactoryTable& t);
+void append_matmul_nbits_kernels(FactoryTable& t);  // cpu_matmul_nbits.cc
+// cpu.matmul_nbits runs its portable loops even where the CPU has AVX2 (for the tests).
+extern bool force_portable_nbits;
 void append_quant_conv_kernels(FactoryTable& t);     // cpu_quant_conv.cc: ConvInteger, QLinearConv
 void append_pad_kernels(FactoryTable& t);            // cpu_pad.cc: Pad
 void append_attention_kernels(FactoryTable& t);      // cpu_attention.cc: MultiHeadAttention

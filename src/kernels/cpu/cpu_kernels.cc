@@ -28,6 +28,7 @@ void append_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {
   cpu::append_depth_space_kernels(t);
   cpu::append_quantize_kernels(t);
   cpu::append_quant_matmul_kernels(t);
+  cpu::append_matmul_nbits_kernels(t);
   cpu::append_quant_conv_kernels(t);
   cpu::append_pad_kernels(t);
   cpu::append_attention_kernels(t);

@@ -81,6 +81,9 @@ void append_fused_region_kernels(std::vector<RefKernelEntry>& t);       // Fused
 void append_user_pattern_kernels(std::vector<RefKernelEntry>& t);       // UserPattern
 void append_response_norm_kernels(std::vector<RefKernelEntry>& t);      // GlobalResponseNorm
 void append_quant_fused_kernels(std::vector<RefKernelEntry>& t);        // MatMulIntegerToFloat
+namespace ref {
+void append_matmul_nbits_kernel(std::vector<RefKernelEntry>& t);  // MatMulNBits
+}
 
 namespace ref {
 // The norm prologue of FusedLayerNormMatMul and of FusedGatedMatMul with a gamma: X (input 0)

@@ -53,6 +53,7 @@ const Table& table() {
     append_user_pattern_kernels(list);
     append_response_norm_kernels(list);
     append_quant_fused_kernels(list);
+    ref::append_matmul_nbits_kernel(list);
     Table r;
     for (size_t i = 0; i < list.size(); ++i) {
       const RefKernelEntry& e = list[i];
