@@ -187,16 +187,22 @@ KINDS = {
     },
     "sweep_int8": {
         "title": "Quantized models",
-        "about": "`bench/sweep_int8.py` quantizes each model with ONNX Runtime's own "
-                 "`quantize_dynamic` (pip's `onnxruntime`, int8 weights, uint8 activations) and "
-                 "runs the quantized file in nnfuse and in ONNX Runtime (npm `onnxruntime-node`, "
-                 "level `all`), and the float model in nnfuse, alternating A B C; `/ ORT` and `/ "
-                 "fp32` are nnfuse int8's median over theirs. Errors are of output 0 relative to "
-                 "its largest magnitude, on the exported inputs: against the oracle (onnx's "
-                 "reference evaluator, the quantized graph's integers exactly as written), for "
-                 "nnfuse and for ONNX Runtime, and nnfuse's against its float model. `quantized "
-                 "ops left`: MatMulInteger, QuantizeLinear and DequantizeLinear nodes after "
-                 "compiling (a quantized embedding's DequantizeLinear stays a kernel of its own).",
+        "about": "`bench/sweep_int8.py` quantizes each model with ONNX Runtime's own tools "
+                 "(pip's `onnxruntime`): `quantize_dynamic` (int8 weights, uint8 activations), "
+                 "`quantize_static` in the QDQ and QOperator forms (after `quant_pre_process`, "
+                 "calibrated on random inputs, int8 per-channel weights, uint8 activations) or "
+                 "`MatMulNBitsQuantizer` (weight-only int4 blocks of 32), and runs the quantized "
+                 "file in nnfuse and in ONNX Runtime (npm `onnxruntime-node`, level `all`), and "
+                 "the float model in nnfuse, alternating A B C; `/ ORT` and `/ fp32` are "
+                 "nnfuse's median over theirs. Errors are of output 0 relative to its largest "
+                 "magnitude, on the exported inputs: against the oracle (onnx's reference "
+                 "evaluator, the quantized graph's arithmetic exactly as written; the QDQ file of "
+                 "the same calibration for the QOperator form; ONNX Runtime at level `disabled` "
+                 "for int4), for nnfuse and for ONNX Runtime, with the static forms' also in "
+                 "output quantization steps, and nnfuse's against its float model. `quantized "
+                 "ops left`: MatMulInteger, ConvInteger, QuantizeLinear and DequantizeLinear nodes "
+                 "after compiling. Peak RSS: one process loading the file and running it once "
+                 "(ONNX Runtime's includes Node.js, some 40 MiB).",
         "columns": lambda doc: [
             ("model", field("model")), ("form", field("form")),
             ("nnfuse int8 ms", field("int8_ms", "%.2f")), ("ORT int8 ms", field("ort_ms", "%.2f")),
@@ -206,8 +212,14 @@ KINDS = {
             ("quantized ops left", field("quant_ops_left", "%d")),
             ("error to oracle: nnfuse / ORT",
              lambda r: "%s / %s" % (num("%.1e")(r.get("to_oracle")),
-                                    num("%.1e")(r.get("ort_to_oracle")))),
-            ("nnfuse to fp32", field("to_fp32", "%.1e"))],
+                                    num("%.1e")(r.get("ort_to_oracle"))) +
+             (" (%s / %s steps)" % (num("%.3g")(r.get("oracle_steps")),
+                                    num("%.3g")(r.get("ort_oracle_steps")))
+              if "oracle_steps" in r else "")),
+            ("nnfuse to fp32", field("to_fp32", "%.1e")),
+            ("peak RSS MiB: nnfuse / ORT",
+             lambda r: "%s / %s" % (num("%.0f")(r.get("rss_mib")),
+                                    num("%.0f")(r.get("ort_rss_mib"))))],
     },
     "ort_export_bench": {
         "title": "ONNX Runtime running nnfuse's export",
