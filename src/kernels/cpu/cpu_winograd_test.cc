@@ -69,8 +69,7 @@ struct Case {
 
 // Runs the Winograd conv on `threads` threads and bounds its error against the direct conv:
 // below 1e-5 of the outputs' largest magnitude.
-void check(const Case& c, const ref::Activation& act, bool bias, bool with_sum, int64_t pitch_extra,
-           int threads) {
+WinogradGeometry geometry(const Case& c) {
   WinogradGeometry g;
   g.n = c.n;
   g.cin = c.cin;
@@ -81,6 +80,12 @@ void check(const Case& c, const ref::Activation& act, bool bias, bool with_sum, 
   g.pad_l = c.pad_l;
   g.oh = c.h + c.pad_t + c.pad_b - 2;
   g.ow = c.w + c.pad_l + c.pad_r - 2;
+  return g;
+}
+
+void check(const Case& c, const ref::Activation& act, bool bias, bool with_sum, int64_t pitch_extra,
+           int threads) {
+  const WinogradGeometry g = geometry(c);
   const std::vector<float> x = noise(c.n * c.h * c.w * c.cin, 1, 1.0f);
   const std::vector<float> w = noise(c.cout * c.cin * 9, 2, 1.0f / std::sqrt(9.0f * c.cin));
   const std::vector<float> b = bias ? noise(c.cout, 3, 0.5f) : std::vector<float>{};
@@ -152,16 +157,7 @@ TEST(CpuWinograd, ActivationsResidualAndPitch) {
 // rounded to the grid (ops::quantize_dequantize), at every vector width.
 TEST(CpuWinograd, QuantizeRoundTripRoundsTheSameOutputs) {
   const Case& c = kCases[4];
-  WinogradGeometry g;
-  g.n = c.n;
-  g.cin = c.cin;
-  g.h = c.h;
-  g.w = c.w;
-  g.cout = c.cout;
-  g.pad_t = c.pad_t;
-  g.pad_l = c.pad_l;
-  g.oh = c.h + c.pad_t + c.pad_b - 2;
-  g.ow = c.w + c.pad_l + c.pad_r - 2;
+  const WinogradGeometry g = geometry(c);
   const std::vector<float> x = noise(c.n * c.h * c.w * c.cin, 1, 1.0f);
   const std::vector<float> w = noise(c.cout * c.cin * 9, 2, 1.0f / std::sqrt(9.0f * c.cin));
   const std::vector<float> b = noise(c.cout, 3, 0.5f);
