@@ -133,14 +133,7 @@ void check_quantization_params(const Graph& g, const std::string& label) {
         break;
       case Op::kMatMulNBits: {
         ref::NBits geometry;
-        const std::string why = ref::nbits_geometry(
-            *n,
-            [&](size_t i) -> std::optional<Dims> {
-              const Value* v = i < n->num_inputs() ? n->input(i) : nullptr;
-              if (!v || !v->shape().fully_known()) return std::nullopt;
-              return v->shape().static_dims();
-            },
-            &geometry);
+        const std::string why = ref::nbits_geometry(*n, &geometry);
         if (!why.empty()) c.fail_here(why);
         break;
       }

@@ -184,18 +184,6 @@ class MatMulNBitsKernel : public Kernel {
   }
 
  private:
-  // The zero point of block j of column c, as a float.
-  float zero_of(int64_t c, int64_t j) const {
-    if (!zero_packed_.empty()) {
-      const int64_t bit = j * g_.bits;
-      return static_cast<float>(
-          (zero_packed_[static_cast<size_t>(c * g_.zero_row + bit / 8)] >> (bit % 8)) &
-          ((1 << g_.bits) - 1));
-    }
-    if (!zero_real_.empty()) return zero_real_[static_cast<size_t>(c * g_.blocks + j)];
-    return static_cast<float>(1 << (g_.bits - 1));
-  }
-
   ref::NBitsZeros zeros() const {
     return {zero_packed_.empty() ? nullptr : zero_packed_.data(),
             zero_real_.empty() ? nullptr : zero_real_.data()};
@@ -235,14 +223,14 @@ class MatMulNBitsKernel : public Kernel {
     }
     const bool avx2 = g_.bits == 4 && has_avx2_fma() && !force_portable_nbits;
     const int64_t tasks = (g_.n + kColBlock - 1) / kColBlock;
-    (void)half;
     parallel_tasks(tasks, g_.n * g_.k * 2, [&](int64_t t) {
       std::vector<float> zero(static_cast<size_t>(g_.blocks));
       const int64_t c1 = std::min(g_.n, (t + 1) * kColBlock);
       for (int64_t c = t * kColBlock; c < c1; ++c) {
         const uint8_t* codes = b_.data() + c * g_.blocks * g_.blob;
         const float* scale = scales_.data() + c * g_.blocks;
-        for (int64_t j = 0; j < g_.blocks; ++j) zero[static_cast<size_t>(j)] = zero_of(c, j);
+        for (int64_t j = 0; j < g_.blocks; ++j)
+          zero[static_cast<size_t>(j)] = ref::nbits_zero(g_, zeros(), c, j);
         const float bias = bias_.empty() ? 0.0f : bias_[static_cast<size_t>(c)];
         for (int64_t r = 0; r < rows; ++r) {
           const float* ar = ap.data() + r * width;

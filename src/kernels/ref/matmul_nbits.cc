@@ -62,20 +62,24 @@ std::string nbits_geometry(const Node& node,
   return "";
 }
 
+std::string nbits_geometry(const Node& node, NBits* g) {
+  return nbits_geometry(
+      node,
+      [&](size_t i) -> std::optional<Dims> {
+        const Value* v = i < node.num_inputs() ? node.input(i) : nullptr;
+        if (!v || !v->shape().fully_known()) return std::nullopt;
+        return v->shape().static_dims();
+      },
+      g);
+}
+
 void dequantize_nbits_column(const NBits& g, int64_t col, const uint8_t* b, const float* scales,
                              const NBitsZeros& zeros, float* out) {
   const uint8_t mask = static_cast<uint8_t>((1 << g.bits) - 1);
-  const float mid = static_cast<float>(1 << (g.bits - 1));
   const uint8_t* codes = b + col * g.blocks * g.blob;
   for (int64_t j = 0; j < g.blocks; ++j) {
     const float scale = scales[col * g.blocks + j];
-    float zero = mid;
-    if (zeros.packed) {
-      const int64_t bit = j * g.bits;
-      zero = static_cast<float>((zeros.packed[col * g.zero_row + bit / 8] >> (bit % 8)) & mask);
-    } else if (zeros.real) {
-      zero = zeros.real[col * g.blocks + j];
-    }
+    const float zero = nbits_zero(g, zeros, col, j);
     const uint8_t* blob = codes + j * g.blob;
     const int64_t k0 = j * g.block, k1 = std::min(g.k, k0 + g.block);
     for (int64_t k = k0; k < k1; ++k) {
@@ -90,14 +94,7 @@ namespace {
 
 std::string support_matmul_nbits(const Node& node, int64_t /*opset*/) {
   NBits g;
-  std::string why = nbits_geometry(
-      node,
-      [&](size_t i) -> std::optional<Dims> {
-        const Value* v = i < node.num_inputs() ? node.input(i) : nullptr;
-        if (!v || !v->shape().fully_known()) return std::nullopt;
-        return v->shape().static_dims();
-      },
-      &g);
+  std::string why = nbits_geometry(node, &g);
   const std::pair<size_t, DType> types[] = {{nb::kA, DType::kFloat32},
                                             {nb::kB, DType::kUInt8},
                                             {nb::kScales, DType::kFloat32},

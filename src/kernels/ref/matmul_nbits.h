@@ -23,12 +23,25 @@ struct NBits {
 // scales, zero points and bias (as far as `shape_of(input)` knows them) matching.
 std::string nbits_geometry(const Node& node,
                            const std::function<std::optional<Dims>(size_t)>& shape_of, NBits* g);
+// The same with the shapes the node's input values have statically (at load, when planning).
+std::string nbits_geometry(const Node& node, NBits* g);
 
 // Where the zero points come from.
 struct NBitsZeros {
   const uint8_t* packed = nullptr;  // uint8 zero points, packed per column
   const float* real = nullptr;      // float zero points, one per block
 };
+
+// The zero point of block j of column `col`, as a float.
+inline float nbits_zero(const NBits& g, const NBitsZeros& zeros, int64_t col, int64_t j) {
+  if (zeros.packed) {
+    const int64_t bit = j * g.bits;
+    return static_cast<float>((zeros.packed[col * g.zero_row + bit / 8] >> (bit % 8)) &
+                              ((1 << g.bits) - 1));
+  }
+  if (zeros.real) return zeros.real[col * g.blocks + j];
+  return static_cast<float>(1 << (g.bits - 1));
+}
 
 // Column `col` of W (K floats): (code - zero point) * scale, in float32 as ONNX Runtime's
 // kernels dequantize, the zero point 2^(bits - 1) when none is given.
