@@ -21,7 +21,6 @@
 #include "api/verify.h"
 #include "ir/error.h"
 #include "onnx/importer.h"
-#include "ops/activation.h"
 #include "runtime/session.h"
 #include "tools/nnfuse/commands.h"
 
@@ -38,102 +37,6 @@ struct VerifyArgs {
   int threads = 0;
   uint32_t seed = 0;
 };
-
-// Whether the graph quantizes a computed value (not a constant weight).
-bool quantizes_at_run_time(const Graph& g) {
-  for (const Node* n : g.nodes()) {
-    if (n->is(Op::kDynamicQuantizeLinear)) return true;
-    if (n->is(Op::kQuantizeLinear) && n->input(0) && !n->input(0)->is_constant()) return true;
-  }
-  return false;
-}
-
-// The quantization step of a node's outputs when its epilogue rounds them to a grid (0: none).
-double output_step(const Node& n) {
-  if (n.attr_string("activation", "") != ops::activation_name(ops::ActivationKind::kQuantize)) {
-    return 0;
-  }
-  return n.attr_float("activation_alpha", 0.0f);
-}
-
-struct NodeCheck {
-  size_t checked = 0, skipped = 0;
-  size_t within_step = 0;  // outputs of quantizing nodes within one step, not within rtol
-  const Node* worst = nullptr;
-  double worst_rel = 0;
-  bool pass = true;
-};
-
-// Runs each fused node of `fused` alone on `values` (the unfused graph's tensors by name) and
-// compares its outputs with the values of the same names there.
-NodeCheck check_nodes(const Graph& fused, const std::map<std::string, Tensor>& values,
-                      const PlanOptions& opts, double rtol) {
-  NodeCheck r;
-  for (const Node* n : fused.nodes()) {
-    if (n->fused_by().empty()) continue;
-    auto owned = std::make_unique<Graph>();
-    Graph& one = *owned;
-    one.opsets = fused.opsets;
-    std::map<std::string, Tensor> feeds;
-    std::vector<Value*> ins;
-    bool ok = true;
-    for (const Value* v : n->inputs()) {
-      if (!v) {
-        ins.push_back(nullptr);
-        continue;
-      }
-      Value* c = one.find_value(v->name());
-      if (!c) {
-        c = one.add_value(v->name(), v->dtype(), v->shape());
-        if (v->is_constant()) {
-          c->set_constant(v->constant());
-        } else if (values.count(v->name())) {
-          one.add_input(c);
-          feeds[v->name()] = values.at(v->name());
-        } else {
-          ok = false;
-        }
-      }
-      ins.push_back(c);
-    }
-    std::vector<Value*> outs;
-    for (const Value* o : n->outputs()) {
-      Value* c = o ? one.add_value(o->name(), o->dtype(), o->shape()) : nullptr;
-      if (o && !values.count(o->name())) ok = false;
-      outs.push_back(c);
-    }
-    if (!ok) {
-      ++r.skipped;
-      continue;
-    }
-    Node* copy = one.add_node(n->op_type(), n->name(), ins, outs, n->domain());
-    for (const auto& [k, v] : n->attrs()) copy->set_attr(k, v);
-    for (Value* o : outs) {
-      if (o) one.add_output(o);
-    }
-    PlanOptions o = opts;
-    o.warn_fallbacks = false;
-    PlanSession session(std::move(owned), o);
-    const std::vector<Tensor> got = session.run(feeds);
-    ++r.checked;
-    const double step = output_step(*n);
-    for (size_t i = 0; i < got.size(); ++i) {
-      const OutputDiff d = compare_outputs(got[i], values.at(session.graph().outputs()[i]->name()));
-      const double rel = d.problem.empty() ? d.rel : INFINITY;
-      // A last-bit difference before the rounding moves an element by at most one step.
-      if (step > 0 && rel > rtol && d.problem.empty() && d.max_abs <= step * (1 + 1e-6)) {
-        ++r.within_step;
-        continue;
-      }
-      if (rel > r.worst_rel || !r.worst) {
-        r.worst_rel = rel;
-        r.worst = n;
-      }
-      r.pass &= rel <= rtol;
-    }
-  }
-  return r;
-}
 
 int verify(const VerifyArgs& a) {
   PlanOptions fused_opts;
@@ -259,7 +162,9 @@ int verify(const VerifyArgs& a) {
     // A fresh copy of the fused graph: the plan released the weights of the one it ran.
     std::map<std::string, Tensor> unused;
     auto again = load_for_inputs(a.model, fusion, a.inputs, unused);
-    const NodeCheck c = check_nodes(*again, values, fused_opts, a.rtol);
+    NodeCheckOptions check;
+    check.rtol = a.rtol;
+    const NodeCheck c = check_nodes(*again, values, fused_opts, check);
     j["nodes"] = {{"checked", c.checked},
                   {"skipped", c.skipped},
                   {"pass", c.pass},
