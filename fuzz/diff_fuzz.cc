@@ -6,7 +6,16 @@
 // mismatch is reduced to the fewest choices that still show it and printed with its graph.
 // The generated kernels of the next 64 graphs are built ahead, up to 64 to a compiler run.
 //
+// With --quantized, half the generator's steps are quantized patterns (QDQ, QOperator,
+// dynamic). A graph that quantizes computed values rounds them to a grid, where a last-bit
+// float difference upstream moves a value by a whole step and later layers compound it: when
+// its outputs differ end to end, every node of the differing side runs alone on the oracle's
+// values of its inputs and must agree with the oracle's values of its outputs within the
+// tolerance, or within one quantization step for an output the node rounds (the bound
+// `nnfuse verify` states).
+//
 //   nnfuse_diff_fuzz --graphs 100000 --seed 1     (bench/diff_fuzz.sh)
+//   nnfuse_diff_fuzz --graphs 100000 --seed 1 --quantized
 //
 // Exits 0 when every graph agreed, 1 on a mismatch or crash, 2 on bad arguments.
 #include <chrono>
@@ -20,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "api/verify.h"
 #include "codegen/codegen.h"
 #include "codegen/jit.h"
 #include "ir/error.h"
@@ -45,6 +55,7 @@ struct Args {
   double atol = 1e-6;
   double max_seconds = 0;  // > 0: stop after this long, however many graphs ran
   bool quiet = false;
+  bool quantized = false;  // quantized patterns too (RandomGraphOptions::quantized)
   bool trace = false;  // each seed on stderr before it runs (to find one that kills the process)
   std::string save;    // where the smallest graph showing a mismatch is written as ONNX
 };
@@ -75,11 +86,16 @@ class Choices {
   bool replay_ = false;
 };
 
-std::unique_ptr<Graph> build(const std::vector<uint32_t>& choices, int max_steps) {
-  Choices c(choices);
+nnfuse::fuzz::RandomGraphOptions graph_options(const Args& a) {
   nnfuse::fuzz::RandomGraphOptions o;
-  o.max_steps = max_steps;
-  return nnfuse::fuzz::random_graph([&](uint32_t n) { return c(n); }, o);
+  o.max_steps = a.max_steps;
+  o.quantized = a.quantized;
+  return o;
+}
+
+std::unique_ptr<Graph> build(const std::vector<uint32_t>& choices, const Args& a) {
+  Choices c(choices);
+  return nnfuse::fuzz::random_graph([&](uint32_t n) { return c(n); }, graph_options(a));
 }
 
 std::map<std::string, Tensor> random_inputs(const Graph& g, uint64_t seed) {
@@ -126,25 +142,59 @@ struct Outcome {
   bool refused = false;  // a typed refusal (kUnsupported...) by the fused or unfused side
   std::string refusal;   // its message
   std::map<std::string, int> fired;  // pass -> matches it rewrote
+  bool quantizes = false;            // the graph quantizes computed values
+  bool within_steps = false;         // outputs differed end to end, every node within its bound
+  size_t steps = 0;                  // node outputs that agreed within one quantization step only
 };
 
-Outcome run_case_unguarded(const std::vector<uint32_t>& choices, int max_steps, uint64_t seed,
-                           double rtol, double atol) {
+// Every value a node computes becomes an output of g (after its own outputs), so one run gives
+// the values each node reads and writes.
+void expose_all_values(Graph& g) {
+  std::vector<nnfuse::Value*> vs;
+  for (const nnfuse::Node* n : g.nodes()) {
+    for (nnfuse::Value* o : n->outputs()) {
+      if (o && !o->is_graph_output()) vs.push_back(o);
+    }
+  }
+  for (nnfuse::Value* v : vs) g.add_output(v);
+}
+
+// The fused side's graph: every pass run on it; the passes' rewrites counted into *fired.
+std::unique_ptr<Graph> fuse(std::unique_ptr<Graph> g, std::map<std::string, int>* fired) {
+  const nnfuse::FusionReport report = nnfuse::run_pipeline(*g);
+  for (const nnfuse::PassRecord& p : report.passes) {
+    if (fired && p.effect_times > 0) (*fired)[p.name] += p.effect_times;
+  }
+  return g;
+}
+
+Outcome run_case_unguarded(const std::vector<uint32_t>& choices, const Args& a, uint64_t seed) {
+  const double rtol = a.rtol, atol = a.atol;
   Outcome out;
-  std::unique_ptr<Graph> fused = build(choices, max_steps);
+  std::unique_ptr<Graph> fused = build(choices, a);
   if (!fused) return out;
   out.built = true;
-  std::unique_ptr<Graph> unfused = build(choices, max_steps);
-  std::unique_ptr<Graph> oracle = build(choices, max_steps);
+  std::unique_ptr<Graph> unfused = build(choices, a);
+  std::unique_ptr<Graph> oracle = build(choices, a);
   const auto feeds = random_inputs(*oracle, seed);
   std::vector<std::string> names;
   for (const nnfuse::Value* v : oracle->outputs()) names.push_back(v->name());
+  out.quantizes = nnfuse::quantizes_at_run_time(*oracle);
+  if (out.quantizes) expose_all_values(*oracle);
   nnfuse::PlanOptions ref_opts;
   ref_opts.reference_only = true;
   ref_opts.threads = 1;
   std::vector<Tensor> want;
+  std::map<std::string, Tensor> values;  // the oracle's values by name (a quantizing graph)
   try {
-    want = nnfuse::PlanSession(std::move(oracle), ref_opts).run(feeds);
+    nnfuse::PlanSession session(std::move(oracle), ref_opts);
+    want = session.run(feeds);
+    if (out.quantizes) {
+      for (size_t i = 0; i < want.size(); ++i) {
+        values[session.graph().outputs()[i]->name()] = want[i];
+      }
+      for (const auto& [name, t] : feeds) values[name] = t;
+    }
   } catch (const nnfuse::Error& e) {
     out.refused = true;  // the oracle cannot run it (an op without a reference kernel)
     out.refusal = std::string("reference kernels: ") + e.what();
@@ -152,6 +202,31 @@ Outcome run_case_unguarded(const std::vector<uint32_t>& choices, int max_steps, 
   }
   nnfuse::PlanOptions fast;
   fast.warn_fallbacks = false;
+  // A quantizing graph whose side differs end to end: each node of a fresh copy of that side
+  // alone on the oracle's values.
+  auto check_nodes = [&](const char* side, std::unique_ptr<Graph> g) {
+    nnfuse::NodeCheckOptions nc;
+    nc.rtol = rtol;
+    nc.atol = atol;
+    nc.all_nodes = true;
+    const nnfuse::NodeCheck c = nnfuse::check_nodes(*g, values, fast, nc);
+    if (c.pass && c.skipped == 0) {
+      out.within_steps = true;
+      out.steps += c.within_step;
+      out.mismatch.clear();
+      return;
+    }
+    if (!c.pass) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, ": relative error %.3g", c.worst_rel);
+      out.mismatch += std::string("; ") + side + " node " + c.worst->op_type() + " '" +
+                      c.worst->name() + "' alone on the oracle's inputs departs" +
+                      (c.worst_problem.empty() ? buf : " (" + c.worst_problem + ")");
+    } else {
+      out.mismatch += "; " + std::to_string(c.skipped) + " " + side +
+                      " nodes read or write values the unfused graph does not compute";
+    }
+  };
   auto check = [&](const char* side, std::unique_ptr<Graph> g) {
     std::vector<Tensor> got;
     try {
@@ -165,22 +240,29 @@ Outcome run_case_unguarded(const std::vector<uint32_t>& choices, int max_steps, 
       out.mismatch = std::string(side) + " failed: " + e.what();
       return;
     }
-    for (size_t i = 0; i < want.size() && out.mismatch.empty(); ++i) {
+    for (size_t i = 0; i < names.size() && out.mismatch.empty(); ++i) {
       std::string d = compare(got[i], want[i], rtol, atol);
       if (!d.empty()) out.mismatch = std::string(side) + " output '" + names[i] + "': " + d;
     }
   };
   try {
-    const nnfuse::FusionReport report = nnfuse::run_pipeline(*fused);
-    for (const nnfuse::PassRecord& p : report.passes) {
-      if (p.effect_times > 0) out.fired[p.name] += p.effect_times;
-    }
+    fused = fuse(std::move(fused), &out.fired);
   } catch (const nnfuse::Error& e) {
     out.mismatch = std::string("fusion failed: ") + e.what();
     return out;
   }
   check("fused", std::move(fused));
-  if (out.mismatch.empty()) check("unfused", std::move(unfused));
+  if (out.quantizes && !out.mismatch.empty() &&
+      out.mismatch.find(" failed: ") == std::string::npos) {
+    check_nodes("fused", fuse(build(choices, a), nullptr));
+  }
+  if (out.mismatch.empty()) {
+    check("unfused", std::move(unfused));
+    if (out.quantizes && !out.mismatch.empty() &&
+        out.mismatch.find(" failed: ") == std::string::npos) {
+      check_nodes("unfused", build(choices, a));
+    }
+  }
   return out;
 }
 
@@ -188,14 +270,13 @@ Outcome run_case_unguarded(const std::vector<uint32_t>& choices, int max_steps, 
 // batch per compiler run before those graphs run, each then finding its kernels there. A random
 // graph's kernels are new to the cache, and one compiler run per graph was most of the time.
 // The graphs are fused for the CUDA target here: the regions' sources, nothing built.
-void prebuild(uint64_t from, uint64_t count, int max_steps) {
+void prebuild(uint64_t from, uint64_t count, const Args& a) {
   std::vector<nnfuse::codegen::JitFunction> fns;
   std::set<std::string> seen;
   for (uint64_t s = from; s < from + count; ++s) {
     Choices c(s);
-    nnfuse::fuzz::RandomGraphOptions o;
-    o.max_steps = max_steps;
-    std::unique_ptr<Graph> g = nnfuse::fuzz::random_graph([&](uint32_t n) { return c(n); }, o);
+    std::unique_ptr<Graph> g =
+        nnfuse::fuzz::random_graph([&](uint32_t n) { return c(n); }, graph_options(a));
     if (!g) continue;
     try {
       nnfuse::PipelineOptions po;
@@ -217,10 +298,9 @@ void prebuild(uint64_t from, uint64_t count, int max_steps) {
 }
 
 // Any other exception is a crash, reported as a mismatch (and reduced like one).
-Outcome run_case(const std::vector<uint32_t>& choices, int max_steps, uint64_t seed, double rtol,
-                 double atol) {
+Outcome run_case(const std::vector<uint32_t>& choices, const Args& a, uint64_t seed) {
   try {
-    return run_case_unguarded(choices, max_steps, seed, rtol, atol);
+    return run_case_unguarded(choices, a, seed);
   } catch (const std::exception& e) {
     Outcome out;
     out.built = true;
@@ -234,7 +314,7 @@ Outcome run_case(const std::vector<uint32_t>& choices, int max_steps, uint64_t s
 std::vector<uint32_t> minimize(std::vector<uint32_t> choices, const Args& a, uint64_t seed) {
   while (!choices.empty()) {
     std::vector<uint32_t> shorter(choices.begin(), choices.end() - 1);
-    if (!run_case(shorter, a.max_steps, seed, a.rtol, a.atol).mismatch.empty()) {
+    if (!run_case(shorter, a, seed).mismatch.empty()) {
       choices = std::move(shorter);
     } else {
       break;
@@ -244,8 +324,7 @@ std::vector<uint32_t> minimize(std::vector<uint32_t> choices, const Args& a, uin
     if (choices[i] == 0) continue;
     std::vector<uint32_t> tried = choices;
     tried[i] = 0;
-    if (!run_case(tried, a.max_steps, seed, a.rtol, a.atol).mismatch.empty())
-      choices = std::move(tried);
+    if (!run_case(tried, a, seed).mismatch.empty()) choices = std::move(tried);
   }
   return choices;
 }
@@ -255,10 +334,11 @@ int usage(const char* why) {
       stderr,
       "nnfuse_diff_fuzz: %s\n"
       "usage: nnfuse_diff_fuzz [--graphs N] [--seed S] [--max-steps K] [--rtol R] [--atol A] "
-      "[--max-seconds T] [--save FILE.onnx] [--quiet] [--trace]\n"
+      "[--max-seconds T] [--save FILE.onnx] [--quantized] [--quiet] [--trace]\n"
       "  runs N random graphs fused, unfused and on the reference kernels and compares\n"
       "  their outputs; exits 1 on the first mismatch or crash, printing the smallest\n"
-      "  graph found that shows it (and with --save, writes it as an ONNX model)\n",
+      "  graph found that shows it (and with --save, writes it as an ONNX model);\n"
+      "  --quantized adds quantized patterns, each node then within one quantization step\n",
       why);
   return 2;
 }
@@ -271,8 +351,8 @@ int main(int argc, char** argv) {
     const std::string f = argv[i];
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     const char* v = nullptr;
-    if (f == "--quiet" || f == "--trace") {
-      (f == "--quiet" ? a.quiet : a.trace) = true;
+    if (f == "--quiet" || f == "--trace" || f == "--quantized") {
+      (f == "--quiet" ? a.quiet : f == "--trace" ? a.trace : a.quantized) = true;
       continue;
     }
     if (f == "--save") {
@@ -302,7 +382,9 @@ int main(int argc, char** argv) {
   }
   setenv("NNFUSE_PROGRESS", "0", 0);
   const auto t0 = std::chrono::steady_clock::now();
-  long done = 0, refused = 0, drawn = 0, fused_graphs = 0;
+  long done = 0, refused = 0, drawn = 0, fused_graphs = 0, quantizing = 0, within_steps = 0;
+  long steps = 0;
+  std::map<std::string, long> ops;  // nodes of the graphs run, by op
   std::map<std::string, long> fired;
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -315,18 +397,22 @@ int main(int argc, char** argv) {
     if (a.max_seconds > 0 && elapsed() > a.max_seconds) break;
     if (s >= built_until) {
       const uint64_t n = std::min<uint64_t>(kPrebuild, static_cast<uint64_t>(a.graphs - done) + 8);
-      prebuild(s, n, a.max_steps);
+      prebuild(s, n, a);
       built_until = s + n;
     }
     ++drawn;
     Choices c(s);
-    nnfuse::fuzz::RandomGraphOptions o;
-    o.max_steps = a.max_steps;
-    if (!nnfuse::fuzz::random_graph([&](uint32_t n) { return c(n); }, o)) continue;
+    const std::unique_ptr<Graph> drawn_graph =
+        nnfuse::fuzz::random_graph([&](uint32_t n) { return c(n); }, graph_options(a));
+    if (!drawn_graph) continue;
+    for (const nnfuse::Node* n : drawn_graph->nodes()) ++ops[n->op_type()];
     const std::vector<uint32_t> choices = c.recorded();
     if (a.trace) std::fprintf(stderr, "seed %llu\n", static_cast<unsigned long long>(s));
-    Outcome r = run_case(choices, a.max_steps, s, a.rtol, a.atol);
+    Outcome r = run_case(choices, a, s);
     ++done;
+    quantizing += r.quantizes;
+    within_steps += r.within_steps;
+    steps += static_cast<long>(r.steps);
     if (!r.fired.empty()) ++fused_graphs;
     for (const auto& [pass, n] : r.fired) fired[pass] += n;
     if (r.refused) {
@@ -340,8 +426,8 @@ int main(int argc, char** argv) {
       std::printf("MISMATCH at seed %llu: %s\n", static_cast<unsigned long long>(s),
                   r.mismatch.c_str());
       const std::vector<uint32_t> small = minimize(choices, a, s);
-      std::unique_ptr<Graph> g = build(small, a.max_steps);
-      Outcome m = run_case(small, a.max_steps, s, a.rtol, a.atol);
+      std::unique_ptr<Graph> g = build(small, a);
+      Outcome m = run_case(small, a, s);
       std::printf("smallest graph showing it (%zu choices): %s\n%s", small.size(),
                   m.mismatch.c_str(), g ? nnfuse::graph_to_text(*g).c_str() : "");
       if (g && !a.save.empty()) {
@@ -364,7 +450,16 @@ int main(int argc, char** argv) {
       "as unsupported, %.1f s\n",
       done, static_cast<unsigned long long>(a.seed),
       static_cast<unsigned long long>(a.seed + drawn - 1), drawn, refused, secs);
-  std::printf("%ld graphs had a fusion; rewrites by pass:", fused_graphs);
+  if (a.quantized) {
+    std::printf(
+        "%ld graphs quantize computed values; in %ld the outputs differed end to end and every "
+        "node alone agreed with the oracle (%ld node outputs within one quantization step, "
+        "the rest within the tolerance)\n",
+        quantizing, within_steps, steps);
+  }
+  std::printf("nodes by op:");
+  for (const auto& [op, n] : ops) std::printf(" %s %ld,", op.c_str(), n);
+  std::printf("\n%ld graphs had a fusion; rewrites by pass:", fused_graphs);
   for (const auto& [pass, n] : fired) std::printf(" %s %ld,", pass.c_str(), n);
   std::printf("\n");
   return 0;

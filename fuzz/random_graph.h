@@ -1,7 +1,8 @@
 // Random small graphs for the fuzzers: the shapes the fusion rules match (Conv-BN-activation
 // blocks, MatMul-bias-activation, GELU and LayerNorm exporter forms, attention with masks,
-// elementwise and reduction chains) and their near misses, on random shapes with 1s, primes
-// and broadcasting. Every choice is drawn from a Chooser, so the same choices build the same
+// elementwise and reduction chains; with `quantized`, the same rounded to 8-bit grids in every
+// form ONNX tools write) and their near misses, on random shapes with 1s, primes and
+// broadcasting. Every choice is drawn from a Chooser, so the same choices build the same
 // graph: libFuzzer drives it from its bytes (fuzz_graph), the differential fuzzer from a seed.
 #pragma once
 
@@ -18,8 +19,9 @@ namespace nnfuse::fuzz {
 using Chooser = std::function<uint32_t(uint32_t n)>;
 
 struct RandomGraphOptions {
-  int max_steps = 8;      // building steps (an op or a whole pattern each)
-  bool any_order = true;  // steps may take any earlier value, not only the last one
+  int max_steps = 8;       // building steps (an op or a whole pattern each)
+  bool any_order = true;   // steps may take any earlier value, not only the last one
+  bool quantized = false;  // half the steps are quantized patterns (QDQ, QOperator, dynamic)
 };
 
 // Builds a graph with float32 inputs of static shape and every value's shape inferred. Returns

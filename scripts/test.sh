@@ -38,7 +38,7 @@ if [ "${NNFUSE_SKIP_SANITIZERS:-0}" != 1 ]; then
   # a browser (two large models profiled), and the differential fuzzer's sample (random graphs
   # whose kernels the fuzz targets below exercise).
   ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan -j2 --output-on-failure -E '^(export_models|model_|fusion_baseline$|killed_compile$|progress_tty$|report_browser$|diff_fuzz$)'
+    ctest --test-dir build-asan -j2 --output-on-failure -E '^(export_models|model_|fusion_baseline$|killed_compile$|progress_tty$|report_browser$|diff_fuzz(_quantized)?$)'
   echo "== libFuzzer targets, 20 s each from their seed corpora"
   FUZZ_BUILD_DIR=build-asan MAX_TIME=20 ./bench/fuzz.sh 0 "$PWD/build-asan/fuzz-run"
   echo "== thread sanitizer build: concurrent runs, plans, compiles and kernel builds"
