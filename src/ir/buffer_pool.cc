@@ -67,7 +67,13 @@ Pool& pool() {
   return *p;
 }
 
+thread_local bool t_bypass = false;  // ScopedPoolBypass
+
 void give_back(std::byte* p, size_t capacity) {
+  if (t_bypass) {
+    free_block(p);
+    return;
+  }
   Pool& pl = pool();
   {
     std::lock_guard<std::mutex> lock(pl.mu);
@@ -115,6 +121,9 @@ std::shared_ptr<std::byte[]> tensor_bytes(size_t bytes, bool zero) {
   if (zero) std::memset(p, 0, n);
   return std::shared_ptr<std::byte[]>(p, [capacity](std::byte* q) { give_back(q, capacity); });
 }
+
+ScopedPoolBypass::ScopedPoolBypass() : outer_(t_bypass) { t_bypass = true; }
+ScopedPoolBypass::~ScopedPoolBypass() { t_bypass = outer_; }
 
 BufferPoolStats buffer_pool_stats() {
   Pool& pl = pool();

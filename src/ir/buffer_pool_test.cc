@@ -54,6 +54,24 @@ TEST_F(BufferPool, BuffersMuchLargerOrSmallerThanTheRequestAreNotTaken) {
   EXPECT_EQ(buffer_pool_stats().cached_blocks, 1u);
 }
 
+TEST_F(BufferPool, BuffersLetGoOfUnderABypassAreFreedNotKept) {
+  Tensor outside = Tensor::uninitialized(DType::kFloat32, {kLarge});
+  {
+    const ScopedPoolBypass bypass;
+    { Tensor t = Tensor::uninitialized(DType::kFloat32, {kLarge}); }
+    EXPECT_EQ(buffer_pool_stats().cached_blocks, 0u);
+    { const ScopedPoolBypass nested; }
+    // The nested scope's end leaves the outer one in force.
+    { Tensor t = Tensor::uninitialized(DType::kFloat32, {kLarge}); }
+    EXPECT_EQ(buffer_pool_stats().cached_blocks, 0u);
+    // Another thread is not bypassed.
+    std::thread([] { Tensor t = Tensor::uninitialized(DType::kFloat32, {kLarge}); }).join();
+    EXPECT_EQ(buffer_pool_stats().cached_blocks, 1u);
+  }
+  outside = Tensor();  // after the scope: kept again
+  EXPECT_EQ(buffer_pool_stats().cached_blocks, 2u);
+}
+
 TEST_F(BufferPool, SmallTensorsBypassThePool) {
   const size_t allocated = buffer_pool_stats().allocated;  // counts since the process began
   { Tensor t(DType::kFloat32, {1000}); }

@@ -2,6 +2,7 @@
 #include "passes/pipeline.h"
 
 #include "cost/machine.h"
+#include "ir/buffer_pool.h"
 #include "ops/user_pattern.h"
 #include "passes/auto_fuse/auto_fuse.h"
 #include "passes/canonicalize/canonicalize.h"
@@ -234,6 +235,8 @@ std::map<std::string, std::vector<std::string>> pass_op_lists() {
 }
 
 FusionReport run_pipeline(Graph& g, const PipelineOptions& opts) {
+  // What the passes let go of is weights they replaced (ir/buffer_pool.h).
+  const ScopedPoolBypass bypass;
   FusionReport report;
   PassContext ctx{report};
   ctx.target = opts.target;

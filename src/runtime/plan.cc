@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/buffer_pool.h"
 #include "ir/error.h"
 #include "kernels/cpu/layout.h"
 #include "runtime/buffer_plan.h"
@@ -56,6 +57,8 @@ ExecutionPlan::ExecutionPlan(const Graph& g, const PlanOptions& opts)
   }
   opts_.release_weights_of = nullptr;  // handed over for planning only
   if (!opts_.kernel_choices) opts_.kernel_choices = std::make_shared<KernelChoices>();
+  // What planning lets go of is weights the kernels prepacked (ir/buffer_pool.h).
+  const ScopedPoolBypass bypass;
   // The kernels are made, and measured, with the plan's thread count (runtime/threads.h).
   const ScopedThreads threads(threads_);
   const KernelSelector selector(*opts_.kernel_choices, opts_.reference_only);
