@@ -74,8 +74,14 @@ bool fold_constant(Graph& g, Node* n) {
     if (!t.defined() || t.numel() > kMaxFoldedElements) return false;
   }
   std::vector<Value*> outs = n->outputs();
+  const std::vector<Value*> ins = n->inputs();
   g.remove_node(n);
   for (size_t k = 0; k < outs.size(); ++k) outs[k]->set_constant(std::move(ctx.outputs[k]));
+  // Inputs nothing else reads go now, not when the sweep ends: a model with quantized weights
+  // folds each DequantizeLinear into float weights four times its size, and the 8-bit
+  // originals of all of them stayed beside those until the end (25 of a QDQ ResNet-50's 147 MiB
+  // peak).
+  for (Value* v : ins) g.remove_if_dead(v);
   return true;
 }
 

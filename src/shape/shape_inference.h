@@ -21,7 +21,8 @@ inline constexpr int64_t kMaxFoldedElements = int64_t{1} << 22;
 // Shape(x) or Size(x) of a statically shaped x becomes a constant; returns whether it did.
 bool fold_shape_of(Graph& g, Node* n);
 // A deterministic default-domain node whose inputs are all constants is evaluated with the
-// reference kernels and its outputs become constants; returns whether it did.
+// reference kernels and its outputs become constants; returns whether it did. Inputs no other
+// node reads are removed from the graph at once.
 bool fold_constant(Graph& g, Node* n);
 // Infers the node's output dtypes and shapes from its inputs (and the values of its constant
 // inputs) with the op's ONNX inference function; an output keeps what it had unless the result

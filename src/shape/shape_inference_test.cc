@@ -66,6 +66,22 @@ TEST(ShapeInference, FoldingComputesNothingTooLargeToKeep) {
   EXPECT_EQ(small->constant().numel(), 6);
 }
 
+// A fold drops the constants only it read then, not at the end of the sweep: the 8-bit
+// weights of a quantized model are not held beside all their dequantized copies.
+TEST(ShapeInference, AFoldDropsTheInputsOnlyItRead) {
+  G b;
+  Value* w = b.c(Tensor::from_vector<int8_t>({4}, {1, -2, 3, -4}));
+  Value* shared = b.c(Tensor::scalar<float>(0.5f));
+  Value* dq = b.n("DequantizeLinear", {w, shared});
+  b.g->add_output(b.n("Mul", {b.n("Relu", {dq}), shared}));
+  const std::string w_name = w->name();
+  ASSERT_TRUE(fold_constant(*b.g, dq->producer()));
+  EXPECT_EQ(b.g->find_value(w_name), nullptr);  // only the fold read it
+  EXPECT_TRUE(shared->is_constant());           // the Mul reads it too
+  EXPECT_FLOAT_EQ(dq->constant().data<float>()[3], -2.0f);
+  verify_graph(*b.g);
+}
+
 TEST(ShapeInference, ShapeArithmeticFoldsThroughGatherConcatAndCast) {
   // flatten(2) as exported: Reshape(x, Concat(Slice(Shape(x), 0, 2), [-1])).
   G b;
