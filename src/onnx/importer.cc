@@ -20,6 +20,7 @@
 #include "onnx/opset_upgrade.h"
 #include "onnx/ort_qoperators.h"
 #include "onnx/provenance.h"
+#include "onnx/qlinear_lowering.h"
 #include "onnx/quant_params.h"
 #include "onnx/tensor_proto.h"
 #include "onnx/widen_half.h"
@@ -434,6 +435,7 @@ std::unique_ptr<Graph> import_model(onnx::ModelProto& m, const std::string& base
   widen_half_precision(*g);
   check_quantization_params(*g, label);
   lower_8bit_max_pool(*g);
+  lower_qlinear_ops(*g);
   return g;
 }
 
