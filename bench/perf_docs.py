@@ -192,9 +192,10 @@ KINDS = {
                  "`quantize_static` in the QDQ and QOperator forms (after `quant_pre_process`, "
                  "calibrated on random inputs, int8 per-channel weights, uint8 activations) or "
                  "`MatMulNBitsQuantizer` (weight-only int4 blocks of 32), and runs the quantized "
-                 "file in nnfuse and in ONNX Runtime (npm `onnxruntime-node`, level `all`), and "
-                 "the float model in nnfuse, alternating A B C; `/ ORT` and `/ fp32` are "
-                 "nnfuse's median over theirs. Errors are of output 0 relative to its largest "
+                 "file in nnfuse, in ONNX Runtime (npm `onnxruntime-node`, level `all`) and in "
+                 "OpenVINO (pip's `openvino`, CPU, latency hint), and the float model in nnfuse, "
+                 "alternating A B C D; `/ ORT`, `/ OpenVINO` and `/ fp32` are nnfuse's median "
+                 "over theirs (where OpenVINO cannot read a file, its error instead). Errors are of output 0 relative to its largest "
                  "magnitude, on the exported inputs: against the oracle (onnx's reference "
                  "evaluator, the quantized graph's arithmetic exactly as written; the QDQ file of "
                  "the same calibration for the QOperator form; ONNX Runtime at level `disabled` "
@@ -206,7 +207,12 @@ KINDS = {
         "columns": lambda doc: [
             ("model", field("model")), ("form", field("form")),
             ("nnfuse int8 ms", field("int8_ms", "%.2f")), ("ORT int8 ms", field("ort_ms", "%.2f")),
-            ("/ ORT", field("ratio_ort", "%.3f")), ("nnfuse fp32 ms", field("fp32_ms", "%.2f")),
+            ("/ ORT", field("ratio_ort", "%.3f")),
+            ("OpenVINO int8 ms",
+             lambda r: num("%.2f")(r.get("ov_ms")) if "ov_ms" in r or "ov_failed" not in r
+             else "fails: " + r["ov_failed"]),
+            ("/ OpenVINO", field("ratio_ov", "%.3f")),
+            ("nnfuse fp32 ms", field("fp32_ms", "%.2f")),
             ("/ fp32", field("ratio_fp32", "%.3f")),
             ("kernels (on reference)", pair("kernels", "reference_kernels", "%s (%s)")),
             ("quantized ops left", field("quant_ops_left", "%d")),

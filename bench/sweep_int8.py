@@ -17,15 +17,17 @@ calibrated on random inputs, uint8 activations, int8 per-channel weights), or in
     forms also in output quantization steps;
   - nnfuse's kernels, those on reference kernels, and the quantized ops left unfused
     (MatMulInteger, QuantizeLinear, DequantizeLinear nodes after compiling);
-  - latency, alternating A B C A B C: nnfuse on the quantized file, ORT (npm onnxruntime-node,
-    level all) on the same file, nnfuse on the float model; the ratios int8 nnfuse / int8 ORT
-    and int8 nnfuse / fp32 nnfuse;
+  - latency, alternating A B C D A B C D: nnfuse on the quantized file, ORT (npm
+    onnxruntime-node, level all) on the same file, OpenVINO (pip's openvino, in a virtual
+    environment bench/openvino_peer.py makes) on the same file, nnfuse on the float model; the
+    ratios int8 nnfuse / int8 ORT, int8 nnfuse / int8 OpenVINO and int8 nnfuse / fp32 nnfuse
+    (OpenVINO's failure, where it cannot read the file, instead of its ratio);
   - peak RSS of one process loading and running the quantized file once, nnfuse's and ORT's
     (ORT's includes Node.js itself, some 40 MiB).
 
 Usage:
   /usr/bin/python3 bench/sweep_int8.py [--models bert_tiny resnet18:qdq ...] [--rounds 3]
-      [--runs 10] [--threads 2] [--zoo DIR] [--no-oracle] [--json OUT]
+      [--runs 10] [--threads 2] [--zoo DIR] [--no-oracle] [--no-openvino] [--json OUT]
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 import numpy as np
@@ -37,6 +39,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
 sys.path.insert(0, HERE)
 import bench_json  # noqa: E402
+import openvino_peer  # noqa: E402
 import ort_quantize  # noqa: E402
 from compare_ort import ensure_model, run_json  # noqa: E402
 from ort_export import ORT_VERSION, ensure_ort, ort_run  # noqa: E402
@@ -129,6 +132,7 @@ def main():
     ap.add_argument("--nnfuse", default=os.path.join(ROOT, "build", "nnfuse"))
     ap.add_argument("--no-oracle", action="store_true",
                     help="skip onnx's reference evaluator (slow on large models)")
+    ap.add_argument("--no-openvino", action="store_true", help="leave OpenVINO out")
     ap.add_argument("--json", metavar="OUT", help="also write the results as JSON (bench_json)")
     a = ap.parse_args()
     env = dict(os.environ, ORT_NODE=ensure_ort())
@@ -166,44 +170,65 @@ def main():
                                        "--threads", str(a.threads)])
         res["ort_rss_mib"] = peak_rss_mib(["node", os.path.join(HERE, "ort_bench.js"), q, "all",
                                            str(a.threads), "1"], env)
-        times = {"int8": [], "ort": [], "fp32": []}
+        times = {"int8": [], "ort": [], "ov": [], "fp32": []}
+        ov_failed = None if not a.no_openvino else "not run"
         for r in range(a.rounds):
             base = ["--json", "--runs", str(a.runs), "--threads", str(a.threads)]
             j = run_json([a.nnfuse, "bench", q] + base)
             o = run_json(["node", os.path.join(HERE, "ort_bench.js"), q, "all", str(a.threads),
                           str(a.runs)], env)
+            if not ov_failed:
+                try:
+                    v = openvino_peer.ov_bench(q, a.threads, a.runs)
+                    times["ov"].append(v["median_ms"])
+                    res["ov_version"] = v["version"].split("-")[0]
+                except RuntimeError as e:
+                    ov_failed = str(e).strip().splitlines()[-1][-160:]
             f = run_json([a.nnfuse, "bench", fp32] + base)
             times["int8"].append(j["median_ms"])
             times["ort"].append(o["median_ms"])
             times["fp32"].append(f["median_ms"])
             res["kernels"], res["reference_kernels"] = j["kernels"], j["reference_kernels"]
-            print("%s round %d: nnfuse int8 %.2f ms, ORT int8 %.2f ms, nnfuse fp32 %.2f ms" %
-                  (name, r + 1, j["median_ms"], o["median_ms"], f["median_ms"]), file=sys.stderr)
+            print("%s round %d: nnfuse int8 %.2f ms, ORT int8 %.2f ms, OpenVINO int8 %s, "
+                  "nnfuse fp32 %.2f ms" %
+                  (name, r + 1, j["median_ms"], o["median_ms"],
+                   "%.2f ms" % times["ov"][-1] if not ov_failed else "failed", f["median_ms"]),
+                  file=sys.stderr)
         for k, v in times.items():
-            res[k + "_ms"] = statistics.median(v)
+            if v:
+                res[k + "_ms"] = statistics.median(v)
         res["ratio_ort"] = res["int8_ms"] / res["ort_ms"]
         res["ratio_fp32"] = res["int8_ms"] / res["fp32_ms"]
+        if ov_failed:
+            res.pop("ov_ms", None)
+            res["ov_failed"] = ov_failed
+        else:
+            res["ratio_ov"] = res["int8_ms"] / res["ov_ms"]
         results.append(res)
     print("\nnnfuse int8 vs ONNX Runtime %s (level all) on the same quantized files, and vs "
           "nnfuse fp32; %d threads, %d rounds x %d runs, alternating" %
           (ORT_VERSION, a.threads, a.rounds, a.runs))
-    print("| model | form | nnfuse int8 ms | ORT int8 ms | / ORT | nnfuse fp32 ms | / fp32 | "
-          "kernels (ref) | quantized ops left | error to oracle: nnfuse / ORT | to fp32 | "
-          "peak RSS MiB: nnfuse / ORT |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| model | form | nnfuse int8 ms | ORT int8 ms | / ORT | OpenVINO int8 ms | / OpenVINO | "
+          "nnfuse fp32 ms | / fp32 | kernels (ref) | quantized ops left | "
+          "error to oracle: nnfuse / ORT | to fp32 | peak RSS MiB: nnfuse / ORT |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         oracle = ("%.1e / %.1e" % (r["to_oracle"], r["ort_to_oracle"]) if "to_oracle" in r
                   else "not run")
         if "oracle_steps" in r:
             oracle += " (%.3g / %.3g steps)" % (r["oracle_steps"], r["ort_oracle_steps"])
-        print("| %s | %s | %.2f | %.2f | %.3f | %.2f | %.3f | %d (%d) | %d | %s | %.1e | "
+        ov = ("%.2f | %.3f" % (r["ov_ms"], r["ratio_ov"]) if "ov_ms" in r
+              else "%s | -" % r["ov_failed"])
+        print("| %s | %s | %.2f | %.2f | %.3f | %s | %.2f | %.3f | %d (%d) | %d | %s | %.1e | "
               "%.0f / %.0f |" %
-              (r["model"], r["form"], r["int8_ms"], r["ort_ms"], r["ratio_ort"], r["fp32_ms"],
+              (r["model"], r["form"], r["int8_ms"], r["ort_ms"], r["ratio_ort"], ov, r["fp32_ms"],
                r["ratio_fp32"], r["kernels"], r["reference_kernels"], r["quant_ops_left"],
                oracle, r["to_fp32"], r["rss_mib"], r["ort_rss_mib"]))
     if a.json:
         bench_json.write(a.json, "sweep_int8",
-                         {"ort": ORT_VERSION, "ort_level": "all", "threads": a.threads,
+                         {"ort": ORT_VERSION, "ort_level": "all",
+                          "openvino": None if a.no_openvino else openvino_peer.OV_VERSION,
+                          "threads": a.threads,
                           "rounds": a.rounds, "runs": a.runs}, results)
 
 
