@@ -80,6 +80,47 @@ TEST(CheckNodes, OneStepAgreesTwoStepsDepart) {
   EXPECT_EQ(two.worst->name(), "quant");
 }
 
+// A conv whose epilogue rounds to a grid of scale 0.0131: its float32 outputs k x 0.0131 differ
+// from the other run's by one step plus the products' rounding (found by the differential
+// fuzzer: 124 x 0.0131 against 123 x 0.0131 in float32 is 1.0000021 steps apart).
+TEST(CheckNodes, OneStepOfAFloatGridIsOneStepWhateverTheProductsRounding) {
+  const float s = 0.0131f;
+  auto g = std::make_unique<Graph>();
+  g->opsets[""] = 17;
+  Value* x = g->add_value("x", DType::kFloat32, Shape::of({1, 1, 1, 2}));
+  g->add_input(x);
+  Value* w = g->add_value("w");
+  w->set_constant(Tensor::from_vector<float>({1, 1, 1, 1}, {1.0f}));
+  Value* y = g->add_value("y", DType::kFloat32, Shape::of({1, 1, 1, 2}));
+  // A 1x1 conv of weight 1 with the QuantizeDequantize epilogue (int8, zero point 0).
+  Node* n = g->add_node("FusedConv", "conv", {x, w}, {y}, "ai.nnfuse");
+  n->set_provenance({"conv", "quantize", "dequantize"}, "ConvQuantizeFusionPass");
+  n->set_attr("kernel_shape", attr_ints({1, 1}));
+  n->set_attr("activation", attr_string(ops::activation_name(ops::ActivationKind::kQuantize)));
+  n->set_attr("activation_alpha", attr_float(s));
+  n->set_attr("activation_beta", attr_float(-128.0f));
+  g->add_output(y);
+  ASSERT_FLOAT_EQ(output_step(*n, 0), s);
+  const float k123 = 123 * s, k124 = 124 * s, k125 = 125 * s;
+  ASSERT_GT(static_cast<double>(k124) - static_cast<double>(k123), 1.000002 * s);
+  // Run alone, x = 123.4 steps rounds to 123 x s; the other run had 124 x s (one step), then
+  // 125 x s (two).
+  std::map<std::string, Tensor> values = {
+      {"x", Tensor::from_vector<float>({1, 1, 1, 2}, {123.4f * s, 0.0f})},
+      {"y", Tensor::from_vector<float>({1, 1, 1, 2}, {k124, 0.0f})}};
+  PlanOptions ref;
+  ref.reference_only = true;
+  NodeCheck one = check_nodes(*g, values, ref, NodeCheckOptions{});
+  EXPECT_TRUE(one.pass);
+  EXPECT_EQ(one.within_step, 1u);
+  values["y"] = Tensor::from_vector<float>({1, 1, 1, 2}, {k125, 0.0f});
+  EXPECT_FALSE(check_nodes(*g, values, ref, NodeCheckOptions{}).pass);
+  values["y"] = Tensor::from_vector<float>({1, 1, 1, 2}, {k123, 0.0f});
+  NodeCheck same = check_nodes(*g, values, ref, NodeCheckOptions{});
+  EXPECT_TRUE(same.pass);
+  EXPECT_EQ(same.within_step, 0u);
+}
+
 TEST(CheckNodes, OnlyFusedNodesUnlessAllAndMissingValuesAreSkipped) {
   PlanOptions opts;
   NodeCheckOptions check;
