@@ -37,6 +37,7 @@
 #include "ops/region.h"
 #include "passes/pipeline.h"
 #include "random_graph.h"
+#include "runtime/npy.h"
 #include "runtime/session.h"
 
 namespace {
@@ -57,7 +58,8 @@ struct Args {
   bool quiet = false;
   bool quantized = false;  // quantized patterns too (RandomGraphOptions::quantized)
   bool trace = false;  // each seed on stderr before it runs (to find one that kills the process)
-  std::string save;    // where the smallest graph showing a mismatch is written as ONNX
+  std::string save;    // where the smallest graph showing a mismatch is written as ONNX (and
+                       // its inputs as FILE.onnx.NAME.npy)
 };
 
 // Replays recorded choices, then draws fresh ones from a generator (recording them too).
@@ -433,7 +435,15 @@ int main(int argc, char** argv) {
       if (g && !a.save.empty()) {
         try {
           nnfuse::save_onnx(*g, a.save);
-          std::printf("written to %s (nnfuse verify %s)\n", a.save.c_str(), a.save.c_str());
+          // The seed's inputs beside it, so `verify` runs the graph on what the fuzzer fed.
+          std::string flags;
+          for (const auto& [name, t] : random_inputs(*g, s)) {
+            const std::string file = a.save + "." + name + ".npy";
+            nnfuse::save_npy(file, t);
+            flags += " -i " + name + "=" + file;
+          }
+          std::printf("written to %s (nnfuse verify %s%s)\n", a.save.c_str(), a.save.c_str(),
+                      flags.c_str());
         } catch (const nnfuse::Error& e) {
           std::printf("not written: %s\n", e.what());
         }
