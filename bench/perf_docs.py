@@ -17,6 +17,7 @@ Usage:
 import argparse
 import glob
 import json
+import math
 import os
 import sys
 import textwrap
@@ -94,6 +95,24 @@ def sweep_columns(doc):
         cols += [("nnfuse ms", field("nnfuse_ms", "%.2f"))]
     cols += [("peak RSS nnfuse%s (MiB)" % ("" if no_ort else " / ORT"), rss), ("notes", notes)]
     return cols
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def sweep_int8_summary(doc):
+    """The geomean of each ratio column over the models that have it."""
+    lines = []
+    for key, what in [("ratio_ort", "ONNX Runtime"), ("ratio_ov", "OpenVINO"),
+                      ("ratio_fp32", "nnfuse fp32")]:
+        xs = [r[key] for r in doc["rows"] if r.get(key) is not None]
+        if xs:
+            worst = max(doc["rows"], key=lambda r: r.get(key) or 0)
+            lines.append("geomean nnfuse int8 / %s over %s: %.3f (highest %.3f, %s %s)"
+                         % (what, plural(len(xs), "file"), geomean(xs), worst[key],
+                            worst["model"], worst["form"]))
+    return lines
 
 
 def sweep_summary(doc):
@@ -210,7 +229,7 @@ KINDS = {
             ("/ ORT", field("ratio_ort", "%.3f")),
             ("OpenVINO int8 ms",
              lambda r: num("%.2f")(r.get("ov_ms")) if "ov_ms" in r or "ov_failed" not in r
-             else "fails: " + r["ov_failed"]),
+             else "fails: " + r["ov_failed"].lstrip("- ")),
             ("/ OpenVINO", field("ratio_ov", "%.3f")),
             ("nnfuse fp32 ms", field("fp32_ms", "%.2f")),
             ("/ fp32", field("ratio_fp32", "%.3f")),
@@ -226,6 +245,7 @@ KINDS = {
             ("peak RSS MiB: nnfuse / ORT",
              lambda r: "%s / %s" % (num("%.0f")(r.get("rss_mib")),
                                     num("%.0f")(r.get("ort_rss_mib"))))],
+        "summary": sweep_int8_summary,
     },
     "ort_export_bench": {
         "title": "ONNX Runtime running nnfuse's export",

@@ -183,7 +183,7 @@ def main():
                     times["ov"].append(v["median_ms"])
                     res["ov_version"] = v["version"].split("-")[0]
                 except RuntimeError as e:
-                    ov_failed = str(e).strip().splitlines()[-1][-160:]
+                    ov_failed = str(e).strip().splitlines()[-1][-160:].lstrip("- ")
             f = run_json([a.nnfuse, "bench", fp32] + base)
             times["int8"].append(j["median_ms"])
             times["ort"].append(o["median_ms"])
