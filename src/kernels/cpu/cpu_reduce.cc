@@ -1,5 +1,9 @@
-// ReduceSum, ReduceMean, ReduceMax, ReduceMin (float32, plain): axes from the attribute or the
-// axes input, keepdims, noop_with_empty_axes. Sums accumulate in double, like the reference.
+// ReduceSum, ReduceMean, ReduceMax, ReduceMin, and ReduceL1, ReduceL2, ReduceSumSquare,
+// ReduceLogSum, ReduceLogSumExp, ReduceProd (float32, plain): axes from the attribute or the
+// axes input, keepdims, noop_with_empty_axes. Sums accumulate in double, like the reference; the
+// second group computes each output exactly as the reference does (each element widened to
+// double, in the reference's order, LogSumExp as max + log(sum(exp(x - max)))), so it gives the
+// reference's numbers.
 // ReduceSum, ReduceMax and ReduceMin also take int32 and int64 (shape arithmetic: a detector's
 // ReduceMin over the two sides of its image) as the reference computes them.
 //
@@ -13,6 +17,7 @@
 // (columns, vectorized across K2). Anything else first moves the reduced axes last with a
 // strided copy, then reduces rows.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -29,17 +34,67 @@
 namespace nnfuse::cpu {
 namespace {
 
-enum class Red { kSum, kMean, kMax, kMin };
+enum class Red { kSum, kMean, kMax, kMin, kL1, kL2, kSumSquare, kLogSum, kLogSumExp, kProd };
 
-bool red_of(const std::string& op, Red* r) {
+const std::map<std::string, Red>& reduce_ops() {
   static const std::map<std::string, Red> kOps = {{"ReduceSum", Red::kSum},
                                                   {"ReduceMean", Red::kMean},
                                                   {"ReduceMax", Red::kMax},
-                                                  {"ReduceMin", Red::kMin}};
-  auto it = kOps.find(op);
-  if (it == kOps.end()) return false;
+                                                  {"ReduceMin", Red::kMin},
+                                                  {"ReduceL1", Red::kL1},
+                                                  {"ReduceL2", Red::kL2},
+                                                  {"ReduceSumSquare", Red::kSumSquare},
+                                                  {"ReduceLogSum", Red::kLogSum},
+                                                  {"ReduceLogSumExp", Red::kLogSumExp},
+                                                  {"ReduceProd", Red::kProd}};
+  return kOps;
+}
+
+bool red_of(const std::string& op, Red* r) {
+  auto it = reduce_ops().find(op);
+  if (it == reduce_ops().end()) return false;
   *r = it->second;
   return true;
+}
+
+// The second group: each output computed from its elements in double, as the reference does.
+bool mapped(Red r) { return r >= Red::kL1; }
+
+// The reduction of n values (stride apart) in the reference's double arithmetic.
+float mapped_reduce(Red r, const float* x, int64_t n, int64_t stride) {
+  double acc = 0;
+  switch (r) {
+    case Red::kL1:
+      for (int64_t i = 0; i < n; ++i) acc += std::fabs(static_cast<double>(x[i * stride]));
+      return static_cast<float>(acc);
+    case Red::kL2:
+    case Red::kSumSquare:
+      for (int64_t i = 0; i < n; ++i) {
+        const double v = x[i * stride];
+        acc += v * v;
+      }
+      return static_cast<float>(r == Red::kL2 ? std::sqrt(acc) : acc);
+    case Red::kLogSum:
+      for (int64_t i = 0; i < n; ++i) acc += x[i * stride];
+      return static_cast<float>(std::log(acc));
+    case Red::kProd:
+      acc = 1;
+      for (int64_t i = 0; i < n; ++i) acc *= x[i * stride];
+      return static_cast<float>(acc);
+    case Red::kLogSumExp: {
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t i = 0; i < n; ++i) {
+        const double v = x[i * stride];
+        if (std::isnan(v)) return static_cast<float>(v);  // NaN propagates, as the reference
+        if (v > m) m = v;
+      }
+      if (std::isinf(m)) return static_cast<float>(m);
+      for (int64_t i = 0; i < n; ++i) acc += std::exp(x[i * stride] - m);
+      return static_cast<float>(m + std::log(acc));
+    }
+    default:
+      return 0.0f;
+  }
 }
 
 // Columns per task in the column path (the double accumulators stay in L1).
@@ -57,7 +112,7 @@ class ReduceKernel : public Kernel {
   void run(KernelIO& io) override {
     const Tensor& input = io.in(0);
     const bool ints = input.dtype() == DType::kInt64 || input.dtype() == DType::kInt32;
-    if (!ints || red_ == Red::kMean) require_float(input, who_);
+    if (!ints || red_ == Red::kMean || mapped(red_)) require_float(input, who_);
     const size_t rank = input.shape().size();
     const std::vector<int64_t> axes = io.has_input(1) ? io.in(1).to_int64_vector() : attr_axes_;
     std::vector<bool> mask(rank, axes.empty() && !noop_);
@@ -91,10 +146,11 @@ class ReduceKernel : public Kernel {
     float* py = y.data<float>();
     if (y.numel() == 0) return;
     if (x.numel() == 0) {  // reducing empty dims: the identity (Mean: 0 / 0)
-      const float id = red_ == Red::kMax    ? -kInf
-                       : red_ == Red::kMin  ? kInf
-                       : red_ == Red::kMean ? kNaN
-                                            : 0.0f;
+      const float id = red_ == Red::kMax || red_ == Red::kLogSum || red_ == Red::kLogSumExp ? -kInf
+                       : red_ == Red::kMin                                                  ? kInf
+                       : red_ == Red::kMean                                                 ? kNaN
+                       : red_ == Red::kProd                                                 ? 1.0f
+                                                                                            : 0.0f;
       std::fill(py, py + y.numel(), id);
       return;
     }
@@ -113,6 +169,8 @@ class ReduceKernel : public Kernel {
     const float* px = x.data<float>();
     const size_t g = ext.size();
     if (g == 0 || (g == 1 && !red[0])) {  // nothing reduced with extent > 1
+      // The second group still maps each value (L2 of one value is |x|, LogSum log(x)).
+      if (mapped(red_)) return reduce_rows(px, x.numel(), 1, py);
       if (py != px) std::memcpy(py, px, x.nbytes());
       return;
     }
@@ -203,6 +261,11 @@ class ReduceKernel : public Kernel {
   // y[k] = reduce(x[k * n, (k + 1) * n)) for k < rows.
   void reduce_rows(const float* x, int64_t rows, int64_t n, float* y) const {
     const int64_t threads = omp_get_max_threads();
+    if (mapped(red_)) {  // each row whole, in the reference's order
+      parallel_tasks(rows, rows * n,
+                     [&](int64_t r) { y[r] = mapped_reduce(red_, x + r * n, n, 1); });
+      return;
+    }
     if (rows < threads && n >= 4 * kParallelGrain) {
       // Few long rows: each row split across threads, partials combined.
       for (int64_t r = 0; r < rows; ++r) y[r] = reduce_long_row(x + r * n, n, threads);
@@ -251,6 +314,10 @@ class ReduceKernel : public Kernel {
       const int64_t o = t / chunks, j0 = t % chunks * kCols, n = std::min(kCols, inner - j0);
       const float* xs = x + o * len * inner + j0;
       float* ys = y + o * inner + j0;
+      if (mapped(red_)) {
+        for (int64_t j = 0; j < n; ++j) ys[j] = mapped_reduce(red_, xs + j, len, inner);
+        return;
+      }
       if (red_ == Red::kMax || red_ == Red::kMin) {
         std::fill(ys, ys + n, red_ == Red::kMax ? -kInf : kInf);
         (red_ == Red::kMax ? col_max : col_min)(xs, len, n, inner, ys);
@@ -278,9 +345,10 @@ bool reduce_accepts(const NodeInfo& info) {
       (info.has_input(1) && input_layout(info, 1) != Layout::kPlain)) {
     return false;
   }
-  // float32; int32 and int64 for all but ReduceMean.
+  // float32; int32 and int64 for Sum, Max and Min.
   const DType t = info.input_dtype(0);
-  if (t != DType::kFloat32 && ((t != DType::kInt64 && t != DType::kInt32) || r == Red::kMean)) {
+  if (t != DType::kFloat32 &&
+      ((t != DType::kInt64 && t != DType::kInt32) || r == Red::kMean || mapped(r))) {
     return false;
   }
   if (info.has_input(1) && info.input_dtype(1) != DType::kInt64 &&
@@ -305,9 +373,7 @@ std::unique_ptr<Kernel> reduce_create(const NodeInfo& info) {
 
 void append_reduce_kernels(FactoryTable& t) {
   const KernelFactory f{"cpu.reduce", reduce_accepts, nullptr, reduce_create, nullptr};
-  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}) {
-    t.emplace_back(op, f);
-  }
+  for (const auto& [op, red] : reduce_ops()) t.emplace_back(op, f);
 }
 
 }  // namespace nnfuse::cpu

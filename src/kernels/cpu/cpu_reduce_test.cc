@@ -30,7 +30,9 @@ void expect_matches(const std::string& op, const std::vector<testing::FastInput>
   }
 }
 
-const char* const kOps[] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"};
+const char* const kOps[] = {"ReduceSum",       "ReduceMean", "ReduceMax",       "ReduceMin",
+                            "ReduceL1",        "ReduceL2",   "ReduceSumSquare", "ReduceLogSum",
+                            "ReduceLogSumExp", "ReduceProd"};
 
 struct Case {
   Dims shape;
