@@ -23,13 +23,14 @@ inline Layout same_as_input(const NodeInfo& info, size_t k) {
 }
 
 void append_unary_kernels(FactoryTable& t);       // cpu_unary.cc: activations, Exp, Erf, Clip...
+void append_unary_math_kernels(FactoryTable& t);  // cpu_unary_math.cc: Floor, Sin, Selu...
 void append_binary_kernels(FactoryTable& t);      // cpu_binary.cc: Add..Pow, compares, Where
 void append_norm_kernels(FactoryTable& t);        // cpu_norm.cc: BatchNormalization, ScaleShift
 void append_layer_norm_kernels(FactoryTable& t);  // cpu_layer_norm.cc: LayerNormalization
 void append_group_norm_kernels(FactoryTable& t);  // cpu_group_norm.cc: GroupNorm (ai.nnfuse)
 void append_expand_depthwise_kernels(FactoryTable& t);  // cpu_expand_depthwise.cc (ai.nnfuse)
 void append_softmax_kernels(FactoryTable& t);           // cpu_softmax.cc: Softmax, LogSoftmax
-void append_reduce_kernels(FactoryTable& t);            // cpu_reduce.cc: ReduceSum/Mean/Max/Min
+void append_reduce_kernels(FactoryTable& t);            // cpu_reduce.cc: Reduce*
 void append_arg_kernels(FactoryTable& t);               // cpu_arg.cc: ArgMax, ArgMin
 void append_data_kernels(FactoryTable& t);         // cpu_data.cc: Transpose, Slice, Split, Expand
 void append_gather_kernels(FactoryTable& t);       // cpu_gather.cc: Gather, Concat, Cast

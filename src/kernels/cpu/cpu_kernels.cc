@@ -11,6 +11,7 @@ void append_preferred_cpu_kernels(std::vector<std::pair<std::string, KernelFacto
 
 void append_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {
   cpu::append_unary_kernels(t);
+  cpu::append_unary_math_kernels(t);
   cpu::append_binary_kernels(t);
   cpu::append_norm_kernels(t);
   cpu::append_layer_norm_kernels(t);
