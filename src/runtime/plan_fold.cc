@@ -7,11 +7,13 @@
 
 namespace nnfuse {
 
-bool is_view_op(const Node& n) {
+bool is_view_op(Op op) {
   static const std::set<Op> kViews = {Op::kReshape,   Op::kFlatten,  Op::kSqueeze,
                                       Op::kUnsqueeze, Op::kIdentity, Op::kDropout};
-  return kViews.count(n.op()) != 0;
+  return kViews.count(op) != 0;
 }
+
+bool is_view_op(const Node& n) { return is_view_op(n.op()); }
 
 FoldedValues fold_constants(const Graph& g) {
   FoldedValues folded;

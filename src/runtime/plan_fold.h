@@ -17,6 +17,7 @@ using FoldedValues = std::map<const Value*, Tensor>;
 // The reshape-like ops whose output is its input's data under other dims (plan_views.h makes
 // them views).
 bool is_view_op(const Node& n);
+bool is_view_op(Op op);
 
 // The folded values of `g`, in graph order (a view of a folded value folds too).
 FoldedValues fold_constants(const Graph& g);

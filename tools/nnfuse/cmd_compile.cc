@@ -1,11 +1,12 @@
 // nnfuse compile MODEL.onnx -o OUT.onnx [--report fusion_result.json] [--fusion_switch_file F]
-//   [--dump_graph yaml|json|dot --debug_path DIR]; and nnfuse list-passes.
+//   [--dump_graph yaml|json|dot --debug_path DIR]; and nnfuse list-passes, nnfuse list-ops.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "api/insight.h"
+#include "api/op_coverage.h"
 #include "codegen/jit.h"
 #include "ir/error.h"
 #include "ir/progress.h"
@@ -153,6 +154,38 @@ Action add_list_passes(CLI::App& app) {
         std::cout << p.name << "  [" << (p.fusion ? (p.default_on ? "on" : "off") : "always")
                   << "]  " << p.description << "\n";
       }
+    }
+    if (*json) std::cout << j.dump(1) << "\n";
+    return 0;
+  };
+}
+
+Action add_list_ops(CLI::App& app) {
+  auto json = std::make_shared<bool>(false);
+  CLI::App* c = app.add_subcommand(
+      "list-ops", "List every op nnfuse runs, with its fast kernels and generated-kernel coverage");
+  c->add_flag("--json", *json, "Print JSON");
+  return [json] {
+    nlohmann::json j = nlohmann::json::array();
+    for (const OpCoverage& o : op_coverage()) {
+      std::string domain = o.onnx && o.own ? "onnx, ai.nnfuse" : o.onnx ? "onnx" : "ai.nnfuse";
+      if (*json) {
+        j.push_back({{"op", o.op},
+                     {"domains", domain},
+                     {"fast_kernels", o.fast_kernels},
+                     {"generated", o.generated},
+                     {"view", o.view},
+                     {"reference", o.reference},
+                     {"compute", o.compute},
+                     {"class", o.op_class}});
+        continue;
+      }
+      std::string fast;
+      for (const std::string& k : o.fast_kernels) fast += (fast.empty() ? "" : ", ") + k;
+      if (o.generated) fast += std::string(fast.empty() ? "" : ", ") + "generated";
+      if (o.view) fast += std::string(fast.empty() ? "" : ", ") + "view";
+      std::cout << o.op << " (" << domain
+                << "): " << (fast.empty() ? "reference kernel only" : fast) << "\n";
     }
     if (*json) std::cout << j.dump(1) << "\n";
     return 0;

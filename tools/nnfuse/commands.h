@@ -30,6 +30,7 @@ Action add_bench(CLI::App& app);
 Action add_compile(CLI::App& app);
 Action add_verify(CLI::App& app);
 Action add_list_passes(CLI::App& app);
+Action add_list_ops(CLI::App& app);
 Action add_explain(CLI::App& app);
 Action add_report(CLI::App& app);
 Action add_calibrate(CLI::App& app);

@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
   add(cli::add_compile);
   add(cli::add_verify);
   add(cli::add_list_passes);
+  add(cli::add_list_ops);
   add(cli::add_explain);
   add(cli::add_report);
   add(cli::add_calibrate);
