@@ -34,6 +34,7 @@ enum class OpKind {
   kMax,
   kMin,
   kPow,
+  kPRelu,  // x < 0 ? slope * x : x, the slope (b) broadcast to x
   kEqual,
   kLess,
   kGreater,
@@ -56,6 +57,7 @@ const std::map<std::string, OpDesc>& ops() {
       {"Max", {OpKind::kMax, Family::kArith}},
       {"Min", {OpKind::kMin, Family::kArith}},
       {"Pow", {OpKind::kPow, Family::kArith}},
+      {"PRelu", {OpKind::kPRelu, Family::kArith}},
       {"Equal", {OpKind::kEqual, Family::kCompare}},
       {"Less", {OpKind::kLess, Family::kCompare}},
       {"Greater", {OpKind::kGreater, Family::kCompare}},
@@ -106,6 +108,8 @@ NNFUSE_TARGET_CLONES void arith_loop(OpKind kind, const float* a, int64_t sa, co
       return zip_loop(a, sa, b, sb, y, n, NNFUSE_LAMBDA2(q != q ? q : (p < q ? q : p)));
     case OpKind::kMin:
       return zip_loop(a, sa, b, sb, y, n, NNFUSE_LAMBDA2(q != q ? q : (q < p ? q : p)));
+    case OpKind::kPRelu:
+      return zip_loop(a, sa, b, sb, y, n, NNFUSE_LAMBDA2(p < 0.0f ? q * p : p));
     default:
       return;
   }
@@ -263,7 +267,7 @@ std::optional<DType> operand_type(const NodeInfo& info, const OpDesc& d) {
     if (!input_is(info, i, t)) return std::nullopt;
   }
   if (t == DType::kFloat32) return t;
-  if (int_type(t) && d.kind != OpKind::kPow) return t;
+  if (int_type(t) && d.kind != OpKind::kPow && d.kind != OpKind::kPRelu) return t;
   return std::nullopt;
 }
 
@@ -275,6 +279,13 @@ bool broadcast_accepts(const NodeInfo& info) {
   const size_t n = num_data_inputs(it->second.family);
   // Integers: plain layout only.
   if (*t != DType::kFloat32 && !info.all_inputs_in(Layout::kPlain)) return false;
+  if (it->second.kind == OpKind::kPRelu) {
+    // The slope broadcasts to X's shape only (unidirectionally); the reference reports others.
+    const std::vector<std::optional<Dims>> shapes = static_shapes(info, 2);
+    if (!shapes[0] || !shapes[1]) return false;
+    const std::optional<Dims> out = broadcast_dims(*shapes[0], *shapes[1]);
+    if (!out || *out != *shapes[0]) return false;
+  }
   return elementwise_layout(static_shapes(info, n), layouts_of(info, n)).has_value();
 }
 

@@ -59,6 +59,27 @@ TEST(CpuBinary, ArithmeticMatchesReferenceOverBroadcasts) {
   }
 }
 
+// PRelu: the slope broadcast to X (per channel, one value, per row, the same shape), also onto a
+// conv's channels-last output and in place; a slope X does not contain is declined.
+TEST(CpuBinary, PReluSlopesBroadcastToX) {
+  uint32_t seed = 300;
+  const std::vector<std::pair<Dims, Dims>> pairs = {
+      {{2, 3, 4, 5}, {3, 1, 1}}, {{2, 3, 4, 5}, {1}}, {{5, 33}, {33}},
+      {{300, 1000}, {1000}},     {{7, 9}, {7, 9}},    {{4, 16, 7, 7}, {16, 1, 1}}};
+  for (const auto& [sx, ss] : pairs) {
+    SCOPED_TRACE(dims_str(sx) + " " + dims_str(ss));
+    Tensor x = random_tensor(sx, seed++, -2, 2), slope = random_tensor(ss, seed++, -1, 1);
+    expect_matches_ref("cpu.binary", "PRelu", {{x}, {slope, true}});
+    expect_matches_ref("cpu.binary", "PRelu", {{x}, {slope}});
+    expect_in_place_matches_ref("cpu.binary", "PRelu", {{x}, {slope, true}}, 0);
+  }
+  expect_matches_ref("cpu.binary", "PRelu",
+                     {{random_tensor({2, 16, 5, 5}, seed++, -2, 2), false, Layout::kNHWC},
+                      {random_tensor({16, 1, 1}, seed++, -1, 1), true}});
+  EXPECT_FALSE(fast_accepts("cpu.binary", "PRelu",
+                            {{random_tensor({33}, 1, -1, 1)}, {random_tensor({5, 33}, 2, -1, 1)}}));
+}
+
 TEST(CpuBinary, ConstantOperands) {
   Tensor a = random_tensor({6, 40}, 7), b = random_tensor({40}, 8);
   expect_matches_ref("cpu.binary", "Add", {{a}, {b, true}});
