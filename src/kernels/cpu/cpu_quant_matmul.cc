@@ -133,7 +133,9 @@ std::string quant_matmul_declines(const NodeInfo& info) {
     if (info.has_input(q::kBias)) {
       const Tensor* bias = info.constant(q::kBias);
       if (!bias || bias->dtype() != DType::kFloat32) return "the bias is not a float32 constant";
-      if (bias->numel() != cols || bias->shape().back() != cols)
+      // A single column's bias may be a scalar (found by the differential fuzzer: back() of
+      // its empty shape crashed the planner).
+      if (bias->numel() != cols || (bias->rank() > 0 && bias->shape().back() != cols))
         return "the bias is not one value per column";
     }
   }

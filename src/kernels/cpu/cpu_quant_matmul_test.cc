@@ -111,6 +111,17 @@ TEST(CpuQuantMatMul, MatMulIntegerToFloatMatchesTheReference) {
   });
 }
 
+// One column with its bias a scalar: accepted and run as the reference runs it.
+TEST(CpuQuantMatMul, OneColumnWithAScalarBias) {
+  std::vector<FastInput> in = {
+      {random_q8({5, 8}, DType::kUInt8, 1)}, {random_q8({8, 1}, DType::kInt8, 2), true},
+      {Tensor::scalar<float>(0.0173f)},      {Tensor::scalar<float>(0.004f), true},
+      {random_q8({}, DType::kUInt8, 3)},     {Tensor::scalar<int8_t>(0), true},
+      {Tensor::scalar<float>(0.25f), true}};
+  EXPECT_TRUE(fast_accepts("cpu.matmul_integer_to_float", "MatMulIntegerToFloat", in));
+  expect_matches_ref("cpu.matmul_integer_to_float", "MatMulIntegerToFloat", in, {}, 1, 0.0f, 0.0f);
+}
+
 // QLinearMatMul: the requantization is the reference's (double, half to even, saturated).
 TEST(CpuQuantMatMul, QLinearMatMulMatchesTheReference) {
   uint32_t seed = 400;
