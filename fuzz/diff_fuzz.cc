@@ -225,8 +225,9 @@ Outcome run_case_unguarded(const std::vector<uint32_t>& choices, const Args& a, 
                       c.worst->name() + "' alone on the oracle's inputs departs" +
                       (c.worst_problem.empty() ? buf : " (" + c.worst_problem + ")");
     } else {
-      out.mismatch += "; " + std::to_string(c.skipped) + " " + side +
-                      " nodes read or write values the unfused graph does not compute";
+      out.mismatch +=
+          "; " + std::to_string(c.skipped) + " " + side +
+          " nodes read values neither the unfused graph nor the nodes before them compute";
     }
   };
   auto check = [&](const char* side, std::unique_ptr<Graph> g) {

@@ -49,7 +49,9 @@ struct NodeCheck {
 // Runs each fused node of `g` (each node with `all_nodes`) alone on `values` (the other graph's
 // tensors by name) and compares its outputs with the values of the same names there: within
 // rtol (or atol), or, for an output the node rounds to a grid (output_step), within one step
-// per element. A node whose inputs or outputs `values` lacks is skipped and counted.
+// per element. An output `values` lacks (a fused node's new intermediate) is kept and fed to
+// the nodes that read it, whose outputs are compared; a node with an input neither gives is
+// skipped and counted.
 NodeCheck check_nodes(const Graph& g, const std::map<std::string, Tensor>& values,
                       const PlanOptions& opts, const NodeCheckOptions& check);
 

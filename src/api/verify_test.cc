@@ -121,6 +121,32 @@ TEST(CheckNodes, OneStepOfAFloatGridIsOneStepWhateverTheProductsRounding) {
   EXPECT_EQ(same.within_step, 0u);
 }
 
+// A fused node's new intermediate (no value of the other run has its name) feeds the next
+// node, whose output is compared: the chain is checked from its start.
+TEST(CheckNodes, ANewIntermediateFeedsTheNodesThatReadIt) {
+  auto g = std::make_unique<Graph>();
+  g->opsets[""] = 17;
+  Value* x = g->add_value("x", DType::kFloat32, Shape::of({3}));
+  g->add_input(x);
+  Value* mid = g->add_value("packed", DType::kFloat32, Shape::of({3}));
+  Value* y = g->add_value("y", DType::kFloat32, Shape::of({3}));
+  g->add_node("Relu", "first", {x}, {mid})->set_provenance({"a"}, "SomePass");
+  g->add_node("Neg", "second", {mid}, {y})->set_provenance({"b"}, "SomePass");
+  g->add_output(y);
+  std::map<std::string, Tensor> values = {
+      {"x", Tensor::from_vector<float>({3}, {-1.0f, 2.0f, 3.0f})},
+      {"y", Tensor::from_vector<float>({3}, {0.0f, -2.0f, -3.0f})}};
+  NodeCheck ok = check_nodes(*g, values, PlanOptions{}, NodeCheckOptions{});
+  EXPECT_TRUE(ok.pass);
+  EXPECT_EQ(ok.checked, 2u);
+  EXPECT_EQ(ok.skipped, 0u);
+  values["y"] = Tensor::from_vector<float>({3}, {1.0f, -2.0f, -3.0f});
+  NodeCheck bad = check_nodes(*g, values, PlanOptions{}, NodeCheckOptions{});
+  EXPECT_FALSE(bad.pass);
+  ASSERT_NE(bad.worst, nullptr);
+  EXPECT_EQ(bad.worst->name(), "second");
+}
+
 TEST(CheckNodes, OnlyFusedNodesUnlessAllAndMissingValuesAreSkipped) {
   PlanOptions opts;
   NodeCheckOptions check;
