@@ -519,6 +519,7 @@ class Gen {
   Value* qdq_binary(Value* x);
   Value* qdq_concat(Value* x);
   Value* qdq_pass_through(Value* x);
+  Value* dequantize_sum(Value* sum, Value* a_scale, Value* w_scale);
   Value* dynamic_dense(Value* x);
   Value* dynamic_conv(Value* x);
   Value* qlinear_conv(Value* x);

@@ -187,6 +187,15 @@ Value* Gen::qdq_pass_through(Value* x) {
   return dequantize(quantize(y, g), g);
 }
 
+// Cast<float>(sum) * (a_scale * w_scale): an integer product back to float. The cast sum (up to
+// 1e5) and the scales' product (about 1e-4) stay out of the pool of values later steps take, which
+// holds values of order one: attention over the raw sums made scores of 1e9, whose Softmax picked
+// its maximum by rounding alone (seed 97234).
+Value* Gen::dequantize_sum(Value* sum, Value* a_scale, Value* w_scale) {
+  Value* f = make("Cast", {sum}, {{"to", attr_int(static_cast<int64_t>(DType::kFloat32))}})[0];
+  return node("Mul", {f, make("Mul", {a_scale, w_scale})[0]});
+}
+
 // DynamicQuantizeLinear -> MatMulInteger(int8 or uint8 B) -> Cast -> Mul(a_scale * B_scale)
 // [+ bias] [-> activation]: ONNX Runtime's quantize_dynamic dense layer.
 Value* Gen::dynamic_dense(Value* x) {
@@ -198,8 +207,7 @@ Value* Gen::dynamic_dense(Value* x) {
   const bool per_axis = coin();
   Value* wq = int8_weights({k, n}, 1, per_axis, &ws, &wscale, &wzero);
   const std::vector<Value*> acc = make("MatMulInteger", {q[0], wq, q[2], wzero});
-  Value* f = node("Cast", {acc[0]}, {{"to", attr_int(static_cast<int64_t>(DType::kFloat32))}});
-  Value* y = node("Mul", {f, node("Mul", {q[1], wscale})});
+  Value* y = dequantize_sum(acc[0], q[1], wscale);
   if (coin()) y = node("Add", {y, weight({n})});
   if (coin()) y = activation(y);
   return y;
@@ -214,8 +222,7 @@ Value* Gen::dynamic_conv(Value* x) {
   Value *wscale, *wzero;
   Value* wq = int8_weights({cg.out, d[1] / cg.group, cg.k, cg.k}, 0, false, &ws, &wscale, &wzero);
   const std::vector<Value*> acc = make("ConvInteger", {q[0], wq, q[2], wzero}, conv_attrs(cg));
-  Value* f = node("Cast", {acc[0]}, {{"to", attr_int(static_cast<int64_t>(DType::kFloat32))}});
-  Value* y = node("Mul", {f, node("Mul", {q[1], wscale})});
+  Value* y = dequantize_sum(acc[0], q[1], wscale);
   return coin() ? unary("Relu", y) : y;
 }
 
