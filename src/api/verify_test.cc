@@ -74,7 +74,8 @@ TEST(CheckNodes, OneStepAgreesTwoStepsDepart) {
   EXPECT_TRUE(one.pass);
   EXPECT_EQ(one.within_step, 1u);
 
-  NodeCheck two = check_nodes(*quantize_graph(false), values_with_q({4, -3, 10, 0}), opts, check);
+  auto g = quantize_graph(false);  // outlives `two`, which points at its node
+  NodeCheck two = check_nodes(*g, values_with_q({4, -3, 10, 0}), opts, check);
   EXPECT_FALSE(two.pass);
   ASSERT_NE(two.worst, nullptr);
   EXPECT_EQ(two.worst->name(), "quant");
