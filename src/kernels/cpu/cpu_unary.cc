@@ -271,8 +271,6 @@ bool unary_accepts(const NodeInfo& info) {
   return true;
 }
 
-Layout unary_output_layout(const NodeInfo& info, size_t) { return input_layout(info, 0); }
-
 std::unique_ptr<Kernel> unary_create(const NodeInfo& info) {
   return std::make_unique<UnaryKernel>(info, unary_ops().at(info.node.op_type()));
 }
@@ -291,11 +289,9 @@ void unary_run(UnaryKind kind, const float* x, float* y, int64_t n, float a, flo
 }
 
 void append_unary_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {
-  const KernelFactory f{"cpu.unary", unary_accepts, unary_output_layout, unary_create,
-                        in_place_output0};
+  const KernelFactory f{"cpu.unary", unary_accepts, same_as_input, unary_create, in_place_output0};
   for (const auto& [op, info] : unary_ops()) t.emplace_back(op, f);
-  const KernelFactory gelu{"cpu.gelu", gelu_accepts, unary_output_layout, gelu_create,
-                           in_place_output0};
+  const KernelFactory gelu{"cpu.gelu", gelu_accepts, same_as_input, gelu_create, in_place_output0};
   t.emplace_back("Gelu", gelu);
   t.emplace_back("Swish", gelu);
 }

@@ -161,8 +161,6 @@ bool math_accepts(const NodeInfo& info) {
   return true;
 }
 
-Layout math_output_layout(const NodeInfo& info, size_t) { return input_layout(info, 0); }
-
 std::unique_ptr<Kernel> math_create(const NodeInfo& info) {
   return std::make_unique<MathKernel>(info, math_ops().at(info.node.op_type()));
 }
@@ -170,7 +168,7 @@ std::unique_ptr<Kernel> math_create(const NodeInfo& info) {
 }  // namespace
 
 void append_unary_math_kernels(FactoryTable& t) {
-  const KernelFactory f{"cpu.unary_math", math_accepts, math_output_layout, math_create,
+  const KernelFactory f{"cpu.unary_math", math_accepts, same_as_input, math_create,
                         in_place_output0};
   for (const auto& [op, info] : math_ops()) t.emplace_back(op, f);
 }
