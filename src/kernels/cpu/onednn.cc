@@ -32,7 +32,9 @@ void append_onednn_kernels(std::vector<std::pair<std::string, KernelFactory>>& t
   t.emplace_back("FusedMatMul", onednn::fused_matmul_rows_factory());
   t.emplace_back("FusedMatMulLayerNorm", onednn::fused_matmul_layer_norm_factory());
   t.emplace_back("FusedLayerNormMatMul", onednn::fused_layer_norm_matmul_factory());
+  t.emplace_back("FusedLayerNormMatMul", onednn::fused_ln_matmul_rows_factory());
   t.emplace_back("FusedGatedMatMul", onednn::fused_gated_matmul_factory());
+  t.emplace_back("FusedGatedMatMul", onednn::fused_gated_matmul_rows_factory());
   t.emplace_back("FusedMatMulResidual", onednn::fused_matmul_residual_factory());
   t.emplace_back("FusedGemm", onednn::fused_gemm_factory());
   t.emplace_back("FusedGemm", onednn::fused_gemm_rows_factory());

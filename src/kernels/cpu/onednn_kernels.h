@@ -37,10 +37,12 @@ KernelFactory fused_gemm_factory();               // FusedGemm: Gemm + activatio
 KernelFactory pool_gemm_factory();                // FusedGlobalPoolGemm: GlobalAveragePool + Gemm
 // The same products with a constant B where A's rows are known only at run time
 // (onednn_matmul_rows.cc): after the prepacked kernels, which need A's static shape.
-KernelFactory matmul_rows_factory();        // MatMul
-KernelFactory gemm_rows_factory();          // Gemm
-KernelFactory fused_matmul_rows_factory();  // FusedMatMul
-KernelFactory fused_gemm_rows_factory();    // FusedGemm
+KernelFactory matmul_rows_factory();              // MatMul
+KernelFactory gemm_rows_factory();                // Gemm
+KernelFactory fused_matmul_rows_factory();        // FusedMatMul
+KernelFactory fused_gemm_rows_factory();          // FusedGemm
+KernelFactory fused_ln_matmul_rows_factory();     // FusedLayerNormMatMul
+KernelFactory fused_gated_matmul_rows_factory();  // FusedGatedMatMul
 // The convolutions whose batch is known only at run time, image by image
 // (onednn_conv_batch.cc): after the static-shape kernels.
 KernelFactory conv_batch_factory();            // Conv

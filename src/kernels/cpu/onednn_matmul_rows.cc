@@ -1,10 +1,13 @@
 // Dense products whose A has a number of rows known only at run time: a detector's box head
-// over the regions its NMS kept, a product after NonZero or a data-dependent Reshape. MatMul,
-// Gemm, FusedMatMul and FusedGemm with a constant B (and a constant bias) whose A has no
-// static shape, which the prepacked-primitive kernels (onednn_matmul.cc) decline: the product
-// runs through oneDNN's sgemm over the plain weights (no primitive is tied to a row count), then
-// the bias and activation row by row. A's last dim must match B at run time; MatMul's A may
-// have any leading dims (they fold into rows), Gemm's is 2-D.
+// over the regions its NMS kept, a mixture-of-experts layer's experts over the tokens routed to
+// each, a product after NonZero or a data-dependent Reshape. MatMul, Gemm, FusedMatMul,
+// FusedGemm, FusedLayerNormMatMul and FusedGatedMatMul with a constant B (and constant bias,
+// gamma and beta) whose A has no static shape, which the prepacked-primitive kernels
+// (onednn_matmul.cc) decline: the norm prologue (when there is one) normalizes A's rows into a
+// buffer, the product runs through oneDNN's sgemm over the plain weights (no primitive is tied
+// to a row count), then the bias and activation (or the gate) row by row. The buffers grow to
+// the largest row count seen and are kept. A's last dim must match B at run time; MatMul's A
+// may have any leading dims (they fold into rows), Gemm's is 2-D.
 #include <string>
 #include <vector>
 
@@ -12,11 +15,12 @@
 #include "kernels/cpu/cpu_util.h"
 #include "kernels/cpu/onednn_common.h"
 #include "kernels/cpu/onednn_kernels.h"
+#include "kernels/cpu/onednn_matmul_internal.h"
 
 namespace nnfuse::onednn {
 namespace {
 
-enum class RowsOp { kMatMul, kGemm, kFusedMatMul, kFusedGemm };
+enum class RowsOp { kMatMul, kGemm, kFusedMatMul, kFusedGemm, kLayerNormMatMul, kGatedMatMul };
 
 struct RowsSpec {
   int64_t k = 0, n = 0;
@@ -26,7 +30,23 @@ struct RowsSpec {
   bool trans_b = false;         // Gemm's transB
   std::vector<float> bias;      // [N] (beta folded in), or empty
   ref::Activation act;
+  bool gated = false;  // B is [K, 2N'] of gate columns then up columns: y = act(gate) * up
+  // The norm prologue: A's rows normalized (LayerNorm, or RMSNorm with `rms`) before the product.
+  bool norm = false, rms = false;
+  float epsilon = 1e-5f;
+  std::vector<float> gamma, beta;  // [K]; beta empty for RMSNorm or when absent
 };
+
+// A constant plain float32 of k values ([.., k]) into v.
+bool constant_row(const NodeInfo& info, size_t i, int64_t k, std::vector<float>& v) {
+  const Tensor* t = info.has_input(i) ? info.constant(i) : nullptr;
+  if (!t || t->dtype() != DType::kFloat32 || t->layout() != Layout::kPlain || t->numel() != k ||
+      t->rank() < 1 || t->shape().back() != k) {
+    return false;
+  }
+  v.assign(t->data<float>(), t->data<float>() + k);
+  return true;
+}
 
 // The bias of n values from constant `c` (n values, or one broadcast), times `scale`.
 bool bias_row(const Tensor* c, int64_t n, float scale, std::vector<float>& out) {
@@ -44,8 +64,10 @@ std::optional<RowsSpec> rows_spec(const NodeInfo& info, RowsOp op, std::string* 
   const Node& node = info.node;
   RowsSpec s;
   s.gemm = op == RowsOp::kGemm || op == RowsOp::kFusedGemm;
-  const bool fused = op == RowsOp::kFusedMatMul || op == RowsOp::kFusedGemm;
-  const size_t max_inputs = s.gemm || fused ? 3 : 2;
+  const bool norm_op = op == RowsOp::kLayerNormMatMul || op == RowsOp::kGatedMatMul;
+  const bool fused = op == RowsOp::kFusedMatMul || op == RowsOp::kFusedGemm || norm_op;
+  s.gated = op == RowsOp::kGatedMatMul;
+  const size_t max_inputs = norm_op ? 5 : s.gemm || fused ? 3 : 2;
   if (node.num_outputs() != 1 || node.num_inputs() < 2 || node.num_inputs() > max_inputs) {
     return decline(why, node.num_inputs(), " inputs and ", node.num_outputs(), " outputs");
   }
@@ -85,6 +107,23 @@ std::optional<RowsSpec> rows_spec(const NodeInfo& info, RowsOp op, std::string* 
       return decline(why, "A ", a.str(), " and B ", dims_str(b->shape()), " do not multiply");
     }
   }
+  if (s.gated && s.n % 2 != 0) return decline(why, "W ", dims_str(b->shape()), " has odd columns");
+  if (norm_op && (info.has_input(3) || op == RowsOp::kLayerNormMatMul)) {
+    if (!constant_row(info, 3, s.k, s.gamma) ||
+        (info.has_input(4) && !constant_row(info, 4, s.k, s.beta))) {
+      return decline(why, "gamma or beta is not a constant float32 row of K values");
+    }
+    try {
+      s.epsilon = node.attr_float("epsilon", 1e-5f);
+      const std::string kind = node.attr_string("norm", "layer");
+      if (kind != "layer" && kind != "rms") return decline(why, "norm '", kind, "'");
+      s.rms = kind == "rms";
+    } catch (const Error& e) {
+      return decline(why, "attributes: ", e.what());
+    }
+    if (s.rms && !s.beta.empty()) return decline(why, "a beta with an RMSNorm prologue");
+    s.norm = true;
+  }
   if (info.has_input(2) && beta != 0.0f && !bias_row(info.constant(2), s.n, beta, s.bias)) {
     return decline(why, "C or the bias ", input_label(info, 2),
                    " is not a constant float32 row of N values");
@@ -113,34 +152,63 @@ class RowsMatMulKernel : public Kernel {
     NNFUSE_CHECK(a.rank() >= 2 && (!s_.gemm || a.rank() == 2) && a.shape().back() == s_.k, what_,
                  ": A ", dims_str(a.shape()), " does not multiply B of ", s_.k, " rows",
                  s_.gemm ? " (Gemm takes a 2-D A)" : "");
+    const int64_t out_n = s_.gated ? s_.n / 2 : s_.n;
     Dims ys = a.shape();
-    ys.back() = s_.n;
+    ys.back() = out_n;
     Tensor& y = io.output(0, DType::kFloat32, ys);
     const int64_t m = a.numel() / s_.k, n = s_.n;
     if (m == 0) return;
+    const float* pa = a.data<float>();
+    if (s_.norm) {
+      grow(normed_, m * s_.k);
+      normalize_rows(pa, normed_.data(), m, s_.k, s_.gamma.data(),
+                     s_.beta.empty() ? nullptr : s_.beta.data(), s_.epsilon, s_.rms);
+      pa = normed_.data();
+    }
+    float* product = y.data<float>();
+    if (s_.gated) {
+      grow(product_, m * n);
+      product = product_.data();
+    }
     const dnnl_status_t st =
-        dnnl_sgemm('N', s_.trans_b ? 'T' : 'N', m, n, s_.k, 1.0f, a.data<float>(), s_.k,
-                   wei_.data<float>(), s_.trans_b ? s_.k : n, 0.0f, y.data<float>(), n);
+        dnnl_sgemm('N', s_.trans_b ? 'T' : 'N', m, n, s_.k, 1.0f, pa, s_.k, wei_.data<float>(),
+                   s_.trans_b ? s_.k : n, 0.0f, product, n);
     NNFUSE_CHECK(st == dnnl_success, what_, ": sgemm failed (status ", static_cast<int>(st), ")");
-    if (s_.bias.empty() && s_.act.kind == ref::ActivationKind::kNone) return;
+    if (!s_.gated && s_.bias.empty() && s_.act.kind == ref::ActivationKind::kNone) return;
     float* py = y.data<float>();
     cpu::parallel_range(m, std::max<int64_t>(1, cpu::kParallelGrain / n),
                         [&](int64_t lo, int64_t hi) {
                           for (int64_t r = lo; r < hi; ++r) {
-                            float* row = py + r * n;
+                            float* row = product + r * n;
                             if (!s_.bias.empty()) {
                               for (int64_t j = 0; j < n; ++j)
                                 row[j] += s_.bias[static_cast<size_t>(j)];
                             }
-                            cpu::activation_row(s_.act, row, n);
+                            if (s_.gated) {
+                              cpu::gated_row(s_.act, row, row + out_n, py + r * out_n, out_n);
+                            } else {
+                              cpu::activation_row(s_.act, row, n);
+                            }
                           }
                         });
   }
 
+  void release_own_scratch() override {
+    normed_ = {};
+    product_ = {};
+  }
+
  private:
   std::string what_;
+  // Grown to the largest row count run, then kept.
+  static void grow(std::vector<float>& v, int64_t n) {
+    if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+  }
+
   RowsSpec s_;
-  Tensor wei_;  // B with alpha folded in (B's own storage when alpha is 1)
+  Tensor wei_;                  // B with alpha folded in (B's own storage when alpha is 1)
+  std::vector<float> normed_;   // A's rows normalized (the norm prologue)
+  std::vector<float> product_;  // [gate | up] of the gated product
 };
 
 template <RowsOp kOp>
@@ -171,6 +239,12 @@ KernelFactory fused_matmul_rows_factory() {
 }
 KernelFactory fused_gemm_rows_factory() {
   return factory<RowsOp::kFusedGemm>("onednn.fused_gemm_rows");
+}
+KernelFactory fused_ln_matmul_rows_factory() {
+  return factory<RowsOp::kLayerNormMatMul>("onednn.fused_ln_matmul_rows");
+}
+KernelFactory fused_gated_matmul_rows_factory() {
+  return factory<RowsOp::kGatedMatMul>("onednn.fused_gated_matmul_rows");
 }
 
 }  // namespace nnfuse::onednn

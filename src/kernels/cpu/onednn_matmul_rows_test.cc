@@ -112,6 +112,40 @@ TEST(OnednnRowsMatMul, FusedProductsWithActivations) {
   }
 }
 
+TEST(OnednnRowsMatMul, GatedAndNormPrologueProducts) {
+  // W [K, 2N]: gate columns then up columns; bias of 2N; gamma and beta of K.
+  const Tensor w = random_tensor({24, 20}, 13), bias = random_tensor({20}, 14);
+  const Tensor gamma = random_tensor({24}, 15, 0.5f, 1.5f), beta = random_tensor({24}, 16);
+  const std::vector<Dims> rows = {{0, 24}, {1, 24}, {37, 24}};
+  for (const char* act : {"SiLU", "Gelu", "Relu"}) {
+    const Attrs attrs = {{"activation", attr_string(act)}};
+    check("FusedGatedMatMul", "onednn.fused_gated_matmul_rows", rows_unknown(24), rows, {w}, attrs);
+    check("FusedGatedMatMul", "onednn.fused_gated_matmul_rows", Shape::unknown(), {{2, 5, 24}},
+          {w, bias}, attrs);
+    check("FusedGatedMatMul", "onednn.fused_gated_matmul_rows", rows_unknown(24), rows,
+          {w, bias, gamma, beta}, attrs);
+  }
+  Attrs rms = {{"activation", attr_string("SiLU")},
+               {"norm", attr_string("rms")},
+               {"epsilon", attr_float(1e-6f)}};
+  check("FusedGatedMatMul", "onednn.fused_gated_matmul_rows", rows_unknown(24), rows,
+        {w, bias, gamma}, rms);
+  const Tensor b = random_tensor({24, 10}, 17), b_bias = random_tensor({10}, 18);
+  check("FusedLayerNormMatMul", "onednn.fused_ln_matmul_rows", rows_unknown(24), rows,
+        {b, b_bias, gamma, beta}, {});
+  rms.erase("activation");
+  check("FusedLayerNormMatMul", "onednn.fused_ln_matmul_rows", Shape::unknown(), {{3, 4, 24}},
+        {b, b_bias, gamma}, rms);
+  // A W of odd columns and a gamma of the wrong length are declined.
+  EXPECT_STREQ(DynamicNode("FusedGatedMatMul", rows_unknown(24), {random_tensor({24, 9}, 19)}, {})
+                   .chosen->name,
+               "ref");
+  EXPECT_STREQ(DynamicNode("FusedLayerNormMatMul", rows_unknown(24),
+                           {b, b_bias, random_tensor({23}, 20)}, {})
+                   .chosen->name,
+               "ref");
+}
+
 TEST(OnednnRowsMatMul, StaticShapesGoToThePrepackedKernelsAndBadInputsFail) {
   const Tensor b = random_tensor({24, 10}, 9);
   Shape fixed = Shape::of({4, 24});
