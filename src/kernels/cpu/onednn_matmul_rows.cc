@@ -8,6 +8,7 @@
 // to a row count), then the bias and activation (or the gate) row by row. The buffers grow to
 // the largest row count seen and are kept. A's last dim must match B at run time; MatMul's A
 // may have any leading dims (they fold into rows), Gemm's is 2-D.
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -159,22 +160,27 @@ class RowsMatMulKernel : public Kernel {
     const int64_t m = a.numel() / s_.k, n = s_.n;
     if (m == 0) return;
     const float* pa = a.data<float>();
+    Buffers buf = take();
     if (s_.norm) {
-      grow(normed_, m * s_.k);
-      normalize_rows(pa, normed_.data(), m, s_.k, s_.gamma.data(),
+      grow(buf.normed, m * s_.k);
+      normalize_rows(pa, buf.normed.data(), m, s_.k, s_.gamma.data(),
                      s_.beta.empty() ? nullptr : s_.beta.data(), s_.epsilon, s_.rms);
-      pa = normed_.data();
+      pa = buf.normed.data();
     }
     float* product = y.data<float>();
     if (s_.gated) {
-      grow(product_, m * n);
-      product = product_.data();
+      grow(buf.product, m * n);
+      product = buf.product.data();
     }
     const dnnl_status_t st =
         dnnl_sgemm('N', s_.trans_b ? 'T' : 'N', m, n, s_.k, 1.0f, pa, s_.k, wei_.data<float>(),
                    s_.trans_b ? s_.k : n, 0.0f, product, n);
+    if (st != dnnl_success) give(std::move(buf));
     NNFUSE_CHECK(st == dnnl_success, what_, ": sgemm failed (status ", static_cast<int>(st), ")");
-    if (!s_.gated && s_.bias.empty() && s_.act.kind == ref::ActivationKind::kNone) return;
+    if (!s_.gated && s_.bias.empty() && s_.act.kind == ref::ActivationKind::kNone) {
+      give(std::move(buf));
+      return;
+    }
     float* py = y.data<float>();
     cpu::parallel_range(m, std::max<int64_t>(1, cpu::kParallelGrain / n),
                         [&](int64_t lo, int64_t hi) {
@@ -191,24 +197,42 @@ class RowsMatMulKernel : public Kernel {
                             }
                           }
                         });
+    give(std::move(buf));
   }
 
   void release_own_scratch() override {
-    normed_ = {};
-    product_ = {};
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.clear();
   }
 
  private:
   std::string what_;
-  // Grown to the largest row count run, then kept.
+  // The norm prologue's and the gated product's buffers: grown to the largest row count run,
+  // then kept. Runs at once on several threads take a set each.
+  struct Buffers {
+    std::vector<float> normed;   // A's rows normalized
+    std::vector<float> product;  // [gate | up]
+  };
   static void grow(std::vector<float>& v, int64_t n) {
     if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
   }
+  Buffers take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) return {};
+    Buffers b = std::move(free_.back());
+    free_.pop_back();
+    return b;
+  }
+  void give(Buffers b) {
+    if (b.normed.empty() && b.product.empty()) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(b));
+  }
 
   RowsSpec s_;
-  Tensor wei_;                  // B with alpha folded in (B's own storage when alpha is 1)
-  std::vector<float> normed_;   // A's rows normalized (the norm prologue)
-  std::vector<float> product_;  // [gate | up] of the gated product
+  Tensor wei_;  // B with alpha folded in (B's own storage when alpha is 1)
+  std::mutex mu_;
+  std::vector<Buffers> free_;
 };
 
 template <RowsOp kOp>
