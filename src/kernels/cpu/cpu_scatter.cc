@@ -1,9 +1,12 @@
-// ScatterElements without a reduction, when the indices span the data on every dim but the
-// axis (torchvision's multi-scale RoI pooling merges its levels so: the rows of each level's
-// result scattered into the pooled tensor by an index expanded over channels and bins). The
-// data is copied once, then every (outer, inner) column takes its updates in index order,
-// columns in parallel: a destination is only ever written from its own column, so a later
-// duplicate index wins, as in the reference kernel. Other shapes run the reference kernel.
+// ScatterElements when the indices span the data on every dim but the axis (torchvision's
+// multi-scale RoI pooling merges its levels so: the rows of each level's result scattered into
+// the pooled tensor by an index expanded over channels and bins; a mixture-of-experts layer sums
+// each expert's rows back into the tokens with scatter_add). The data is copied once, then every
+// (outer, inner) column takes its updates in index order, columns in parallel: a destination is
+// only ever written from its own column, so a later duplicate index wins, and a reduction (add,
+// mul, max, min: float32, int32 and int64 data) combines them in the reference kernel's order.
+// Other shapes run the reference kernel.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -17,13 +20,27 @@ namespace {
 // Elements of a column piece one task writes: long enough to stream, short enough to share out.
 constexpr int64_t kColumnPiece = 2048;
 
+// The data types a reduction runs on here.
+bool reducible(DType t) { return t == DType::kFloat32 || t == DType::kInt32 || t == DType::kInt64; }
+
 class ScatterElementsKernel : public Kernel {
  public:
   explicit ScatterElementsKernel(const NodeInfo& info)
       : node_(info.node),
         opset_(info.opset),
         who_(info.node.describe()),
-        axis_(info.node.attr_int("axis", 0)) {}
+        axis_(info.node.attr_int("axis", 0)),
+        reduction_(reduction_of(info.node.attr_string("reduction", "none"))) {}
+
+  enum class Reduction { kNone, kAdd, kMul, kMax, kMin, kUnknown };
+  static Reduction reduction_of(const std::string& r) {
+    if (r == "none") return Reduction::kNone;
+    if (r == "add") return Reduction::kAdd;
+    if (r == "mul") return Reduction::kMul;
+    if (r == "max") return Reduction::kMax;
+    if (r == "min") return Reduction::kMin;
+    return Reduction::kUnknown;
+  }
 
   void run(KernelIO& io) override {
     const Tensor& x = io.in(0);
@@ -67,7 +84,25 @@ class ScatterElementsKernel : public Kernel {
               bad_at.compare_exchange_strong(none, row + j);
               continue;
             }
-            out[v * inner + j] = pu[row + j];
+            T& dst = out[v * inner + j];
+            const T u = pu[row + j];
+            switch (reduction_) {
+              case Reduction::kAdd:
+                dst = static_cast<T>(dst + u);
+                break;
+              case Reduction::kMul:
+                dst = static_cast<T>(dst * u);
+                break;
+              case Reduction::kMax:
+                dst = std::max(dst, u);
+                break;
+              case Reduction::kMin:
+                dst = std::min(dst, u);
+                break;
+              default:
+                dst = u;
+                break;
+            }
           }
         }
       });
@@ -79,7 +114,27 @@ class ScatterElementsKernel : public Kernel {
         scatter(elem, int32_t{});
       }
     };
-    switch (dtype_size(x.dtype())) {
+    if (reduction_ != Reduction::kNone) {  // typed arithmetic: float32, int32, int64 (fits)
+      if (x.dtype() == DType::kFloat32) {
+        with_index(float{});
+      } else if (x.dtype() == DType::kInt32) {
+        with_index(int32_t{});
+      } else {
+        with_index(int64_t{});
+      }
+    } else {
+      switch_by_size(with_index, x.dtype());
+    }
+    if (const int64_t at = bad_at.load(); at >= 0) {
+      fail(ErrorKind::kRuntime, who_, ": index ", ind.int_at(at), " is out of range for a dim of ",
+           d);
+    }
+  }
+
+ private:
+  template <typename F>
+  static void switch_by_size(F&& with_index, DType dt) {
+    switch (dtype_size(dt)) {
       case 1:
         with_index(uint8_t{});
         break;
@@ -93,13 +148,8 @@ class ScatterElementsKernel : public Kernel {
         with_index(uint64_t{});
         break;
     }
-    if (const int64_t at = bad_at.load(); at >= 0) {
-      fail(ErrorKind::kRuntime, who_, ": index ", ind.int_at(at), " is out of range for a dim of ",
-           d);
-    }
   }
 
- private:
   // Plain tensors of one rank, indices the updates' shape and equal to the data on every dim but
   // the axis.
   bool fits(const Tensor& x, const Tensor& ind, const Tensor& upd) const {
@@ -107,7 +157,8 @@ class ScatterElementsKernel : public Kernel {
         upd.layout() != Layout::kPlain || x.rank() == 0 || ind.shape() != upd.shape() ||
         ind.rank() != x.rank() || upd.dtype() != x.dtype() ||
         !copyable_elem_size(dtype_size(x.dtype())) ||
-        (ind.dtype() != DType::kInt64 && ind.dtype() != DType::kInt32)) {
+        (ind.dtype() != DType::kInt64 && ind.dtype() != DType::kInt32) ||
+        (reduction_ != Reduction::kNone && !reducible(x.dtype()))) {
       return false;
     }
     const std::optional<int64_t> axis = axis_in(axis_, x.rank());
@@ -122,6 +173,7 @@ class ScatterElementsKernel : public Kernel {
   int64_t opset_;
   std::string who_;
   int64_t axis_;
+  Reduction reduction_;
 };
 
 std::string scatter_elements_declines(const NodeInfo& info) {
@@ -131,7 +183,14 @@ std::string scatter_elements_declines(const NodeInfo& info) {
     if (!info.has_input(i)) return input_label(info, i) + " is missing";
     if (input_layout(info, i) != Layout::kPlain) return input_label(info, i) + " is not plain";
   }
-  if (n.attr_string("reduction", "none") != "none") return "a reduction";
+  const std::string reduction = n.attr_string("reduction", "none");
+  if (ScatterElementsKernel::reduction_of(reduction) ==
+      ScatterElementsKernel::Reduction::kUnknown) {
+    return "reduction '" + reduction + "'";
+  }
+  if (reduction != "none" && !reducible(info.input_dtype(0))) {
+    return "a reduction over " + dtype_name(info.input_dtype(0));
+  }
   if (!copyable_elem_size(dtype_size(info.input_dtype(0)))) {
     return "elements of " + dtype_name(info.input_dtype(0));
   }
