@@ -17,6 +17,7 @@
 
 #include "ir/error.h"
 #include "onnx/inference_guards.h"
+#include "onnx/loop_shapes.h"
 #include "onnx/opset_upgrade.h"
 #include "onnx/ort_qoperators.h"
 #include "onnx/provenance.h"
@@ -417,6 +418,7 @@ std::unique_ptr<Graph> import_model(onnx::ModelProto& m, const std::string& base
   check_nodes(m, base_dir, label);
   lower_ort_quantized_ops(m, label);
   if (!opts.input_shapes.empty()) override_input_shapes(m, opts.input_shapes, label);
+  relax_loop_carried_shapes(*m.mutable_graph());
   if (opts.infer_shapes) {
     try {
       onnx::ShapeInferenceOptions so(/*check_type=*/false, /*strict=*/0, /*data_prop=*/true);
