@@ -12,6 +12,7 @@ void append_onednn_kernels(std::vector<std::pair<std::string, KernelFactory>>& t
   t.emplace_back("ConvTranspose", onednn::conv_transpose_batch_factory());
   t.emplace_back("MatMul", onednn::matmul_factory());
   t.emplace_back("MatMul", onednn::matmul_rows_factory());
+  t.emplace_back("MatMul", onednn::matmul_runtime_factory());
   t.emplace_back("Gemm", onednn::gemm_factory());
   t.emplace_back("Gemm", onednn::gemm_rows_factory());
   t.emplace_back("MaxPool", onednn::pool_factory());

@@ -43,6 +43,8 @@ KernelFactory fused_matmul_rows_factory();        // FusedMatMul
 KernelFactory fused_gemm_rows_factory();          // FusedGemm
 KernelFactory fused_ln_matmul_rows_factory();     // FusedLayerNormMatMul
 KernelFactory fused_gated_matmul_rows_factory();  // FusedGatedMatMul
+// MatMul of two operands without static shapes, neither a constant (onednn_matmul_runtime.cc).
+KernelFactory matmul_runtime_factory();
 // The convolutions whose batch is known only at run time, image by image
 // (onednn_conv_batch.cc): after the static-shape kernels.
 KernelFactory conv_batch_factory();            // Conv
