@@ -65,6 +65,12 @@ struct KernelIO {
   Tensor& output(size_t k, DType dtype, const Dims& shape, Layout layout = Layout::kPlain);
 };
 
+// A node of a subgraph (an If, Loop or Scan body) with the opset of its graph.
+struct BodyNode {
+  const Node* node = nullptr;
+  int64_t opset = 0;
+};
+
 class Kernel {
  public:
   virtual ~Kernel() = default;
@@ -83,6 +89,9 @@ class Kernel {
   // Frees the buffer a run without KernelIO::scratch allocated for itself (a timing run of the
   // measured selection); a later such run allocates it again.
   virtual void release_own_scratch() {}
+  // The nodes of the subgraphs a control-flow kernel runs on their reference kernels (no fast
+  // kernel accepts them), at any depth: the plan reports them as it reports its own.
+  virtual std::vector<BodyNode> reference_body_nodes() const { return {}; }
 };
 
 struct KernelFactory {
@@ -152,6 +161,10 @@ std::nullopt_t decline(std::string* why, Args&&... args) {
 // The ordered kernel table for an op type of the default domain (fast kernels first, then the
 // reference kernel). Never empty for an op with a reference kernel.
 const std::vector<KernelFactory>& kernels_for(const std::string& op_type);
+
+// Subgraphs (If, Loop and Scan bodies) the control-flow kernels planned so far in this process:
+// each once, when its node's kernel is made, never per iteration (kernels/cpu/cpu_control_flow.cc).
+size_t subgraph_plans_made();
 
 // Family tables of fast kernels, listed by registry.cc in priority order: the few CPU kernels
 // that measure faster than oneDNN's for the same op, oneDNN's, the other CPU kernels.

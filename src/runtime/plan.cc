@@ -145,6 +145,17 @@ const KernelFactory& ExecutionPlan::add_kernel_step(const Graph& g, const Node& 
       fell_back = true;
     }
   }
+  if (!opts_.reference_only && selected.kernel) {
+    // A control-flow kernel's subgraph nodes on their reference kernels, named under it.
+    for (const BodyNode& b : selected.kernel->reference_body_nodes()) {
+      const NodeInfo body_info{*b.node, b.opset,
+                               std::vector<Layout>(b.node->num_inputs(), Layout::kPlain), threads_};
+      if (auto f = reference_fallback(body_info)) {
+        f->node = n.name() + (f->node.rfind('/', 0) == 0 ? "" : "/") + f->node;
+        fallbacks_.push_back(std::move(*f));
+      }
+    }
+  }
   if (selected.plain_inputs) {
     for (size_t i = 0; i < in_ids.size(); ++i) {
       if (in_ids[i] >= 0 && values_[in_ids[i]].layout != Layout::kPlain) {

@@ -90,25 +90,35 @@ TEST(ReferenceFallback, TheOracleRecordsNone) {
 }
 
 TEST(ReferenceFallback, MatMulWithRuntimeWeightOfUnknownShape) {
-  auto g = std::make_unique<Graph>();
-  g->opsets[""] = 17;
-  Value* a = g->add_value("a", DType::kFloat32, Shape::of({2, 4}));
-  Value* b = g->add_value("b", DType::kFloat32, Shape::unknown());
-  g->add_input(a);
-  g->add_input(b);
-  Value* y = g->add_value("y", DType::kFloat32, Shape::unknown());
-  g->add_node("MatMul", "mm", {a, b}, {y});
-  g->add_output(y);
-  ExecutionPlan plan(*g, quiet());
+  auto graph = [](DType t) {
+    auto g = std::make_unique<Graph>();
+    g->opsets[""] = 17;
+    Value* a = g->add_value("a", t, Shape::of({2, 4}));
+    Value* b = g->add_value("b", t, Shape::unknown());
+    g->add_input(a);
+    g->add_input(b);
+    Value* y = g->add_value("y", t, Shape::unknown());
+    g->add_node("MatMul", "mm", {a, b}, {y});
+    g->add_output(y);
+    return g;
+  };
+  // float32: the run-time kernel takes it.
+  auto f32 = graph(DType::kFloat32);
+  ExecutionPlan ok(*f32, quiet());
+  EXPECT_TRUE(ok.reference_fallbacks().empty());
+  EXPECT_EQ(ok.kernel_histogram().at("onednn.matmul_runtime"), 1);
+  // float64: every fast kernel declines, each with its reason.
+  auto f64 = graph(DType::kFloat64);
+  ExecutionPlan plan(*f64, quiet());
   ASSERT_EQ(plan.reference_fallbacks().size(), 1u);
   const ReferenceFallback& f = plan.reference_fallbacks()[0];
   EXPECT_EQ(f.node, "mm");
-  EXPECT_EQ(f.shapes, "float32[2, 4], float32? -> float32?");
-  ASSERT_EQ(f.declined.size(), 2u);
+  EXPECT_EQ(f.shapes, "float64[2, 4], float64? -> float64?");
+  ASSERT_EQ(f.declined.size(), 3u);
   EXPECT_EQ(f.declined[0].first, "onednn.matmul");
-  EXPECT_EQ(f.declined[0].second, "input 'b' has no static shape (float32?)");
   EXPECT_EQ(f.declined[1].first, "onednn.matmul_rows");
-  EXPECT_EQ(f.declined[1].second, "B is not a constant non-empty float32 matrix");
+  EXPECT_EQ(f.declined[2].first, "onednn.matmul_runtime");
+  EXPECT_EQ(f.declined[2].second, "input 'a' is not float32");
 }
 
 TEST(ReferenceFallback, ConvWithRuntimeWeightNamesTheWeight) {
@@ -216,21 +226,19 @@ std::unique_ptr<Graph> if_graph(const std::string& op) {
 }
 
 TEST(ReferenceFallback, ControlFlowIsAComputeOpOnlyWhenItsSubgraphsHoldOne) {
+  EXPECT_FALSE(is_compute_node(*if_graph("Identity")->nodes()[0]));
+  EXPECT_TRUE(is_compute_node(*if_graph("Softmax")->nodes()[0]));
+  // Either runs its branches on planned kernels (cpu.control_flow): the Softmax on cpu.softmax.
   PlanOptions strict = quiet();
   strict.strict = true;
-  auto plain = if_graph("Identity");
-  EXPECT_TRUE(ExecutionPlan(*plain, quiet()).reference_fallbacks().empty());
-  PlanSession ok(if_graph("Identity"), strict);
-  EXPECT_EQ(ok.run({{"c", Tensor::from_vector<bool>({}, {false})}})[0].data<float>()[1], 2.0f);
-
-  auto softmax = if_graph("Softmax");
-  ExecutionPlan plan(*softmax, quiet());
-  ASSERT_EQ(plan.reference_fallbacks().size(), 1u);
-  const ReferenceFallback& f = plan.reference_fallbacks()[0];
-  EXPECT_TRUE(f.compute_op);
-  EXPECT_EQ(f.declined[0].second,
-            "there is none for If yet; its subgraphs run Softmax on the reference kernels");
-  EXPECT_THROW(PlanSession(if_graph("Softmax"), strict), Error);
+  for (const char* op : {"Identity", "Softmax"}) {
+    auto g = if_graph(op);
+    ExecutionPlan plan(*g, quiet());
+    EXPECT_TRUE(plan.reference_fallbacks().empty()) << op;
+    EXPECT_EQ(plan.kernel_histogram().at("cpu.control_flow"), 1) << op;
+    PlanSession ok(if_graph(op), strict);
+    EXPECT_EQ(ok.run({{"c", Tensor::from_vector<bool>({}, {true})}})[0].data<float>()[1], 2.0f);
+  }
 }
 
 TEST(ReferenceFallback, StrictRefusesAComputeOpNamingNodeShapesAndReason) {

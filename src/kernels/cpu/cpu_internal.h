@@ -53,6 +53,8 @@ void append_norm_fused_kernels(FactoryTable& t);     // cpu_norm_fused.cc: SkipL
 void append_embed_kernels(FactoryTable& t);          // cpu_embed.cc: EmbedLayerNorm (ai.nnfuse)
 void append_fused_region_kernels(FactoryTable& t);   // cpu_fused_region.cc: generated kernels
 void append_response_norm_kernels(FactoryTable& t);  // cpu_response_norm.cc: GlobalResponseNorm
+void append_control_flow_kernels(FactoryTable& t);   // cpu_control_flow.cc: If, Loop, Scan
+
 // Ahead of oneDNN's (append_preferred_cpu_kernels):
 // cpu_global_pool.cc: GlobalAveragePool
 void append_global_pool_kernels(FactoryTable& t);

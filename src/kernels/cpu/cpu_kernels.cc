@@ -37,6 +37,7 @@ void append_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {
   cpu::append_embed_kernels(t);
   cpu::append_fused_region_kernels(t);
   cpu::append_response_norm_kernels(t);
+  cpu::append_control_flow_kernels(t);
 }
 
 }  // namespace nnfuse

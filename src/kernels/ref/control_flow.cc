@@ -1,12 +1,12 @@
-// If, Loop and Scan: their subgraphs run node by node on the reference kernels. A subgraph's
-// last inputs are the outer values it captures (Graph::num_captures), which the node receives
-// as its last inputs.
+// If, Loop and Scan (control_flow.h): the nodes' semantics over a BodyRunner, and the
+// reference runner, node by node on the reference kernels.
+#include "kernels/ref/control_flow.h"
+
 #include <cstring>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "kernels/ref/ref_kernels.h"
 #include "kernels/ref/util.h"
 
 namespace nnfuse {
@@ -29,7 +29,9 @@ std::string body_unsupported(const Graph& body, const std::string& attr) {
   return "";
 }
 
-std::string subgraphs_support(const Node& node, int64_t) {
+}  // namespace
+
+std::string control_flow_support(const Node& node, int64_t) {
   for (const auto& [name, a] : node.attrs()) {
     if (a.kind != Attribute::Kind::kGraph) continue;
     if (!a.g) return "subgraph '" + name + "' is missing";
@@ -39,14 +41,19 @@ std::string subgraphs_support(const Node& node, int64_t) {
   return "";
 }
 
-// Runs `body` with `inputs` (one per body input, formal inputs then captures).
-std::vector<Tensor> run_body(const Graph& body, const std::vector<const Tensor*>& inputs,
-                             const Node& owner) {
+void check_body_inputs(const Graph& body, const std::vector<const Tensor*>& inputs,
+                       const Node& owner) {
   if (inputs.size() != body.inputs().size()) {
     fail(ErrorKind::kInvalidModel, owner.describe(), ": its subgraph takes ",
          body.inputs().size() - body.num_captures, " inputs, ", inputs.size() - body.num_captures,
          " given");
   }
+}
+
+std::vector<Tensor> run_body_on_reference(const Graph& body,
+                                          const std::vector<const Tensor*>& inputs,
+                                          const Node& owner) {
+  check_body_inputs(body, inputs, owner);
   std::map<const Value*, Tensor> vals;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i]) vals[body.inputs()[i]] = *inputs[i];
@@ -71,6 +78,8 @@ std::vector<Tensor> run_body(const Graph& body, const std::vector<const Tensor*>
   for (const Value* v : body.outputs()) out.push_back(*get(v));
   return out;
 }
+
+namespace {
 
 // The captured values: the node's inputs from `first` on.
 void append_captures(const KernelContext& ctx, size_t first, std::vector<const Tensor*>& ins) {
@@ -139,7 +148,7 @@ Tensor stack(const std::vector<Tensor>& parts, int64_t axis, const Node& n, size
   return r;
 }
 
-void run_if(KernelContext& ctx) {
+void run_if(KernelContext& ctx, const BodyRunner& run_body) {
   const Node& n = ctx.node;
   const bool c = truth(ctx.in(0), n, "the condition");
   const Graph& body = subgraph(n, c ? "then_branch" : "else_branch");
@@ -153,7 +162,7 @@ void run_if(KernelContext& ctx) {
   for (size_t k = 0; k < out.size(); ++k) ctx.outputs[k] = std::move(out[k]);
 }
 
-void run_loop(KernelContext& ctx) {
+void run_loop(KernelContext& ctx, const BodyRunner& run_body) {
   const Node& n = ctx.node;
   const Graph& body = subgraph(n, "body");
   const size_t formal = ctx.num_inputs() - body.num_captures;
@@ -216,7 +225,7 @@ int64_t axis_of(const std::vector<int64_t>& axes, size_t k, int64_t rank, const 
   return a;
 }
 
-void run_scan(KernelContext& ctx) {
+void run_scan(KernelContext& ctx, const BodyRunner& run_body) {
   const Node& n = ctx.node;
   const Graph& body = subgraph(n, "body");
   const size_t formal = ctx.num_inputs() - body.num_captures;
@@ -277,12 +286,26 @@ void run_scan(KernelContext& ctx) {
   }
 }
 
+void run_on_reference(KernelContext& ctx) { run_control_flow(ctx, run_body_on_reference); }
+
 }  // namespace
 
+void run_control_flow(KernelContext& ctx, const BodyRunner& run) {
+  if (ctx.node.is(Op::kIf)) {
+    run_if(ctx, run);
+  } else if (ctx.node.is(Op::kLoop)) {
+    run_loop(ctx, run);
+  } else if (ctx.node.is(Op::kScan)) {
+    run_scan(ctx, run);
+  } else {
+    fail(ErrorKind::kInternal, ctx.node.describe(), " is no If, Loop or Scan");
+  }
+}
+
 void append_control_flow_kernels(std::vector<RefKernelEntry>& t) {
-  t.push_back({"If", run_if, subgraphs_support});
-  t.push_back({"Loop", run_loop, subgraphs_support});
-  t.push_back({"Scan", run_scan, subgraphs_support});
+  t.push_back({"If", run_on_reference, control_flow_support});
+  t.push_back({"Loop", run_on_reference, control_flow_support});
+  t.push_back({"Scan", run_on_reference, control_flow_support});
 }
 
 }  // namespace nnfuse
