@@ -54,6 +54,7 @@ void append_embed_kernels(FactoryTable& t);          // cpu_embed.cc: EmbedLayer
 void append_fused_region_kernels(FactoryTable& t);   // cpu_fused_region.cc: generated kernels
 void append_response_norm_kernels(FactoryTable& t);  // cpu_response_norm.cc: GlobalResponseNorm
 void append_control_flow_kernels(FactoryTable& t);   // cpu_control_flow.cc: If, Loop, Scan
+void append_cumsum_kernels(FactoryTable& t);         // cpu_cumsum.cc: CumSum
 
 // Ahead of oneDNN's (append_preferred_cpu_kernels):
 // cpu_global_pool.cc: GlobalAveragePool

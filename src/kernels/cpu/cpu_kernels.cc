@@ -38,6 +38,7 @@ void append_cpu_kernels(std::vector<std::pair<std::string, KernelFactory>>& t) {
   cpu::append_fused_region_kernels(t);
   cpu::append_response_norm_kernels(t);
   cpu::append_control_flow_kernels(t);
+  cpu::append_cumsum_kernels(t);
 }
 
 }  // namespace nnfuse

@@ -1,6 +1,6 @@
 // The unary elementwise ops with no vectorized form here (float32): rounding (Floor, Ceil,
 // Round), Sign, the trigonometric and hyperbolic functions and their inverses, and the
-// activations Selu, Celu, Softsign and ThresholdedRelu. Each element is computed with the
+// activations Selu, Celu, Softsign, ThresholdedRelu and Shrink. Each element is computed with the
 // reference kernel's double formula (kernels/ref/elementwise.cc), so the numbers are the
 // reference's; what this adds is threads and one inlined loop per op instead of a call through
 // a function pointer per element. Layout-transparent and in-place capable.
@@ -34,6 +34,7 @@ enum class MathOp {
   kCelu,  // a = alpha
   kSoftsign,
   kThresholdedRelu,  // a = alpha
+  kShrink,           // a = lambd, b = bias
 };
 
 struct MathOpInfo {
@@ -67,6 +68,7 @@ const std::map<std::string, MathOpInfo>& math_ops() {
       {"Celu", {MathOp::kCelu, "alpha", 1.0f}},
       {"Softsign", {MathOp::kSoftsign}},
       {"ThresholdedRelu", {MathOp::kThresholdedRelu, "alpha", 1.0f}},
+      {"Shrink", {MathOp::kShrink, "lambd", 0.5f, "bias", 0.0f}},
   };
   return ops;
 }
@@ -120,6 +122,8 @@ void math_loop(MathOp op, const float* x, float* y, int64_t n, double a, double 
       return map_double(x, y, n, [](double v) { return v / (1 + std::fabs(v)); });
     case MathOp::kThresholdedRelu:
       return map_double(x, y, n, [a](double v) { return v > a ? v : 0.0; });
+    case MathOp::kShrink:  // NaN gives 0, as in the reference
+      return map_double(x, y, n, [a, b](double v) { return v < -a ? v + b : v > a ? v - b : 0.0; });
   }
 }
 

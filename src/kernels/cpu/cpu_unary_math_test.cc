@@ -44,6 +44,8 @@ std::vector<Case> cases() {
       {"Softsign", -5, 5, {}},
       {"ThresholdedRelu", -3, 3, {}},
       {"ThresholdedRelu", -3, 3, {{"alpha", attr_float(0.25f)}}},
+      {"Shrink", -3, 3, {}},
+      {"Shrink", -3, 3, {{"lambd", attr_float(1.5f)}, {"bias", attr_float(0.25f)}}},
   };
 }
 
