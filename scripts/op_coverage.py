@@ -22,8 +22,11 @@ def render(ops):
         "reference kernel runs that: `nnfuse bench` names each such node and why); *generated* "
         "means automatic fusion can put the op into a generated kernel "
         "([supported-ops.md](supported-ops.md#automatic-fusion-and-generated-kernels)); *view* "
-        "means the plan makes its output a view of its input, with no kernel. *Compute* ops are "
-        "those `--strict` refuses on a reference kernel.")
+        "means the plan makes its output a view of its input, with no kernel. *Strict* says what "
+        "`--strict` refuses on a reference kernel: *always* (a compute op: convolutions, dense "
+        "products, pools, normalizations, attention, resampling, recurrences), *float* (an op "
+        "that computes on tensor data, refused when its output is floating point; integer shape "
+        "and index arithmetic stays allowed).")
     counts = ("%d ops: %d with a fast kernel, a generated kernel or a view; %d on their "
               "reference kernel only." % (len(ops), len(fast), len(ref_only)))
     out = [
@@ -33,14 +36,14 @@ def render(ops):
         "",
         textwrap.fill(counts, 100),
         "",
-        "| op | domain | fast kernels | generated | view | compute | reference |",
+        "| op | domain | fast kernels | generated | view | strict | reference |",
         "|---|---|---|:-:|:-:|:-:|:-:|",
     ]
     yes = lambda b: "yes" if b else ""
     for o in ops:
         out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
             o["op"], o["domains"], ", ".join("`%s`" % k for k in o["fast_kernels"]) or "-",
-            yes(o["generated"]), yes(o["view"]), yes(o["compute"]), yes(o["reference"])))
+            yes(o["generated"]), yes(o["view"]), o["strict"], yes(o["reference"])))
     out += ["", textwrap.fill("On their reference kernel only: " +
                               ", ".join(o["op"] for o in ref_only) + ".", 100), ""]
     return "\n".join(out)

@@ -28,6 +28,10 @@ std::vector<OpCoverage> op_coverage() {
     if (c.fast_kernels.empty() && !c.reference && !c.generated && !c.view) continue;
     const ops::OpTraits& t = ops::traits_of(op);
     c.compute = t.compute;
+    const ops::StrictRefusal r = ops::strict_refusal(op);
+    c.strict = r == ops::StrictRefusal::kAlways     ? "always"
+               : r == ops::StrictRefusal::kOnFloats ? "float"
+                                                    : "";
     c.op_class = op_class_name(t.op_class);
     out.push_back(std::move(c));
   }

@@ -16,8 +16,11 @@ struct OpCoverage {
   bool generated = false;                 // automatic fusion can put it in a generated kernel
   bool view = false;       // planned as a view of its input (Reshape...): no kernel runs
   bool reference = false;  // it has a reference kernel
-  bool compute = false;    // a compute op: `--strict` refuses it on the reference
-  std::string op_class;    // automatic fusion's class ("elementwise", ...)
+  bool compute = false;    // a compute op (its traits)
+  // What `--strict` refuses on the reference kernel: "always" (a compute op), "float" (when its
+  // output is floating point: elementwise ops, reductions, CumSum), or "".
+  std::string strict;
+  std::string op_class;  // automatic fusion's class ("elementwise", ...)
 };
 
 // Every op of nnfuse's op list that has a kernel of any kind or is planned as a view, in the

@@ -159,6 +159,15 @@ const OpTraits& traits_of(Op op);
 
 // The node's class: its traits' (node_class when set) — opaque for unknown ops.
 OpClass op_class(const Node& node);
+// What `--strict` refuses on a reference kernel: a compute op always (kAlways); an op that
+// computes on tensor data (the elementwise, broadcast and reduction classes, CumSum) when its
+// output is floating point (kOnFloats), so that integer shape and index arithmetic stays allowed;
+// nothing else (data movement, shapes, index bookkeeping: kNever).
+enum class StrictRefusal { kNever, kOnFloats, kAlways };
+StrictRefusal strict_refusal(Op op);
+// The same for a node (control flow aside: its subgraphs decide, runtime/reference_fallback.h).
+bool strict_refuses(const Node& n);
+
 // Whether the op's traits are listed (a class of its own, not the unknown default): a test keeps
 // every op with a reference kernel listed.
 bool traits_listed(Op op);

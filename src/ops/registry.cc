@@ -98,6 +98,34 @@ const OpTraits& traits_of(const Node& n) {
   return unknown_traits();
 }
 
+StrictRefusal strict_refusal(Op op) {
+  const OpTraits& t = traits_of(op);
+  if (t.compute) return StrictRefusal::kAlways;
+  if (op == Op::kIdentity || op == Op::kDropout) return StrictRefusal::kNever;  // copies
+  switch (t.op_class) {
+    case OpClass::kElementwise:
+    case OpClass::kBroadcast:
+    case OpClass::kReduction:
+      return StrictRefusal::kOnFloats;
+    default:
+      return op == Op::kCumSum ? StrictRefusal::kOnFloats : StrictRefusal::kNever;
+  }
+}
+
+bool strict_refuses(const Node& n) {
+  if (traits_of(n).compute) return true;
+  if (n.is(Op::kUnknown) || strict_refusal(n.op()) != StrictRefusal::kOnFloats) return false;
+  for (const Value* v : n.outputs()) {
+    if (!v) continue;
+    const DType t = v->dtype();
+    if (t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16 ||
+        t == DType::kFloat64) {
+      return true;
+    }
+  }
+  return false;
+}
+
 const OpTraits& traits_of(Op op) {
   if (const OpDef* d = find_def(op)) return d->traits;
   if (const OpTraits* t = is_onnx_op(op) ? onnx_traits(op) : nullptr) return *t;

@@ -43,7 +43,7 @@ void compute_ops_in(const Node& n, std::vector<Op>& found) {
     for (const Node* m : a.g->nodes()) {
       if (is_control_flow(*m)) {
         compute_ops_in(*m, found);
-      } else if (ops::traits_of(*m).compute &&
+      } else if (ops::strict_refuses(*m) &&
                  std::find(found.begin(), found.end(), m->op()) == found.end()) {
         found.push_back(m->op());
       }
@@ -54,7 +54,7 @@ void compute_ops_in(const Node& n, std::vector<Op>& found) {
 }  // namespace
 
 bool is_compute_node(const Node& n) {
-  if (!is_control_flow(n)) return ops::traits_of(n).compute;
+  if (!is_control_flow(n)) return ops::strict_refuses(n);
   std::vector<Op> found;
   compute_ops_in(n, found);
   return !found.empty();

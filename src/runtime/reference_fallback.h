@@ -23,8 +23,9 @@ struct ReferenceFallback {
   std::string shapes;
   // Each fast kernel of the op, in table order, with why it declined the node.
   std::vector<std::pair<std::string, std::string>> declined;
-  // Conv, ConvTranspose, MatMul, Gemm, pooling, normalization, attention, Resize, and the
-  // ai.nnfuse ops built on them: where the reference kernel costs the most.
+  // What `--strict` refuses (is_compute_node): Conv, MatMul, pooling, normalization,
+  // attention, Resize and the ai.nnfuse ops built on them, where the reference kernel costs the
+  // most, and arithmetic on floating-point data (elementwise ops, reductions, CumSum).
   bool compute_op = false;
 
   // "Conv 'conv3' (float32[1, 64, ?, ?] -> float32?) runs on the reference kernel:
@@ -32,9 +33,11 @@ struct ReferenceFallback {
   std::string message() const;
 };
 
-// Whether the node is a compute op (its op's traits, ops/def.h: convolutions, dense products,
-// pools, normalizations, attention, resampling, recurrences...); an If, Loop or Scan is one only
-// when its subgraphs (at any depth) hold one: a detector's NMS branch (index bookkeeping) is not.
+// Whether `--strict` refuses the node on a reference kernel (ops::strict_refuses: a compute op
+// of its op's traits, ops/def.h: convolutions, dense products, pools, normalizations, attention,
+// resampling, recurrences...; or an elementwise op, reduction or CumSum whose output is floating
+// point); an If, Loop or Scan is one only when its subgraphs (at any depth) hold one: a
+// detector's NMS branch (index bookkeeping) is not.
 bool is_compute_node(const Node& n);
 
 // The fallback record for a node about to run on the reference kernel, when its op has fast

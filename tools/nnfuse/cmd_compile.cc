@@ -177,6 +177,7 @@ Action add_list_ops(CLI::App& app) {
                      {"view", o.view},
                      {"reference", o.reference},
                      {"compute", o.compute},
+                     {"strict", o.strict},
                      {"class", o.op_class}});
         continue;
       }
