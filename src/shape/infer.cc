@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "onnx/exporter.h"
@@ -190,6 +191,50 @@ SweepStats infer_and_fold(Graph& g) {
   return st;
 }
 
+std::string data_dependent_bound(const Node& n) {
+  auto dims_of = [&](size_t i) -> std::optional<Dims> {
+    const Value* v = i < n.num_inputs() ? n.input(i) : nullptr;
+    if (!v || !v->shape().fully_known()) return std::nullopt;
+    return v->shape().static_dims();
+  };
+  auto count = [](const Dims& d) {
+    int64_t c = 1;
+    for (int64_t x : d) c *= x;
+    return c;
+  };
+  const auto x = dims_of(0);
+  if (n.is(Op::kNonZero) || n.is(Op::kUnique)) {
+    if (!x) return "";
+    return "data-dependent: at most " + std::to_string(count(*x)) + " (the elements of its input)";
+  }
+  if (n.is(Op::kTopK)) {
+    if (!x || x->empty()) return "";
+    int64_t axis = n.attr_int("axis", -1);
+    if (axis < 0) axis += static_cast<int64_t>(x->size());
+    if (axis < 0 || axis >= static_cast<int64_t>(x->size())) return "";
+    return "data-dependent k: at most " + std::to_string((*x)[static_cast<size_t>(axis)]) +
+           " (its input's axis)";
+  }
+  if (n.is(Op::kCompress)) {
+    if (!x) return "";
+    const Attribute* a = n.find_attr("axis");
+    int64_t limit = count(*x);
+    if (a) {
+      const int64_t axis = a->i < 0 ? a->i + static_cast<int64_t>(x->size()) : a->i;
+      if (axis < 0 || axis >= static_cast<int64_t>(x->size())) return "";
+      limit = (*x)[static_cast<size_t>(axis)];
+    }
+    return "data-dependent: at most " + std::to_string(limit) + " (the condition's length)";
+  }
+  if (n.is(Op::kNonMaxSuppression)) {
+    const auto scores = dims_of(1);
+    if (!scores || scores->size() != 3) return "";
+    return "data-dependent: at most " + std::to_string(count(*scores)) +
+           " boxes (batches x classes x boxes)";
+  }
+  return "";
+}
+
 ShapeCoverage shape_coverage(const Graph& g) {
   ShapeCoverage c;
   // Each value without a static shape is charged to the node where the loss started: its own
@@ -213,7 +258,7 @@ ShapeCoverage shape_coverage(const Graph& g) {
       auto it = unknown_in ? origin.find(unknown_in) : origin.end();
       if (it == origin.end()) {
         origin[o] = c.lost.size();
-        c.lost.push_back({n, o->name(), o->shape().str(), 0});
+        c.lost.push_back({n, o->name(), o->shape().str(), 0, data_dependent_bound(*n)});
       } else {
         origin[o] = it->second;
         if (it->second != kFromInput) ++c.lost[it->second].downstream;

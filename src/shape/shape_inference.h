@@ -43,7 +43,15 @@ struct LostShape {
   std::string value;  // the output without a static shape
   std::string shape;  // as far as it is known ("[1, ?, 64]", "?")
   size_t downstream = 0;
+  // Where the node's op makes a dim that only its data decides (NonZero, TopK with a computed k,
+  // Compress, NonMaxSuppression, Unique), the bound its static inputs give: "at most 4096 rows
+  // (the elements of its input)"; "" otherwise.
+  std::string bound;
 };
+
+// The bound of a data-dependent dim that node `n` makes (LostShape::bound), "" when `n` makes
+// none or its inputs give no bound.
+std::string data_dependent_bound(const Node& n);
 // Values produced by nodes without a static shape, and the nodes where that started.
 struct ShapeCoverage {
   size_t values = 0;  // node outputs

@@ -119,6 +119,26 @@ TEST(ShapeInference, WhereNodesAShapeIsLostIsNamedWithWhatFollows) {
   EXPECT_EQ(c.lost[0].node->op_type(), "NonZero");
   EXPECT_EQ(c.lost[0].shape, "[1, ?]");
   EXPECT_EQ(c.lost[0].downstream, 2u);
+  EXPECT_EQ(c.lost[0].bound, "data-dependent: at most 4 (the elements of its input)");
+}
+
+TEST(ShapeInference, DataDependentDimsHaveTheBoundTheirInputsGive) {
+  G b;
+  Value* x = b.in("x", DType::kFloat32, Shape::of({3, 50}));
+  Value* k = b.in("k", DType::kInt64, Shape::of({1}));
+  Value* top = b.n("TopK", {x, k}, {{"axis", integer(1)}});
+  b.g->add_output(top);
+  Value* mask = b.in("mask", DType::kBool, Shape::of({3}));
+  Value* kept = b.n("Compress", {x, mask}, {{"axis", integer(0)}});
+  b.g->add_output(kept);
+  Value* r = b.n("Relu", {x});
+  b.g->add_output(r);
+  infer_and_fold(*b.g);
+  EXPECT_EQ(data_dependent_bound(*top->producer()),
+            "data-dependent k: at most 50 (its input's axis)");
+  EXPECT_EQ(data_dependent_bound(*kept->producer()),
+            "data-dependent: at most 3 (the condition's length)");
+  EXPECT_EQ(data_dependent_bound(*r->producer()), "");
 }
 
 TEST(ShapeInference, ValuesDynamicBecauseOfAnInputAreNoLoss) {

@@ -39,6 +39,7 @@ void print_shape_coverage(Graph& g) {
     std::cout << "    " << l.node->describe() << ": output '" << l.value << "' is "
               << dtype_name(g.find_value(l.value)->dtype()) << l.shape;
     if (l.downstream) std::cout << ", and " << l.downstream << " values after it";
+    if (!l.bound.empty()) std::cout << "; " << l.bound;
     std::cout << "\n";
   }
   if (c.lost.size() > kShown) std::cout << "    ... and " << c.lost.size() - kShown << " more\n";
