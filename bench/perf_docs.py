@@ -247,6 +247,30 @@ KINDS = {
                                     num("%.0f")(r.get("ort_rss_mib"))))],
         "summary": sweep_int8_summary,
     },
+    "sweep_families": {
+        "title": "Model families with run-time shapes and control flow",
+        "about": "`bench/sweep_families.py` exports the families of `bench/families.py` (random "
+                 "weights) and runs each in nnfuse and in ONNX Runtime (npm `onnxruntime-node`, "
+                 "level `all`) on the same inputs, alternating A B: mixture-of-experts layers (8 "
+                 "SwiGLU experts, 128 tokens; Switch top-1 and Mixtral top-2 routing with "
+                 "index_add, top-2 with index_select and scatter_add), masked selection through "
+                 "an MLP, ConvNeXt-V2 with GRN, a detector's score filtering, NMS and box head, "
+                 "a scripted greedy-decoding Loop (32 steps, a KV cache that grows a position a "
+                 "step) and an If-gated block. Error against PyTorch relative to the largest "
+                 "output; `strict`: `bench --strict`; the notes give an MoE layer's time against "
+                 "its experts run densely on static slices of the routed token counts, and the "
+                 "Loop's time per step against one step run as a model of its own.",
+        "columns": lambda doc: [
+            ("model", field("model")), ("error vs PyTorch", field("error", "%.1e")),
+            ("ref kernels", field("reference_kernels", "%d")),
+            ("strict", lambda r: {True: "pass", False: "FAIL"}.get(r.get("strict_ok"), "-")),
+            ("kernels", field("kernels", "%d")), ("ORT nodes", field("ort_nodes", "%d")),
+            ("nnfuse ms", field("nnfuse_ms", "%.3f")), ("ORT ms", field("ort_ms", "%.3f")),
+            ("ratio (min-max)", ratio("ratio")),
+            ("notes", lambda r: text("; ".join(r.get("notes", []) +
+                                               ["ERROR " + e for e in r.get("errors", [])])))],
+        "summary": sweep_summary,
+    },
     "ort_export_bench": {
         "title": "ONNX Runtime running nnfuse's export",
         "about": "`bench/ort_export_bench.py`: ONNX Runtime runs the model as nnfuse exports it "
@@ -454,7 +478,8 @@ def performance_page(docs, results_rel):
            % results_rel,
            "    /usr/bin/python3 bench/perf_docs.py", "",
            "`bench/sweep.py`, `compare_ort.py`, `ort_export_bench.py`, `compare_plan_cache.py`, "
-           "`compare_switches.py`, `compile_scaling.py`, `python_vs_cli.py`, `sweep_int8.py` and "
+           "`compare_switches.py`, `compile_scaling.py`, `python_vs_cli.py`, `sweep_int8.py`, "
+           "`sweep_families.py` and "
            "`winograd_rule.py` take `--json OUT`; their usage is in each script's header. "
            "`bench/perf_docs.py --check` says whether this page is up to date.", ""]
     for kind, spec in KINDS.items():
