@@ -1,6 +1,6 @@
 """The model families bench/sweep_families.py exports (random weights, eval mode): shapes known
 only at run time (mixture-of-experts routing, masked selection, a detector's score filtering and
-NMS), an op with no fast kernel of its own until recently (ConvNeXt-V2's GRN), and control flow
+NMS), an export whose ops fuse into one (ConvNeXt-V2's GRN, ReduceL2 and all), and control flow
 (a scripted greedy-decoding Loop with a growing KV cache, an If-gated block).
 
 Each entry of FAMILIES builds (module, inputs, how) where `how` is "trace" or "script" (the
@@ -10,9 +10,16 @@ control flow is kept only by scripting). Companions measure what a family's mech
   greedy_loop: "greedy_step", one decoding step (the Loop's body) as a model of its own at the
               middle KV length, for the per-step overhead of the Loop.
 Imported only by the export subprocess (it needs torch)."""
+import os
+import sys
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tests", "models"))
+from response_norm import GRN  # noqa: E402  (ConvNeXt-V2's GRN, channels last)
 
 D, H, E, T = 256, 512, 8, 128   # model dim, expert hidden dim, experts, tokens
 
@@ -103,20 +110,6 @@ class MaskedMLP(nn.Module):
         keep = torch.nonzero(s.score(x).squeeze(-1) > 0).squeeze(-1)
         y = s.mlp(s.norm(x[keep]))
         return x.index_add(0, keep, y)
-
-
-class GRN(nn.Module):
-    """ConvNeXt-V2's Global Response Normalization (channels last)."""
-
-    def __init__(s, c):
-        super().__init__()
-        s.gamma = nn.Parameter(torch.randn(1, 1, 1, c) * 0.1)
-        s.beta = nn.Parameter(torch.randn(1, 1, 1, c) * 0.1)
-
-    def forward(s, x):
-        gx = torch.norm(x, p=2, dim=(1, 2), keepdim=True)
-        nx = gx / (gx.mean(dim=-1, keepdim=True) + 1e-6)
-        return s.gamma * (x * nx) + s.beta + x
 
 
 class Block2(nn.Module):

@@ -7,19 +7,13 @@
 
 #include "ir/builder.h"
 #include "kernels/kernel.h"
+#include "runtime/control_flow_test_util.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
 #include "testing/numeric.h"
 
 namespace nnfuse {
 namespace control_flow_plan_test {
-
-Attribute graph_attr(std::shared_ptr<Graph> g) {
-  Attribute a;
-  a.kind = Attribute::Kind::kGraph;
-  a.g = std::move(g);
-  return a;
-}
 
 Tensor ramp(const Dims& d, float scale) {
   Tensor t(DType::kFloat32, d);
@@ -74,7 +68,7 @@ std::unique_ptr<Graph> loop_graph(const Shape& body_y) {
   Value* kvo = g->add_value("kv", DType::kFloat32, Shape::unknown());
   Value* ys = g->add_value("ys", DType::kFloat32, Shape::unknown());
   Node* loop = g->add_node("Loop", "loop", {n, nullptr, x, kv0, wv}, {yo, kvo, ys});
-  loop->set_attr("body", graph_attr(body));
+  loop->set_attr("body", testing::graph_attr(body));
   for (Value* v : {yo, kvo, ys}) g->add_output(v);
   return g;
 }
@@ -120,36 +114,14 @@ TEST(ControlFlowPlan, LoopBodyRunsOnKernelsPlannedOnceAndMatchesTheReference) {
 
 // If(c) { Einsum "i->i" of a constant } else { Softmax of it }: the Einsum has no fast kernel
 // and is named under the If; the Softmax branch runs on cpu.softmax.
-std::unique_ptr<Graph> if_graph() {
-  auto branch = [](const std::string& op) {
-    auto b = std::make_shared<Graph>();
-    b->opsets[""] = 17;
-    Value* c = b->add_value(op + "_c");
-    c->set_constant(Tensor::from_vector<float>({2}, {1, 2}));
-    Value* o = b->add_value(op + "_o", DType::kFloat32, Shape::of({2}));
-    Node* n = b->add_node(op, op + "_node", {c}, {o});
-    if (op == "Einsum") n->set_attr("equation", attr_string("i->i"));
-    b->add_output(o);
-    return graph_attr(b);
-  };
-  auto g = std::make_unique<Graph>();
-  g->opsets[""] = 17;
-  Value* c = g->add_value("c", DType::kBool, Shape::of({}));
-  g->add_input(c);
-  Value* y = g->add_value("y", DType::kFloat32, Shape::of({2}));
-  Node* n = g->add_node("If", "if", {c}, {y});
-  n->set_attr("then_branch", branch("Einsum"));
-  n->set_attr("else_branch", branch("Softmax"));
-  g->add_output(y);
-  return g;
-}
+std::unique_ptr<Graph> if_graph() { return testing::constant_if_graph("Einsum", "Softmax"); }
 
 TEST(ControlFlowPlan, SubgraphNodesOnTheReferenceKernelAreNamedUnderTheirNode) {
   ExecutionPlan plan(*if_graph(), options(false));
   EXPECT_EQ(plan.kernel_histogram().at("cpu.control_flow"), 1);
   ASSERT_EQ(plan.reference_fallbacks().size(), 1u);
   const ReferenceFallback& f = plan.reference_fallbacks()[0];
-  EXPECT_EQ(f.node, "if/Einsum_node");
+  EXPECT_EQ(f.node, "if/then_Einsum");
   EXPECT_TRUE(f.compute_op);
   EXPECT_EQ(f.declined[0].second, "there is none for Einsum yet");
   PlanOptions strict = options(false);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/error.h"
+#include "runtime/control_flow_test_util.h"
 #include "runtime/plan.h"
 #include "runtime/session.h"
 
@@ -200,29 +201,7 @@ TEST(ReferenceFallback, ComputeOpWithoutAFastKernelIsRecorded) {
 // An If whose branches give a constant (`op` "Identity") or a Softmax of it: the If is a compute
 // op only when a branch holds one.
 std::unique_ptr<Graph> if_graph(const std::string& op) {
-  auto branch = [&](const std::string& what) {
-    auto b = std::make_shared<Graph>();
-    b->opsets[""] = 17;
-    Value* c = b->add_value(what + "_c");
-    c->set_constant(Tensor::from_vector<float>({2}, {1, 2}));
-    Value* o = b->add_value(what + "_o", DType::kFloat32, Shape::of({2}));
-    b->add_node(what == "then" ? "Identity" : op, what + "_node", {c}, {o});
-    b->add_output(o);
-    Attribute a;
-    a.kind = Attribute::Kind::kGraph;
-    a.g = b;
-    return a;
-  };
-  auto g = std::make_unique<Graph>();
-  g->opsets[""] = 17;
-  Value* c = g->add_value("c", DType::kBool, Shape::of({}));
-  g->add_input(c);
-  Value* y = g->add_value("y", DType::kFloat32, Shape::of({2}));
-  Node* n = g->add_node("If", "if", {c}, {y});
-  n->set_attr("then_branch", branch("then"));
-  n->set_attr("else_branch", branch("else"));
-  g->add_output(y);
-  return g;
+  return testing::constant_if_graph("Identity", op);
 }
 
 TEST(ReferenceFallback, ControlFlowIsAComputeOpOnlyWhenItsSubgraphsHoldOne) {
