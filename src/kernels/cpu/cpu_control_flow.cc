@@ -33,19 +33,19 @@ class PlannedBody {
     }
     for (const Node* n : g.nodes()) {
       const int64_t opset = g.opset(n->domain());
-      std::vector<const Tensor*> consts;
-      for (const Value* v : n->inputs()) {
-        auto it = v ? folded_.find(v) : folded_.end();
-        consts.push_back(it != folded_.end()     ? &it->second
-                         : v && v->is_constant() ? &v->constant()
-                                                 : nullptr);
-      }
       if (n->is(Op::kConstant) && n->num_outputs() == 1 && n->output(0)) {
         KernelIO io;
         io.outputs.resize(1);
         run_reference(*n, opset, io);
         folded_[n->output(0)] = std::move(io.outputs[0]);
         continue;
+      }
+      std::vector<const Tensor*> consts;
+      for (const Value* v : n->inputs()) {
+        auto it = v ? folded_.find(v) : folded_.end();
+        consts.push_back(it != folded_.end()     ? &it->second
+                         : v && v->is_constant() ? &v->constant()
+                                                 : nullptr);
       }
       Step s;
       s.node = n;

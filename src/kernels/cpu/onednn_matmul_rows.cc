@@ -17,6 +17,7 @@
 #include "kernels/cpu/onednn_common.h"
 #include "kernels/cpu/onednn_kernels.h"
 #include "kernels/cpu/onednn_matmul_internal.h"
+#include "ops/dense.h"
 
 namespace nnfuse::onednn {
 namespace {
@@ -116,9 +117,7 @@ std::optional<RowsSpec> rows_spec(const NodeInfo& info, RowsOp op, std::string* 
     }
     try {
       s.epsilon = node.attr_float("epsilon", 1e-5f);
-      const std::string kind = node.attr_string("norm", "layer");
-      if (kind != "layer" && kind != "rms") return decline(why, "norm '", kind, "'");
-      s.rms = kind == "rms";
+      s.rms = ops::read_norm_kind(node) == ops::NormKind::kRms;
     } catch (const Error& e) {
       return decline(why, "attributes: ", e.what());
     }
